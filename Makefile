@@ -1,0 +1,46 @@
+# Two commands on a fresh machine:  `make run` (set up, start the app)  and  `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8501
+TORCH := torch==2.13.0
+
+.PHONY: run test setup setup-dev browser lint bench
+
+run: setup
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true
+
+test: setup-dev browser
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+setup: $(VENV)/.runtime
+setup-dev: $(VENV)/.dev
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# torch goes in first and pinned: pip takes a local CPU wheel where one exists and
+# PyPI's CUDA-enabled Linux wheel on a GPU machine, and nothing later re-resolves it.
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# Debian's chromium (Playwright's own browser download cannot work offline) and CJK fonts.
+browser:
+	@command -v chromium >/dev/null && fc-list | grep -q "Noto Sans CJK" || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium fonts-noto-cjk; }
+
+lint: setup-dev
+	$(BIN)/ruff check .
+
+bench: setup-dev browser
+	$(BIN)/python bench/bench_heatmap.py
+	$(BIN)/python bench/bench_cold_start.py

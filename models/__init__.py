@@ -1,0 +1,1 @@
+"""Attention math, model definitions, adapters and their registry (torch; never streamlit)."""

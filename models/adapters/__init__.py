@@ -1,0 +1,1 @@
+"""One module per bundled model family; importing a module registers its ids."""

@@ -1,0 +1,60 @@
+"""The one place that decides where tensors live.
+
+CUDA first, then Apple's MPS, then the CPU. Set ``ATLAS_DEVICE=cpu`` (or ``cuda``,
+``cuda:1``, ``mps``) to override, e.g. to compare speeds or to keep a GPU free.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+ENV_VAR = "ATLAS_DEVICE"
+
+
+class DeviceError(ValueError):
+    """The requested device does not exist on this machine."""
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend and backend.is_available())
+
+
+def pick_device(override: str | None = None) -> torch.device:
+    """Return the device to run on: ``override``, else ``$ATLAS_DEVICE``, else the best one here.
+
+    >>> pick_device("cpu")
+    device(type='cpu')
+    """
+    wanted = (override or os.environ.get(ENV_VAR, "")).strip().lower()
+    if not wanted:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        device = torch.device(wanted)
+    except RuntimeError as err:
+        raise DeviceError(f"{ENV_VAR}={wanted!r} is not a device name (try cpu, cuda, mps)") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise DeviceError(f"{ENV_VAR}={wanted!r} asks for CUDA, but no CUDA GPU is visible")
+    if device.type == "mps" and not _mps_available():
+        raise DeviceError(f"{ENV_VAR}={wanted!r} asks for MPS, but MPS is not available")
+    return device
+
+
+def describe(device: torch.device) -> str:
+    """A short human label: 'CUDA (NVIDIA H100)', 'MPS', 'CPU (2 threads)'."""
+    if device.type == "cuda":
+        return f"CUDA ({torch.cuda.get_device_name(device)})"
+    if device.type == "mps":
+        return "MPS (Apple GPU)"
+    return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def autocast(device: torch.device):
+    """Mixed precision on CUDA only; a no-op context elsewhere (CPU/MPS stay float32)."""
+    return torch.autocast("cuda", dtype=torch.float16, enabled=device.type == "cuda")

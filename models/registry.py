@@ -1,0 +1,92 @@
+"""Model ids → adapters. Each adapter module registers itself; pages and the CLI read this.
+
+An adapter turns text into records::
+
+    adapter = load("couplet-rnn-additive")
+    result = adapter.run("两个黄鹂鸣翠柳")
+    result.records["cross"]  # AttentionRecord [1, 1, output chars, input chars]
+
+To add a model, write ``models/adapters/<name>.py`` that calls ``register(...)`` at import;
+nothing else changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from viz_core.record import AttentionRecord
+
+
+@dataclass
+class RunResult:
+    """What an adapter returns: records by kind, the generated text (if any), and notices."""
+
+    records: dict[str, AttentionRecord]
+    output: str | None = None
+    notices: list[str] = field(default_factory=list)  # e.g. "2 characters were not in the vocabulary"
+
+
+class Adapter(Protocol):
+    model_id: str
+
+    def run(self, text: str, **options: Any) -> RunResult: ...
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    id: str
+    family: str  # "couplet", "translation", "encoder", "causal", ...
+    description: str
+    factory: Callable[..., Adapter] = field(repr=False, compare=False)
+
+
+_REGISTRY: dict[str, ModelInfo] = {}
+_discovered = False
+
+
+def register(model_id: str, family: str, description: str):
+    """Decorator for an adapter factory ``factory(device) -> Adapter``."""
+
+    def wrap(factory: Callable[..., Adapter]) -> Callable[..., Adapter]:
+        if model_id in _REGISTRY:
+            raise ValueError(f"model id {model_id!r} is registered twice")
+        _REGISTRY[model_id] = ModelInfo(model_id, family, description, factory)
+        return factory
+
+    return wrap
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    import models.adapters as package
+
+    for mod in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{mod.name}")
+    _discovered = True
+
+
+def available() -> list[ModelInfo]:
+    """Every registered model, sorted by id."""
+    _discover()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def info(model_id: str) -> ModelInfo:
+    _discover()
+    if model_id not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY)) or "none yet"
+        raise KeyError(f"unknown model {model_id!r}; known models: {known}")
+    return _REGISTRY[model_id]
+
+
+def load(model_id: str, device=None) -> Adapter:
+    """Build the adapter for ``model_id`` on ``device`` (default: ``pick_device()``)."""
+    from models.device import pick_device
+
+    return info(model_id).factory(device or pick_device())

@@ -1,0 +1,177 @@
+"""Figure builders: data in, ``go.Figure`` out. They never call streamlit or ``.show()``.
+
+Heatmap axes are positions: each column is a category named ``"<pos> · <token>"``
+(unique even when a character repeats) and its tick shows just the token. The hover
+names query and key with position and token, and the weight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz_core.record import AttentionRecord
+from viz_core.tokens import clean_tokens, hover_labels
+
+# CJK-capable fonts first, so 黄鹂 reads as well as "cat" on a projector.
+FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
+ATTENTION_SCALE = "Blues"
+DIVERGING_SCALE = "RdBu_r"
+MAX_TICKS = 48  # beyond this, label every k-th position so labels stay legible
+
+
+def display_precision(values: np.ndarray) -> np.ndarray:
+    """float32 rounded to 10 mantissa bits (≈ 3.3 significant digits) for sending to the browser.
+
+    The hover shows 3 significant digits, so nothing visible changes, but the base64
+    payload shrinks (a 512 × 512 heatmap stays under 1.5 MB). Records keep full precision.
+    """
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    return rounded.view(np.float32)
+
+
+def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left") if title else None,
+        font=dict(family=FONT, size=15),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        template="plotly_white",
+        height=height,
+    )
+    return fig
+
+
+def _axis_ticks(tokens: list[str]) -> dict:
+    labels, shown = hover_labels(tokens), clean_tokens(tokens)
+    step = max(1, -(-len(tokens) // MAX_TICKS))
+    return dict(
+        type="category",
+        categoryorder="array",
+        categoryarray=labels,
+        tickmode="array",
+        tickvals=labels[::step],
+        ticktext=shown[::step],
+        tickangle=0 if len(tokens) <= 24 else -90,
+        automargin=True,
+    )
+
+
+def _heatmap_trace(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str],
+                   coloraxis: str | None = None, zmin: float = 0.0, zmax: float | None = None,
+                   label: str = "weight") -> go.Heatmap:
+    m = np.asarray(matrix)
+    if m.shape != (len(query_tokens), len(key_tokens)):
+        raise ValueError(f"matrix is {m.shape} but there are {len(query_tokens)} query and "
+                         f"{len(key_tokens)} key tokens")
+    trace = dict(
+        z=display_precision(m),
+        x=hover_labels(key_tokens),
+        y=hover_labels(query_tokens),
+        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+        xgap=1 if len(key_tokens) <= 64 else 0,
+        ygap=1 if len(query_tokens) <= 64 else 0,
+    )
+    if coloraxis:
+        trace["coloraxis"] = coloraxis
+    else:
+        trace.update(colorscale=ATTENTION_SCALE, zmin=zmin, zmax=zmax if zmax is not None else float(m.max()))
+    return go.Heatmap(**trace)
+
+
+def heatmap(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str], title: str = "",
+            zmax: float | None = None, x_title: str = "key", y_title: str = "query",
+            label: str = "weight") -> go.Figure:
+    """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
+    fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label))
+    fig.update_xaxes(title=x_title, side="top", **_axis_ticks(key_tokens))
+    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens))
+    n = max(len(query_tokens), 4)
+    return _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
+
+
+def record_heatmap(record: AttentionRecord, layer: int = 0, head: int = 0, title: str = "") -> go.Figure:
+    """One head of a record, as a heatmap."""
+    return heatmap(record.head(layer, head), record.query_tokens, record.key_tokens, title=title)
+
+
+def heatmap_row(panels: dict[str, np.ndarray], query_tokens: list[str], key_tokens: list[str],
+                title: str = "", zmin: float = 0.0, zmax: float | None = None,
+                colorscale: str = ATTENTION_SCALE, label: str = "weight") -> go.Figure:
+    """Several ``[query, key]`` matrices side by side on one shared colour scale."""
+    if not panels:
+        raise ValueError("heatmap_row needs at least one panel")
+    names = list(panels)
+    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.03)
+    top = zmax if zmax is not None else max(float(np.max(m)) for m in panels.values())
+    for col, name in enumerate(names, start=1):
+        fig.add_trace(_heatmap_trace(panels[name], query_tokens, key_tokens, coloraxis="coloraxis",
+                                     label=label), row=1, col=col)
+        fig.update_xaxes(row=1, col=col, **_axis_ticks(key_tokens))
+        fig.update_yaxes(row=1, col=col, autorange="reversed", showticklabels=col == 1,
+                         **_axis_ticks(query_tokens))
+    fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top,
+                                     colorbar=dict(title=label)))
+    return _base_layout(fig, title, height=170 + 22 * min(len(query_tokens), 24))
+
+
+def lines(x: np.ndarray, series: dict[str, np.ndarray], x_title: str, y_title: str,
+          title: str = "", mode: str = "lines", log_x: bool = False) -> go.Figure:
+    """One line per series over a shared x."""
+    fig = go.Figure([go.Scatter(x=np.asarray(x), y=np.asarray(y), mode=mode, name=name)
+                     for name, y in series.items()])
+    fig.update_xaxes(title=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title=y_title)
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return _base_layout(fig, title, height=380)
+
+
+def grouped_bars(categories: list[str], series: dict[str, np.ndarray], x_title: str, y_title: str,
+                 title: str = "") -> go.Figure:
+    """Bars per category, one colour per series (e.g. entropy per query, per scorer)."""
+    fig = go.Figure([go.Bar(x=categories, y=np.asarray(v), name=name) for name, v in series.items()])
+    fig.update_xaxes(title=x_title, type="category")
+    fig.update_yaxes(title=y_title)
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return _base_layout(fig, title, height=380)
+
+
+def matrix_heatmap(matrix: np.ndarray, x_title: str, y_title: str, title: str = "",
+                   colorscale: str = DIVERGING_SCALE, zmid: float | None = 0.0,
+                   x: np.ndarray | None = None, y: np.ndarray | None = None,
+                   label: str = "value") -> go.Figure:
+    """A numeric matrix on numeric axes (positional-encoding P, P·Pᵀ, binary digits)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    fig = go.Figure(go.Heatmap(
+        z=display_precision(m), x=x, y=y, colorscale=colorscale, zmid=zmid,
+        colorbar=dict(title=label),
+        hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+    ))
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title=y_title, autorange="reversed")
+    return _base_layout(fig, title, height=460)
+
+
+def positional_curves(P: np.ndarray, columns: list[int], title: str = "") -> go.Figure:
+    """Columns of P against position, as seed 002 plots columns 6–9."""
+    P = np.asarray(P)
+    series = {f"col {c}": P[:, c] for c in columns}
+    return lines(np.arange(P.shape[0]), series, "position (row of P)", "encoding value", title)
+
+
+def nadaraya_watson(x_train: np.ndarray, y_train: np.ndarray, x_query: np.ndarray,
+                    y_truth: np.ndarray, estimates: dict[str, np.ndarray], title: str = "") -> go.Figure:
+    """Training points, the true function and each estimate ``f(x)`` (gaps where undefined)."""
+    fig = go.Figure([
+        go.Scatter(x=x_train, y=y_train, mode="markers", name="training data (keys, values)",
+                   marker=dict(color="rgba(255,127,14,0.6)", size=7)),
+        go.Scatter(x=x_query, y=y_truth, mode="lines", name="truth", line=dict(color="black", dash="dash")),
+    ])
+    for name, est in estimates.items():
+        fig.add_trace(go.Scatter(x=x_query, y=np.asarray(est, dtype=float), mode="lines", name=name,
+                                 line=dict(width=3), connectgaps=False))
+    fig.update_xaxes(title="x (query)")
+    fig.update_yaxes(title="y")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return _base_layout(fig, title, height=420)

@@ -1,0 +1,93 @@
+"""The one record every model produces and every view consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+KINDS = ("self", "encoder_self", "decoder_self", "cross")
+SCORINGS = ("dot", "scaled_dot", "additive", "general", "cosine", "gaussian")
+ROW_SUM_TOLERANCE = 1e-4
+
+
+class RecordError(ValueError):
+    """An attention record that does not describe itself consistently."""
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionRecord:
+    """Attention weights ``[layers, heads, query, key]`` after softmax, with their tokens.
+
+    It checks itself when built, and a mismatch names both numbers:
+
+    >>> AttentionRecord(np.full((1, 1, 2, 3), 1 / 3), ["a", "b"], ["x", "y"], "cross", "demo")
+    Traceback (most recent call last):
+    ...
+    viz_core.record.RecordError: weights have 3 key positions but 2 key_tokens
+    """
+
+    weights: np.ndarray  # [layers, heads, query, key], rows sum to 1
+    query_tokens: list[str]
+    key_tokens: list[str]
+    kind: str
+    model_id: str
+    scoring: str | None = None
+    scores: np.ndarray | None = None  # pre-softmax, same shape as weights
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        weights = np.asarray(self.weights, dtype=np.float32)
+        object.__setattr__(self, "weights", weights)
+        object.__setattr__(self, "query_tokens", [str(t) for t in self.query_tokens])
+        object.__setattr__(self, "key_tokens", [str(t) for t in self.key_tokens])
+        if self.scores is not None:
+            object.__setattr__(self, "scores", np.asarray(self.scores, dtype=np.float32))
+        _validate(self)
+
+    @property
+    def n_layers(self) -> int:
+        return self.weights.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.weights.shape[1]
+
+    def head(self, layer: int = 0, head: int = 0) -> np.ndarray:
+        """The ``[query, key]`` matrix of one layer and head."""
+        _check_index("layer", layer, self.n_layers)
+        _check_index("head", head, self.n_heads)
+        return self.weights[layer, head]
+
+
+def _validate(rec: AttentionRecord) -> None:
+    w = rec.weights
+    if w.ndim != 4:
+        raise RecordError(f"weights need 4 axes [layers, heads, query, key], got {w.ndim} {w.shape}")
+    if min(w.shape) == 0:
+        raise RecordError(f"weights have an empty axis: shape {w.shape}")
+    if w.shape[2] != len(rec.query_tokens):
+        raise RecordError(f"weights have {w.shape[2]} query positions but {len(rec.query_tokens)} query_tokens")
+    if w.shape[3] != len(rec.key_tokens):
+        raise RecordError(f"weights have {w.shape[3]} key positions but {len(rec.key_tokens)} key_tokens")
+    if rec.kind not in KINDS:
+        raise RecordError(f"kind {rec.kind!r} is not one of {KINDS}")
+    if rec.scoring is not None and rec.scoring not in SCORINGS:
+        raise RecordError(f"scoring {rec.scoring!r} is not one of {SCORINGS}")
+    if not np.isfinite(w).all():
+        raise RecordError(f"weights hold {int((~np.isfinite(w)).sum())} non-finite values")
+    if (w < 0).any():
+        raise RecordError(f"weights hold negative values (min {w.min():.3g}); pass them after softmax")
+    sums = w.sum(-1, dtype=np.float64)
+    worst = np.unravel_index(np.abs(sums - 1).argmax(), sums.shape)
+    if abs(sums[worst] - 1) > ROW_SUM_TOLERANCE:
+        layer, head, query = (int(i) for i in worst)
+        raise RecordError(f"row (layer {layer}, head {head}, query {query}) sums to {sums[worst]:.6f}, not 1")
+    if rec.scores is not None and rec.scores.shape != w.shape:
+        raise RecordError(f"scores have shape {rec.scores.shape} but weights {w.shape}")
+
+
+def _check_index(axis: str, index: int, size: int) -> None:
+    if not 0 <= index < size:
+        raise IndexError(f"{axis} {index} is out of range: the record has {size} (0..{size - 1})")
