@@ -14,14 +14,20 @@ from models.scoring import masked_softmax, score
 
 
 class MultiHeadAttention(nn.Module):
-    """``forward(query, key, value, ...)`` -> ``(output [batch, query, embed], weights [batch, heads, query, key])``.
+    """Returns ``(output [batch, query, embed], weights [batch, heads, query, key])``.
 
     Self-attention passes the same tensor three times; cross-attention passes the
     decoder states as ``query`` and the encoder states as ``key``/``value``.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, bias: bool = True,
-                 scoring: str = "scaled_dot", dropout: float = 0.0):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        bias: bool = True,
+        scoring: str = "scaled_dot",
+        dropout: float = 0.0,
+    ):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
@@ -37,8 +43,12 @@ class MultiHeadAttention(nn.Module):
         return x.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)  # [batch, heads, seq, hd]
 
     def forward(self, query, key, value, valid_lens=None, mask=None, bias=None):
-        """``mask``: bool ``[query, key]`` or broadcastable; ``bias``: added scores ``[heads, query, key]``."""
-        q, k, v = self._split(self.q_proj(query)), self._split(self.k_proj(key)), self._split(self.v_proj(value))
+        """``mask``: bool, broadcastable to ``[query, key]``; ``bias``: ``[heads, query, key]``, added."""
+        q, k, v = (
+            self._split(self.q_proj(query)),
+            self._split(self.k_proj(key)),
+            self._split(self.v_proj(value)),
+        )
         scores = score(self.scoring, q, k)  # [batch, heads, query, key]
         if bias is not None:
             scores = scores + bias
@@ -58,8 +68,9 @@ class MultiHeadAttention(nn.Module):
                 proj.weight.copy_(w)
             ours.out_proj.weight.copy_(mha.out_proj.weight)
             if bias:
-                for proj, b in zip((ours.q_proj, ours.k_proj, ours.v_proj),
-                                   mha.in_proj_bias.detach().chunk(3), strict=True):
+                for proj, b in zip(
+                    (ours.q_proj, ours.k_proj, ours.v_proj), mha.in_proj_bias.detach().chunk(3), strict=True
+                ):
                     proj.bias.copy_(b)
                 ours.out_proj.bias.copy_(mha.out_proj.bias)
         return ours

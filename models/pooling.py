@@ -25,8 +25,9 @@ KERNELS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def nw_weights(queries: torch.Tensor, keys: torch.Tensor, kernel: str = "gaussian",
-               bandwidth: float = 1.0) -> torch.Tensor:
+def nw_weights(
+    queries: torch.Tensor, keys: torch.Tensor, kernel: str = "gaussian", bandwidth: float = 1.0
+) -> torch.Tensor:
     """Attention weights ``[query, key]``; a row with no key in the kernel's support is all 0."""
     if kernel not in KERNELS:
         raise KeyError(f"unknown kernel {kernel!r}; choose one of {sorted(KERNELS)}")
@@ -78,9 +79,14 @@ def parametric_weights(queries: torch.Tensor, keys: torch.Tensor, w: float) -> t
     return nw_weights(queries, keys, "gaussian", bandwidth=1.0 / abs(w))
 
 
-def train_parametric(x: torch.Tensor, y: torch.Tensor, epochs: int = 20, lr: float = 0.5,
-                     w0: float = 1.0, on_epoch: Callable[[int, float], None] | None = None
-                     ) -> tuple[float, list[float]]:
+def train_parametric(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    epochs: int = 20,
+    lr: float = 0.5,
+    w0: float = 1.0,
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> tuple[float, list[float]]:
     """Learn ``w`` by gradient descent on the leave-one-out squared error.
 
     Returns the learned ``w`` and the loss after each epoch; ``on_epoch(epoch, loss)``
@@ -95,7 +101,7 @@ def train_parametric(x: torch.Tensor, y: torch.Tensor, epochs: int = 20, lr: flo
         loss = ((pred - y) ** 2).sum() / 2
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if on_epoch:
             on_epoch(epoch, losses[-1])
     learned = float(w.detach())

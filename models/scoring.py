@@ -79,9 +79,7 @@ LEARNED: dict[str, dict[str, Callable[[int, int, int], tuple[int, ...]]]] = {
 }
 
 
-def init_params(
-    name: str, d_q: int, d_k: int, hidden: int | None = None, seed: int = 0
-) -> dict[str, Tensor]:
+def init_params(name: str, d_q: int, d_k: int, hidden: int | None = None, seed: int = 0) -> dict[str, Tensor]:
     """Deterministic parameters for a learned scorer (empty for parameter-free ones)."""
     hidden = hidden or max(d_q, d_k)
     gen = torch.Generator().manual_seed(seed)
@@ -93,8 +91,9 @@ def init_params(
     return params
 
 
-def score(name: str, queries: Tensor, keys: Tensor, *, seed: int = 0, hidden: int | None = None,
-          **params) -> Tensor:
+def score(
+    name: str, queries: Tensor, keys: Tensor, *, seed: int = 0, hidden: int | None = None, **params
+) -> Tensor:
     """Pre-softmax scores ``[..., query, key]`` of scorer ``name``.
 
     Learned scorers (``additive``, ``general``) take their weights as keyword
@@ -110,8 +109,7 @@ def score(name: str, queries: Tensor, keys: Tensor, *, seed: int = 0, hidden: in
     return SCORERS[name](queries, keys, **params)
 
 
-def masked_softmax(scores: Tensor, valid_lens: Tensor | None = None,
-                   mask: Tensor | None = None) -> Tensor:
+def masked_softmax(scores: Tensor, valid_lens: Tensor | None = None, mask: Tensor | None = None) -> Tensor:
     """Softmax over the last (key) axis; masked keys get exactly 0.
 
     ``valid_lens``: ``[batch]`` or ``[batch, query]``: keys at or past the length are masked.
@@ -138,8 +136,9 @@ def _length_mask(valid_lens: Tensor, scores: Tensor) -> Tensor:
     return positions < lens
 
 
-def attend(name: str, queries: Tensor, keys: Tensor, values: Tensor, valid_lens=None, mask=None,
-           **params) -> tuple[Tensor, Tensor]:
+def attend(
+    name: str, queries: Tensor, keys: Tensor, values: Tensor, valid_lens=None, mask=None, **params
+) -> tuple[Tensor, Tensor]:
     """Score, mask, softmax and pool: returns ``(output [..., query, d_v], weights [..., query, key])``."""
     weights = masked_softmax(score(name, queries, keys, **params), valid_lens, mask)
     return weights @ values, weights
@@ -152,8 +151,7 @@ class ScoringAttention(nn.Module):
     values and the weights; the weights are returned, never stored on the module.
     """
 
-    def __init__(self, name: str, d_q: int, d_k: int, hidden: int | None = None, seed: int = 0,
-                 **fixed):
+    def __init__(self, name: str, d_q: int, d_k: int, hidden: int | None = None, seed: int = 0, **fixed):
         super().__init__()
         if name not in SCORERS:
             raise KeyError(f"unknown scoring function {name!r}; choose one of {sorted(SCORERS)}")
@@ -163,8 +161,9 @@ class ScoringAttention(nn.Module):
         self.params = nn.ParameterDict({k: nn.Parameter(v) for k, v in made.items()})
 
     def forward(self, queries, keys, values, valid_lens=None, mask=None):
-        return attend(self.name, queries, keys, values, valid_lens, mask,
-                      **self.fixed, **dict(self.params.items()))
+        return attend(
+            self.name, queries, keys, values, valid_lens, mask, **self.fixed, **dict(self.params.items())
+        )
 
 
 def _check_same_dim(q: Tensor, k: Tensor, name: str) -> None:

@@ -10,17 +10,18 @@ from viz_core.record import AttentionRecord
 
 def record_frame(record: AttentionRecord) -> pd.DataFrame:
     """Columns: layer, head, query_pos, query_token, key_pos, key_token, weight."""
-    layers, heads, nq, nk = record.weights.shape
     layer, head, q, k = (a.ravel() for a in np.indices(record.weights.shape))
-    return pd.DataFrame({
-        "layer": layer,
-        "head": head,
-        "query_pos": q,
-        "query_token": np.asarray(record.query_tokens, dtype=object)[q],
-        "key_pos": k,
-        "key_token": np.asarray(record.key_tokens, dtype=object)[k],
-        "weight": record.weights.ravel(),
-    })
+    return pd.DataFrame(
+        {
+            "layer": layer,
+            "head": head,
+            "query_pos": q,
+            "query_token": np.asarray(record.query_tokens, dtype=object)[q],
+            "key_pos": k,
+            "key_token": np.asarray(record.key_tokens, dtype=object)[k],
+            "weight": record.weights.ravel(),
+        }
+    )
 
 
 def records_frame(records: dict[str, AttentionRecord], column: str = "name") -> pd.DataFrame:
@@ -35,8 +36,9 @@ def series_frame(x: np.ndarray, series: dict[str, np.ndarray], x_name: str = "x"
     return pd.DataFrame({x_name: np.asarray(x), **{k: np.asarray(v) for k, v in series.items()}})
 
 
-def matrix_frame(matrix: np.ndarray, row_name: str = "row", col_name: str = "col",
-                 value_name: str = "value") -> pd.DataFrame:
+def matrix_frame(
+    matrix: np.ndarray, row_name: str = "row", col_name: str = "col", value_name: str = "value"
+) -> pd.DataFrame:
     """A 2-D array as tidy rows (row, col, value)."""
     m = np.asarray(matrix)
     r, c = (a.ravel() for a in np.indices(m.shape))

@@ -58,13 +58,20 @@ def _axis_ticks(tokens: list[str]) -> dict:
     )
 
 
-def _heatmap_trace(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str],
-                   coloraxis: str | None = None, zmin: float = 0.0, zmax: float | None = None,
-                   label: str = "weight") -> go.Heatmap:
+def _heatmap_trace(
+    matrix: np.ndarray,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    coloraxis: str | None = None,
+    zmin: float = 0.0,
+    zmax: float | None = None,
+    label: str = "weight",
+) -> go.Heatmap:
     m = np.asarray(matrix)
     if m.shape != (len(query_tokens), len(key_tokens)):
-        raise ValueError(f"matrix is {m.shape} but there are {len(query_tokens)} query and "
-                         f"{len(key_tokens)} key tokens")
+        raise ValueError(
+            f"matrix is {m.shape} but there are {len(query_tokens)} query and {len(key_tokens)} key tokens"
+        )
     trace = dict(
         z=display_precision(m),
         x=hover_labels(key_tokens),
@@ -80,9 +87,16 @@ def _heatmap_trace(matrix: np.ndarray, query_tokens: list[str], key_tokens: list
     return go.Heatmap(**trace)
 
 
-def heatmap(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str], title: str = "",
-            zmax: float | None = None, x_title: str = "key", y_title: str = "query",
-            label: str = "weight") -> go.Figure:
+def heatmap(
+    matrix: np.ndarray,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    title: str = "",
+    zmax: float | None = None,
+    x_title: str = "key",
+    y_title: str = "query",
+    label: str = "weight",
+) -> go.Figure:
     """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
     fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label))
     fig.update_xaxes(title=x_title, side="top", **_axis_ticks(key_tokens))
@@ -96,9 +110,16 @@ def record_heatmap(record: AttentionRecord, layer: int = 0, head: int = 0, title
     return heatmap(record.head(layer, head), record.query_tokens, record.key_tokens, title=title)
 
 
-def heatmap_row(panels: dict[str, np.ndarray], query_tokens: list[str], key_tokens: list[str],
-                title: str = "", zmin: float = 0.0, zmax: float | None = None,
-                colorscale: str = ATTENTION_SCALE, label: str = "weight") -> go.Figure:
+def heatmap_row(
+    panels: dict[str, np.ndarray],
+    query_tokens: list[str],
+    key_tokens: list[str],
+    title: str = "",
+    zmin: float = 0.0,
+    zmax: float | None = None,
+    colorscale: str = ATTENTION_SCALE,
+    label: str = "weight",
+) -> go.Figure:
     """Several ``[query, key]`` matrices side by side on one shared colour scale."""
     if not panels:
         raise ValueError("heatmap_row needs at least one panel")
@@ -106,29 +127,41 @@ def heatmap_row(panels: dict[str, np.ndarray], query_tokens: list[str], key_toke
     fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.03)
     top = zmax if zmax is not None else max(float(np.max(m)) for m in panels.values())
     for col, name in enumerate(names, start=1):
-        fig.add_trace(_heatmap_trace(panels[name], query_tokens, key_tokens, coloraxis="coloraxis",
-                                     label=label), row=1, col=col)
+        fig.add_trace(
+            _heatmap_trace(panels[name], query_tokens, key_tokens, coloraxis="coloraxis", label=label),
+            row=1,
+            col=col,
+        )
         fig.update_xaxes(row=1, col=col, **_axis_ticks(key_tokens))
-        fig.update_yaxes(row=1, col=col, autorange="reversed", showticklabels=col == 1,
-                         **_axis_ticks(query_tokens))
-    fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top,
-                                     colorbar=dict(title=label)))
+        fig.update_yaxes(
+            row=1, col=col, autorange="reversed", showticklabels=col == 1, **_axis_ticks(query_tokens)
+        )
+    fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top, colorbar=dict(title=label)))
     return _base_layout(fig, title, height=170 + 22 * min(len(query_tokens), 24))
 
 
-def lines(x: np.ndarray, series: dict[str, np.ndarray], x_title: str, y_title: str,
-          title: str = "", mode: str = "lines", log_x: bool = False) -> go.Figure:
+def lines(
+    x: np.ndarray,
+    series: dict[str, np.ndarray],
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    mode: str = "lines",
+    log_x: bool = False,
+) -> go.Figure:
     """One line per series over a shared x."""
-    fig = go.Figure([go.Scatter(x=np.asarray(x), y=np.asarray(y), mode=mode, name=name)
-                     for name, y in series.items()])
+    fig = go.Figure(
+        [go.Scatter(x=np.asarray(x), y=np.asarray(y), mode=mode, name=name) for name, y in series.items()]
+    )
     fig.update_xaxes(title=x_title, type="log" if log_x else None)
     fig.update_yaxes(title=y_title)
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     return _base_layout(fig, title, height=380)
 
 
-def grouped_bars(categories: list[str], series: dict[str, np.ndarray], x_title: str, y_title: str,
-                 title: str = "") -> go.Figure:
+def grouped_bars(
+    categories: list[str], series: dict[str, np.ndarray], x_title: str, y_title: str, title: str = ""
+) -> go.Figure:
     """Bars per category, one colour per series (e.g. entropy per query, per scorer)."""
     fig = go.Figure([go.Bar(x=categories, y=np.asarray(v), name=name) for name, v in series.items()])
     fig.update_xaxes(title=x_title, type="category")
@@ -137,17 +170,30 @@ def grouped_bars(categories: list[str], series: dict[str, np.ndarray], x_title: 
     return _base_layout(fig, title, height=380)
 
 
-def matrix_heatmap(matrix: np.ndarray, x_title: str, y_title: str, title: str = "",
-                   colorscale: str = DIVERGING_SCALE, zmid: float | None = 0.0,
-                   x: np.ndarray | None = None, y: np.ndarray | None = None,
-                   label: str = "value") -> go.Figure:
+def matrix_heatmap(
+    matrix: np.ndarray,
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    colorscale: str = DIVERGING_SCALE,
+    zmid: float | None = 0.0,
+    x: np.ndarray | None = None,
+    y: np.ndarray | None = None,
+    label: str = "value",
+) -> go.Figure:
     """A numeric matrix on numeric axes (positional-encoding P, P·Pᵀ, binary digits)."""
     m = np.asarray(matrix, dtype=np.float32)
-    fig = go.Figure(go.Heatmap(
-        z=display_precision(m), x=x, y=y, colorscale=colorscale, zmid=zmid,
-        colorbar=dict(title=label),
-        hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=display_precision(m),
+            x=x,
+            y=y,
+            colorscale=colorscale,
+            zmid=zmid,
+            colorbar=dict(title=label),
+            hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+        )
+    )
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title, autorange="reversed")
     return _base_layout(fig, title, height=460)
@@ -160,17 +206,40 @@ def positional_curves(P: np.ndarray, columns: list[int], title: str = "") -> go.
     return lines(np.arange(P.shape[0]), series, "position (row of P)", "encoding value", title)
 
 
-def nadaraya_watson(x_train: np.ndarray, y_train: np.ndarray, x_query: np.ndarray,
-                    y_truth: np.ndarray, estimates: dict[str, np.ndarray], title: str = "") -> go.Figure:
+def nadaraya_watson(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_query: np.ndarray,
+    y_truth: np.ndarray,
+    estimates: dict[str, np.ndarray],
+    title: str = "",
+) -> go.Figure:
     """Training points, the true function and each estimate ``f(x)`` (gaps where undefined)."""
-    fig = go.Figure([
-        go.Scatter(x=x_train, y=y_train, mode="markers", name="training data (keys, values)",
-                   marker=dict(color="rgba(255,127,14,0.6)", size=7)),
-        go.Scatter(x=x_query, y=y_truth, mode="lines", name="truth", line=dict(color="black", dash="dash")),
-    ])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=x_train,
+                y=y_train,
+                mode="markers",
+                name="training data (keys, values)",
+                marker=dict(color="rgba(255,127,14,0.6)", size=7),
+            ),
+            go.Scatter(
+                x=x_query, y=y_truth, mode="lines", name="truth", line=dict(color="black", dash="dash")
+            ),
+        ]
+    )
     for name, est in estimates.items():
-        fig.add_trace(go.Scatter(x=x_query, y=np.asarray(est, dtype=float), mode="lines", name=name,
-                                 line=dict(width=3), connectgaps=False))
+        fig.add_trace(
+            go.Scatter(
+                x=x_query,
+                y=np.asarray(est, dtype=float),
+                mode="lines",
+                name=name,
+                line=dict(width=3),
+                connectgaps=False,
+            )
+        )
     fig.update_xaxes(title="x (query)")
     fig.update_yaxes(title="y")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))

@@ -68,7 +68,9 @@ def _validate(rec: AttentionRecord) -> None:
     if min(w.shape) == 0:
         raise RecordError(f"weights have an empty axis: shape {w.shape}")
     if w.shape[2] != len(rec.query_tokens):
-        raise RecordError(f"weights have {w.shape[2]} query positions but {len(rec.query_tokens)} query_tokens")
+        raise RecordError(
+            f"weights have {w.shape[2]} query positions but {len(rec.query_tokens)} query_tokens"
+        )
     if w.shape[3] != len(rec.key_tokens):
         raise RecordError(f"weights have {w.shape[3]} key positions but {len(rec.key_tokens)} key_tokens")
     if rec.kind not in KINDS:

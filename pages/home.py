@@ -1,0 +1,36 @@
+"""Home: what each page shows."""
+
+import streamlit as st
+
+st.title("🔭 Attention Atlas")
+st.markdown(
+    "See attention at work: type a sentence or a Chinese couplet line, and look at what each "
+    "model attends to. Everything runs here, offline; nothing you type leaves this machine."
+)
+
+st.subheader("Pages")
+st.page_link(
+    "pages/scoring.py",
+    label="**Scoring functions**: dot, scaled dot, additive, general, "
+    "cosine and Gaussian scores on the same queries and keys, side by side; why we divide "
+    "by √d; masks (causal, local window, strided, padding).",
+    icon="🎯",
+)
+st.page_link(
+    "pages/positional.py",
+    label="**Positional encoding**: the sinusoidal curves, the whole "
+    "matrix P, why P·Pᵀ depends on the offset between positions, and the binary-counter analogy.",
+    icon="🌊",
+)
+st.page_link(
+    "pages/pooling.py",
+    label="**Attention pooling**: Nadaraya–Watson kernel regression as the "
+    "simplest attention; pick a kernel and bandwidth, or train the kernel width live.",
+    icon="📈",
+)
+
+st.caption(
+    "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
+    "hover a cell for both tokens and the weight. Every chart has a CSV download; the camera "
+    "icon on a chart saves a PNG."
+)

@@ -1,0 +1,90 @@
+"""Scoring functions side by side on the same queries and keys."""
+
+import numpy as np
+import streamlit as st
+
+from atlas_ui import chart
+from models.teaching import MASK_NAMES, ScoringSetup, saturation, scoring_records
+from viz_core import grouped_bars, heatmap_row, lines, records_frame, row_entropy, series_frame
+
+K = "scoring_"
+st.title("🎯 Scoring functions")
+st.markdown(
+    "Attention turns a **score** for every (query, key) pair into weights with a softmax. "
+    "Here six scoring functions see the *same* random queries and keys; only the score differs."
+)
+
+c1, c2, c3 = st.columns(3)
+d = c1.select_slider("vector size d", [2, 4, 8, 16, 32, 64, 128, 256, 512], value=16, key=K + "d")
+n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
+seed = c3.number_input("random seed", 0, 99_999, 0, key=K + "seed")
+c1, c2, c3 = st.columns(3)
+mask = c1.selectbox("mask (seed 001)", MASK_NAMES, key=K + "mask")
+window = c2.slider("local window", 0, n - 1, min(1, n - 1), key=K + "window", disabled=mask != "local window")
+stride = c3.slider("stride", 1, n, min(3, n), key=K + "stride", disabled=mask != "strided")
+c1, c2, c3 = st.columns(3)
+valid_len = c1.slider(
+    "valid keys (padding)", 1, n, max(1, n - 3), key=K + "valid", disabled=mask != "padding"
+)
+temperature = c2.slider("cosine temperature", 0.05, 2.0, 0.2, 0.05, key=K + "temp")
+sigma = c3.slider("Gaussian σ", 0.25, 10.0, 2.0, 0.25, key=K + "sigma")
+identical = st.toggle("make every key identical (seed 002: the weights become uniform)", key=K + "same")
+
+setup = ScoringSetup(
+    d=d,
+    n=n,
+    seed=int(seed),
+    mask=mask,
+    window=window,
+    stride=stride,
+    valid_len=valid_len,
+    identical_keys=identical,
+    temperature=temperature,
+    sigma=sigma,
+)
+records = st.cache_data(scoring_records, show_spinner=False)(setup)
+first = next(iter(records.values()))
+
+st.subheader("Weights, one colour scale")
+panels = {name: r.head() for name, r in records.items()}
+chart(
+    heatmap_row(panels, first.query_tokens, first.key_tokens, zmax=1.0),
+    records_frame(records, "scoring"),
+    K + "weights",
+    "scoring_weights",
+)
+if identical:
+    spread = max(float(np.ptp(r.head()[:, r.head()[0] > 0])) for r in records.values())
+    st.success(
+        f"All keys are equal, so every score in a row is equal and every function gives the "
+        f"same weight to each allowed key (largest spread in a row: {spread:.2g})."
+    )
+
+st.subheader("How spread out is each query's attention?")
+st.caption(
+    f"Entropy in bits: 0 = all weight on one key; log₂({n}) = {np.log2(n):.2f} = uniform over all keys."
+)
+entropy = {name: row_entropy(r.head()) for name, r in records.items()}
+chart(
+    grouped_bars(first.query_tokens, entropy, "query", "entropy (bits)"),
+    series_frame(first.query_tokens, entropy, "query"),
+    K + "entropy",
+    "scoring_entropy",
+)
+
+st.subheader("Why divide by √d?")
+st.markdown(
+    "The dot product of two random d-dimensional vectors has variance d. Without scaling, the "
+    "largest score soon dwarfs the rest and softmax becomes one-hot, where its gradient vanishes. "
+    "Dividing by √d keeps the scores' spread the same at every d."
+)
+dims = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+curves = st.cache_data(saturation, show_spinner=False)(dims, n_keys=n, seed=int(seed))
+named = {"dot (no scaling)": curves["dot"], "scaled dot (÷√d)": curves["scaled_dot"]}
+chart(
+    lines(dims, named, "vector size d", "mean largest weight", mode="lines+markers", log_x=True),
+    series_frame(dims, named, "d"),
+    K + "saturation",
+    "softmax_saturation",
+)
+st.caption(f"1.0 = one-hot (saturated); 1/{n} = {1 / n:.2f} = uniform.")
