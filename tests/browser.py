@@ -1,0 +1,100 @@
+"""Start the app with `streamlit run` and drive Debian's chromium through Playwright.
+
+Shared by the browser tests and the cold-start benchmark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("ATLAS_CHROMIUM", "/usr/bin/chromium")
+# Offline machine: without these, chromium keeps trying to reach Google's services.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PLOT_DRAWN = ".js-plotly-plot .main-svg .cartesianlayer"
+EXCEPTION_BOX = '[data-testid="stException"]'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(timeout: float = 60.0) -> Iterator[str]:
+    """Run ``streamlit run app.py`` on 127.0.0.1 and yield its base URL once it answers."""
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                out = proc.stdout.read() if proc.poll() is not None else ""
+                raise RuntimeError(f"streamlit did not start on {url}: {out[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def chromium_missing() -> str | None:
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        return f"Debian's chromium is not installed at {CHROMIUM} (make test installs it)"
+    return None
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1400, height: int = 1000):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()

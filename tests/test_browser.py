@@ -1,0 +1,53 @@
+"""Every page in a real browser: a Plotly chart is drawn and no exception box shows."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+
+pytestmark = pytest.mark.browser
+SHOTS = Path(__file__).parent / "screenshots"
+PAGES = ["scoring", "positional", "pooling"]
+
+
+@pytest.fixture(scope="module")
+def page():
+    problem = chromium_missing()
+    assert problem is None, problem
+    with streamlit_server() as url, browser_page(height=3000) as pg:
+        pg.base_url = url
+        yield pg
+
+
+def test_home_page_lists_every_page(page):
+    page.goto(page.base_url)
+    page.wait_for_selector("h1", timeout=60_000)
+    for title in ("Scoring functions", "Positional encoding", "Attention pooling"):
+        assert page.get_by_text(title).first.is_visible()
+    assert page.get_by_text("Device:").first.is_visible()
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SHOTS / "home.png")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_draws_its_charts_without_exception(page, path):
+    page.goto(f"{page.base_url}/{path}")
+    page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+    page.wait_for_load_state("networkidle")
+    assert page.locator(EXCEPTION_BOX).count() == 0
+    assert page.locator(".js-plotly-plot").count() >= 2
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SHOTS / f"{path}.png")
+
+
+def test_heatmap_hover_names_both_tokens(page):
+    page.goto(f"{page.base_url}/pooling")
+    page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+    heat = page.locator(".js-plotly-plot").nth(1)
+    box = heat.locator(".nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    hover = page.locator(".hoverlayer .hovertext").first
+    hover.wait_for(timeout=10_000)
+    text = hover.text_content()
+    assert "query" in text and "key" in text and "weight" in text

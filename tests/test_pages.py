@@ -1,0 +1,96 @@
+"""Every page under streamlit's AppTest: renders without exception, shows its charts, reacts to a widget."""
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+TIMEOUT = 120
+
+
+def run(page: str) -> AppTest:
+    at = AppTest.from_file(f"../{page}", default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_app_shell_shows_home_and_device():
+    at = run("app.py")
+    assert "Attention Atlas" in at.title[0].value
+    assert any("Device:" in m.value for m in at.sidebar.markdown)
+
+
+def test_scoring_page_draws_all_six_functions_on_one_scale():
+    at = run("pages/scoring.py")
+    figs = charts(at)
+    assert len(figs) == 3
+    heat = figs[0]
+    assert [t["type"] for t in heat["data"]] == ["heatmap"] * 6
+    assert {a["text"] for a in heat["layout"]["annotations"]} == {
+        "dot",
+        "scaled_dot",
+        "additive",
+        "general",
+        "cosine",
+        "gaussian",
+    }
+
+
+@pytest.mark.parametrize("mask", ["causal", "local window", "strided", "padding"])
+def test_scoring_page_applies_each_mask(mask):
+    at = run("pages/scoring.py")
+    at.selectbox(key="scoring_mask").set_value(mask).run()
+    assert not at.exception
+    assert len(charts(at)) == 3
+
+
+def test_identical_keys_toggle_shows_uniform_message():
+    at = run("pages/scoring.py")
+    at.toggle(key="scoring_same").set_value(True).run()
+    assert not at.exception
+    assert any("largest spread in a row: 0" in s.value for s in at.success)
+
+
+def test_shrinking_count_below_other_sliders_does_not_break():
+    at = run("pages/scoring.py")
+    at.selectbox(key="scoring_mask").set_value("strided").run()
+    at.slider(key="scoring_n").set_value(2).run()
+    assert not at.exception and len(charts(at)) == 3
+
+
+def test_positional_page_defaults_to_columns_6_to_9_and_reacts_to_d():
+    at = run("pages/positional.py")
+    assert at.multiselect(key="pe_cols").value == [6, 7, 8, 9]
+    assert [t["name"] for t in charts(at)[0]["data"]] == ["col 6", "col 7", "col 8", "col 9"]
+    at.select_slider(key="pe_dim").set_value(8).run()
+    assert not at.exception
+    assert len(charts(at)) == 4
+
+
+def test_positional_page_with_no_columns_says_so():
+    at = run("pages/positional.py")
+    at.multiselect(key="pe_cols").set_value([]).run()
+    assert not at.exception and any("at least one column" in i.value for i in at.info)
+
+
+def test_pooling_page_trains_and_adds_the_learned_curve():
+    at = run("pages/pooling.py")
+    assert len(charts(at)) == 2
+    at.slider(key="pool_epochs").set_value(5)
+    at.button(key="pool_train").click().run()
+    assert not at.exception
+    figs = charts(at)
+    assert len(figs) == 4  # fit, weights, loss curve, learned weights
+    assert any(t.get("name", "").startswith("learned Gaussian") for t in figs[0]["data"])
+
+
+def test_pooling_page_warns_when_a_narrow_boxcar_leaves_gaps():
+    at = run("pages/pooling.py")
+    at.selectbox(key="pool_kernel").set_value("boxcar")
+    at.slider(key="pool_h").set_value(0.05).run()
+    assert not at.exception
+    assert any("undefined" in w.value for w in at.warning)
