@@ -1,6 +1,10 @@
 """Attention Atlas on the command line.
 
     python cli.py models [--json]
+    python cli.py extract (--model ID | --checkpoint FILE) (--text TEXT [--target TEXT] | --input-file FILE)
+                          [--json | --out FILE.npz] [--beam N]
+    python cli.py export  --model ID --out FILE
+    python cli.py train   couplet-rnn --attention additive|dot [--steps N ...]
 
 Errors go to stderr as one line, with a non-zero exit; never a traceback.
 """
@@ -9,7 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from pathlib import Path
+
+import numpy as np
 
 
 class CliError(Exception):
@@ -36,26 +44,239 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- extract -------------------------------------------------------------------------------
+
+def _adapter(args: argparse.Namespace):
+    """The adapter for ``--model`` (registry) or ``--checkpoint`` (a self-describing file)."""
+    from models.device import pick_device
+
+    device = pick_device()
+    if args.model:
+        from models.registry import load
+
+        return load(args.model, device)
+    from models.bundle import FORMAT
+    from models.checkpoint import read_meta
+
+    path = Path(args.checkpoint)
+    meta = read_meta(path)
+    if meta.get("format") == FORMAT and meta.get("task") == "couplet":
+        from models.adapters.couplet_rnn import from_checkpoint
+
+        return from_checkpoint(path, device)
+    raise CliError(f"{path.name}: no model for checkpoint format {meta.get('format')!r} "
+                   f"(task {meta.get('task')!r})")
+
+
+def _record_json(record) -> dict:
+    return {
+        "kind": record.kind,
+        "query_tokens": record.query_tokens,
+        "key_tokens": record.key_tokens,
+        "weights": record.weights.tolist(),  # [layers][heads][query][key], as computed
+    }
+
+
+def _result_json(adapter, result) -> dict:
+    return {
+        "model": adapter.model_id,
+        "device": str(adapter.device),
+        "output": result.output,
+        "records": [_record_json(r) for r in result.records.values()],
+    }
+
+
+def _read_inputs(path: str) -> list[tuple[str, str | None]]:
+    text = Path(path).read_text(encoding="utf-8")
+    items = []
+    for line in text.splitlines():
+        source, tab, target = line.partition("\t")
+        items.append((source, target if tab else None))
+    return items
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    if args.input_file and (args.text is not None or args.target is not None):
+        raise CliError("extract: give --text (and --target) or --input-file, not both")
+    if args.input_file and args.out:
+        raise CliError("extract: --input-file prints JSON Lines; --out takes a single --text")
+    if args.target is not None and args.text is None:
+        raise CliError("extract: --target needs --text")
+    if args.beam < 1:
+        raise CliError(f"extract: --beam must be at least 1, got {args.beam}")
+    adapter = _adapter(args)
+    if args.input_file:
+        return _extract_lines(adapter, _read_inputs(args.input_file), args.beam)
+    result = adapter.run(args.text, target=args.target, beam=args.beam)
+    for notice in result.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    if args.out:
+        _write_npz(Path(args.out), adapter, result)
+    elif args.json:
+        print(json.dumps(_result_json(adapter, result), ensure_ascii=False))
+    else:
+        _print_text(adapter, result)
+    return 0
+
+
+def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int,
+                   chunk: int = 512) -> int:
+    """JSON Lines in input order; a bad line gets ``{"error": ...}`` and the rest go on."""
+    batched = hasattr(adapter, "run_batch")
+    for start in range(0, len(items), chunk):
+        part = items[start:start + chunk]
+        if batched:
+            results = adapter.run_batch(part, beam=beam)
+        else:
+            results = []
+            for text, target in part:
+                try:
+                    results.append(adapter.run(text, target=target, beam=beam))
+                except ValueError as err:
+                    results.append(err)
+        lines = []
+        for r in results:
+            obj = {"error": str(r)} if isinstance(r, Exception) else _result_json(adapter, r)
+            lines.append(json.dumps(obj, ensure_ascii=False))
+        sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _write_npz(path: Path, adapter, result) -> None:
+    if path.suffix != ".npz":
+        raise CliError(f"extract: --out writes .npz files, got {path.name}")
+    arrays = {"model": np.array(adapter.model_id), "output": np.array(result.output or "")}
+    for kind, rec in result.records.items():
+        arrays[f"{kind}_weights"] = rec.weights  # [layers, heads, query, key]
+        arrays[f"{kind}_query_tokens"] = np.array(rec.query_tokens)
+        arrays[f"{kind}_key_tokens"] = np.array(rec.key_tokens)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **arrays)
+    print(f"wrote {path} ({', '.join(result.records)})")
+
+
+def _print_text(adapter, result) -> None:
+    print(f"model   {adapter.model_id} on {adapter.device}")
+    if result.output is not None:
+        print(f"output  {result.output}")
+    for kind, rec in result.records.items():
+        w = rec.head()  # [query, key]
+        note = rec.meta.get("alignment")
+        extra = f", alignment {note:.2f}" if isinstance(note, float) else ""
+        print(f"\n{kind} attention ({rec.scoring or 'n/a'}{extra}); rows = output, columns = input")
+        print("      " + " ".join(f"{t:>4}" for t in rec.key_tokens))
+        for token, row in zip(rec.query_tokens, w, strict=True):
+            print(f"{token:>4}  " + " ".join(f"{v:5.2f}" for v in row))
+
+
+# -- export --------------------------------------------------------------------------------
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from models.registry import load
+
+    adapter = load(args.model)
+    if not hasattr(adapter, "export"):
+        raise CliError(f"export: {args.model} has no checkpoint to export")
+    path = adapter.export(args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+# -- train ---------------------------------------------------------------------------------
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from models.couplet_train import CoupletTrainArgs, train
+
+    fields = CoupletTrainArgs.__dataclass_fields__
+    options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
+    metrics = train(CoupletTrainArgs(**options), command=command)
+    print(json.dumps(metrics, ensure_ascii=False))
+    return 0
+
+
+def _add_train(sub) -> None:
+    p = sub.add_parser("train", help="train a model and bundle its weights")
+    fam = p.add_subparsers(dest="family", required=True, parser_class=_Parser)
+    c = fam.add_parser("couplet-rnn", help="seed 000's couplet seq2seq (BiLSTM + attention)")
+    c.add_argument("--attention", required=True, choices=["additive", "dot"])
+    c.add_argument("--steps", type=int, help="batches to train for (default 3000)")
+    c.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
+    c.add_argument("--lr", type=float, help="Adam learning rate (default 1e-3)")
+    c.add_argument("--embed", type=int, help="embedding size (default 256)")
+    c.add_argument("--hidden", type=int, help="hidden size (default 256)")
+    c.add_argument("--vocab-size", type=int, help="characters kept, specials included (default 6000)")
+    c.add_argument("--join-prob", type=float, help="share of joined, punctuated examples (0.1)")
+    c.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
+    c.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
+    c.add_argument("--eval-every", type=int, help="steps between validation checks (100)")
+    c.add_argument("--eval-pairs", type=int, help="validation pairs checked during training (500)")
+    c.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
+    c.add_argument("--target-alignment", type=float, help="stop once validation alignment ≥ this")
+    c.add_argument("--min-steps", type=int, help="never stop early before this step")
+    c.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
+    c.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
+    c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
+    c.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
+    c.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
+    c.add_argument("--fresh", action="store_true", default=None,
+                   help="start over instead of resuming the run folder")
+    c.set_defaults(func=cmd_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="cli.py", description="See attention from the command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("models", help="list the bundled models")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("extract", help="attention weights of one input or a file of inputs")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a registry id (see: cli.py models)")
+    which.add_argument("--checkpoint", help="a self-describing checkpoint file (cli.py export)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="the input, e.g. an upper line 两个黄鹂鸣翠柳")
+    what.add_argument("--input-file", help="one input a line: source or source<TAB>target")
+    p.add_argument("--target", help="force-decode this output (teacher forcing)")
+    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object per input")
+    fmt.add_argument("--out", help="write the records to FILE.npz")
+    p.set_defaults(func=cmd_extract)
+
+    p = sub.add_parser("export", help="write a model's self-describing checkpoint")
+    p.add_argument("--model", required=True, help="a registry id")
+    p.add_argument("--out", required=True, help="the checkpoint file to write")
+    p.set_defaults(func=cmd_export)
+
+    _add_train(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)
+        args.argv = argv
         return args.func(args)
     except CliError as err:
-        print(f"error: {err}", file=sys.stderr)
+        _fail(err)
         return 2
     except (ValueError, KeyError, IndexError, OSError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"error: {message}", file=sys.stderr)
+        _fail(err.args[0] if isinstance(err, KeyError) and err.args else err)
         return 1
+    except KeyboardInterrupt:
+        _fail("interrupted")
+        return 130
+    except Exception as err:  # a bug, still one line: the contract is no tracebacks
+        _fail(f"{type(err).__name__}: {err}")
+        return 1
+
+
+def _fail(message) -> None:
+    print("error: " + " ".join(str(message).split()), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,244 @@
+"""Couplets (对联, seed 000): upper line → lower line, one character per token.
+
+The couplet rule: the lower line has exactly the upper line's length, and punctuation of
+the upper line (，。、；！？) stands at the same places in the lower line. The search
+enforces it (``constraints``); the model never has to learn it.
+
+    >>> prepare_line("  两个 黄鹂, 鸣翠柳 ").chars
+    ['两', '个', '黄', '鹂', '，', '鸣', '翠', '柳']
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from models.data import Batch, bucketed_batches, make_batch, pad, read_pairs, split_pairs
+from models.decoding import Constraints, Decoded, decode
+from models.metrics import alignment_accuracy, char_bleu, copy_rate
+from models.seq2seq import Seq2Seq
+from models.training import masked_cross_entropy
+from models.vocab import Vocab
+
+PUNCTUATION = "，。、；！？"
+_ASCII_PUNCTUATION = str.maketrans({",": "，", ".": "。", ";": "；", "!": "！", "?": "？"})
+MAX_CHARS = 32  # longer input is truncated with a notice
+DATA_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "couplets" / "tang_couplets.tsv.gz"
+VALID_SIZE = 2000  # held out by a seeded shuffle (SPLIT_SEED), never trained on
+SPLIT_SEED = 0
+EXAMPLE = ("两个黄鹂鸣翠柳", "一行白鹭上青天")
+
+
+@dataclass
+class Line:
+    """One line as the model reads it: a list of characters, plus what changed on the way."""
+
+    chars: list[str]
+    notices: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chars)
+
+
+def prepare_line(text: str | None, what: str = "upper line") -> Line:
+    """Clean a typed line: drop whitespace, use Chinese punctuation, cut at ``MAX_CHARS``.
+
+    Empty input raises ``ValueError``; anything else (Latin, digits, emoji) goes through and
+    becomes ``<unk>`` later if the vocabulary lacks it.
+    """
+    raw = "" if text is None else str(text)
+    if not raw.strip():
+        raise ValueError(f"the {what} is empty: type Chinese characters, e.g. {EXAMPLE[0]}")
+    notices = []
+    kept = "".join(ch for ch in raw.strip() if not ch.isspace())
+    if len(kept) < len(raw.strip()):
+        notices.append(f"Spaces in the {what} were removed: one character is one token.")
+    kept = kept.translate(_ASCII_PUNCTUATION)
+    truncated = len(kept) > MAX_CHARS
+    if truncated:
+        notices.append(f"The {what} has {len(kept)} characters; only the first {MAX_CHARS} are used.")
+        kept = kept[:MAX_CHARS]
+    return Line(list(kept), notices, truncated)
+
+
+def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = "upper line") -> str | None:
+    missing = vocab.unknown(chars)
+    if not missing:
+        return None
+    shown = "".join(missing[:12]) + ("…" if len(missing) > 12 else "")
+    return (f"{len(missing)} character(s) of the {what} are not in the model's vocabulary "
+            f"({shown}); the model reads them as <unk>.")
+
+
+def constraints_for(lines: Sequence[Sequence[str]], vocab: Vocab, device=None) -> Constraints:
+    """Exact lengths; the upper line's punctuation forced in place and banned elsewhere."""
+    lengths = torch.tensor([len(x) for x in lines], dtype=torch.long)
+    forced = torch.full((len(lines), int(lengths.max())), -1, dtype=torch.long)
+    for i, chars in enumerate(lines):
+        for j, ch in enumerate(chars):
+            if ch in PUNCTUATION:
+                forced[i, j] = vocab.index[ch]
+    punct_ids = [vocab.index[p] for p in PUNCTUATION if p in vocab]
+    banned = tuple(vocab.special_ids() + punct_ids)
+    return Constraints(lengths.to(device), forced.to(device), banned)
+
+
+class CoupletModel:
+    """A trained (or training) couplet model with its vocabulary: batched generate and force."""
+
+    def __init__(self, model: Seq2Seq, vocab: Vocab, device: torch.device | str = "cpu",
+                 batch_size: int = 256):
+        self.model, self.vocab, self.device = model, vocab, torch.device(device)
+        self.batch_size = batch_size
+
+    def _src(self, lines: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        src, lens = pad([self.vocab.encode(x) for x in lines], self.vocab.pad_id)
+        return src.to(self.device), lens.to(self.device)
+
+    def _chunks(self, n: int):
+        for start in range(0, n, self.batch_size):
+            yield slice(start, start + self.batch_size)
+
+    @torch.no_grad()
+    def generate(self, lines: Sequence[Sequence[str]], beam: int = 1, top_k: int = 0
+                 ) -> list[Decoded]:
+        """Lower lines for upper ``lines`` (lists of characters), with their attention."""
+        out: list[Decoded] = []
+        for part in self._chunks(len(lines)):
+            chunk = lines[part]
+            src, lens = self._src(chunk)
+            out += decode(self.model, src, lens, beam=beam, bos_id=self.vocab.bos_id,
+                          eos_id=self.vocab.eos_id, pad_id=self.vocab.pad_id,
+                          constraints=constraints_for(chunk, self.vocab, self.device), top_k=top_k)
+        return out
+
+    @torch.no_grad()
+    def force(self, lines: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
+              top_k: int = 0) -> list[Decoded]:
+        """Teacher-force ``targets``: the attention while the model reads each target character."""
+        out: list[Decoded] = []
+        v = self.vocab
+        for part in self._chunks(len(lines)):
+            src, lens = self._src(lines[part])
+            batch = make_batch([v.encode(x) for x in lines[part]], [v.encode(t) for t in targets[part]],
+                               bos_id=v.bos_id, pad_id=v.pad_id).to(self.device)
+            logits, weights = self.model(src, lens, batch.tgt_in)  # [b, q, vocab], [b, q, k]
+            logp = torch.log_softmax(logits.float(), -1)
+            gold = logp.gather(-1, batch.tgt_out.unsqueeze(-1)).squeeze(-1)  # [b, q]
+            tops = logp.topk(top_k, dim=-1) if top_k else None
+            for i in range(src.shape[0]):
+                n, s = int(batch.tgt_lens[i]), int(lens[i])
+                out.append(Decoded(
+                    batch.tgt_out[i, :n].tolist(), weights[i, :n, :s].float().cpu(),
+                    float(gold[i, :n].sum()),
+                    tops.indices[i, :n].cpu() if tops else None,
+                    tops.values[i, :n].exp().cpu() if tops else None))
+        return out
+
+    def text(self, d: Decoded) -> str:
+        return "".join(self.vocab.decode(d.tokens))
+
+
+# -- data for training ---------------------------------------------------------------------
+
+def load_split(path: str | Path = DATA_PATH, n_valid: int = VALID_SIZE
+               ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    pairs = read_pairs(path)
+    bad = [p for p in pairs if len(p[0]) != len(p[1])]
+    if bad:
+        raise ValueError(f"{len(bad)} couplets have lines of different lengths, e.g. {bad[0]}")
+    return split_pairs(pairs, n_valid, SPLIT_SEED)
+
+
+def build_vocab(train: Sequence[tuple[str, str]], max_size: int = 6000) -> Vocab:
+    """Characters of both lines by frequency, capped (the rest become unk); punctuation reserved."""
+    return Vocab.build((u + low for u, low in train), max_size=max_size, reserved=PUNCTUATION)
+
+
+class CoupletBatches:
+    """Deterministic batches per epoch: ``batches(epoch)`` is the same list on every call.
+
+    With probability ``join_prob`` an example joins 2–3 training couplets with punctuation
+    (上联1，上联2 → 下联1，下联2), so that the model also meets punctuation and lines longer
+    than seven characters, as typed on the page.
+    """
+
+    def __init__(self, train: Sequence[tuple[str, str]], vocab: Vocab, batch_size: int = 128,
+                 seed: int = 0, join_prob: float = 0.1):
+        self.ids = [(vocab.encode(u), vocab.encode(low)) for u, low in train]
+        self.vocab, self.batch_size, self.seed, self.join_prob = vocab, batch_size, seed, join_prob
+        self.punct = [vocab.index[p] for p in PUNCTUATION]
+        self._cache: tuple[int, list[Batch]] | None = None
+
+    def examples(self, epoch: int) -> list[tuple[list[int], list[int]]]:
+        rng = random.Random(self.seed * 1_000_003 + epoch)
+        order = list(range(len(self.ids)))
+        rng.shuffle(order)
+        out, i = [], 0
+        while i < len(order):
+            k = rng.choice((2, 3)) if rng.random() < self.join_prob else 1
+            group = [self.ids[j] for j in order[i:i + k]]
+            i += k
+            src, tgt = list(group[0][0]), list(group[0][1])
+            for s, t in group[1:]:
+                if len(src) + 1 + len(s) > MAX_CHARS:
+                    break
+                mark = rng.choice(self.punct)
+                src += [mark, *s]
+                tgt += [mark, *t]
+            out.append((src, tgt))
+        return out
+
+    def __call__(self, epoch: int) -> list[Batch]:
+        if self._cache and self._cache[0] == epoch:
+            return self._cache[1]
+        examples = self.examples(epoch)
+        rng = random.Random(self.seed * 7_919 + epoch)
+        groups = bucketed_batches([len(s) for s, _ in examples], self.batch_size, rng)
+        v = self.vocab
+        batches = [make_batch([examples[i][0] for i in g], [examples[i][1] for i in g],
+                              bos_id=v.bos_id, pad_id=v.pad_id) for g in groups]
+        self._cache = (epoch, batches)
+        return batches
+
+
+def loss_fn(model: Seq2Seq, batch: Batch) -> tuple[torch.Tensor, int]:
+    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in)
+    return masked_cross_entropy(logits, batch.tgt_out, pad_id=0)
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+def forced_metrics(cm: CoupletModel, pairs: Sequence[tuple[str, str]]) -> dict[str, float]:
+    """Alignment (attention argmax on the own position) and loss, teacher-forcing the references."""
+    forced = cm.force([list(u) for u, _ in pairs], [list(low) for _, low in pairs])
+    n_chars = sum(len(d.tokens) for d in forced)
+    return {
+        "alignment": round(alignment_accuracy(d.weights.numpy() for d in forced), 4),
+        "valid_loss": round(-sum(d.score for d in forced) / n_chars, 4),
+    }
+
+
+def evaluate(cm: CoupletModel, pairs: Sequence[tuple[str, str]], beam: int = 1) -> dict[str, float]:
+    """Everything the model card reports, on held-out ``pairs``."""
+    uppers = [u for u, _ in pairs]
+    refs = [low for _, low in pairs]
+    generated = cm.generate([list(u) for u in uppers], beam=beam)
+    outputs = [cm.text(d) for d in generated]
+    length_ok = np.mean([len(o) == len(u) for o, u in zip(outputs, uppers, strict=True)])
+    return {
+        "n_pairs": len(pairs),
+        **forced_metrics(cm, pairs),
+        "generation_alignment": round(alignment_accuracy(d.weights.numpy() for d in generated), 4),
+        "length_correct": round(float(length_ok), 4),
+        "bleu_char": round(char_bleu(outputs, refs), 2),
+        "copy_rate": round(copy_rate(uppers, outputs, ignore=PUNCTUATION), 4),
+        "copy_rate_reference": round(copy_rate(uppers, refs, ignore=PUNCTUATION), 4),
+    }
