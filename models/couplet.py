@@ -31,6 +31,7 @@ MAX_CHARS = 32  # longer input is truncated with a notice
 DATA_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "couplets" / "tang_couplets.tsv.gz"
 VALID_SIZE = 2000  # held out by a seeded shuffle (SPLIT_SEED), never trained on
 SPLIT_SEED = 0
+CHECK_SIZE = 200  # the first held-out pairs: a quick check that a bundle reproduces its card
 EXAMPLE = ("两个黄鹂鸣翠柳", "一行白鹭上青天")
 
 
@@ -241,4 +242,5 @@ def evaluate(cm: CoupletModel, pairs: Sequence[tuple[str, str]], beam: int = 1) 
         "bleu_char": round(char_bleu(outputs, refs), 2),
         "copy_rate": round(copy_rate(uppers, outputs, ignore=PUNCTUATION), 4),
         "copy_rate_reference": round(copy_rate(uppers, refs, ignore=PUNCTUATION), 4),
+        f"alignment_first_{CHECK_SIZE}": forced_metrics(cm, pairs[:CHECK_SIZE])["alignment"],
     }

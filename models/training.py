@@ -122,11 +122,13 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def fit(self, resume: bool = True) -> TrainResult:
-        cfg, r = self.cfg, self.result
+        cfg = self.cfg
         if resume and self.load_state():
-            self.log(f"resumed from {self.state_path} at step {r.step} (epoch {r.epoch})")
+            self.log(f"resumed from {self.state_path} at step {self.result.step} "
+                     f"(epoch {self.result.epoch})")
         else:
             torch.manual_seed(cfg.seed)
+        r = self.result  # after loading: load_state replaces it
         if r.step >= cfg.max_steps:
             r.stopped = f"already trained {r.step} steps"
             return r
