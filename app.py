@@ -1,4 +1,8 @@
-"""Attention Atlas: the Streamlit entry point (page list and the shared sidebar)."""
+"""Attention Atlas: the Streamlit entry point (page list and the shared sidebar).
+
+The pages live in views/, not pages/: Streamlit still treats a folder named pages/ as a
+legacy multipage app on a fresh server's first request, which bypasses this navigation.
+"""
 
 import streamlit as st
 
@@ -6,12 +10,12 @@ st.set_page_config(page_title="Attention Atlas", page_icon="🔭", layout="wide"
 
 PAGES = {
     "Start": [
-        st.Page("pages/home.py", title="Home", icon="🏠", default=True),
+        st.Page("views/home.py", title="Home", icon="🏠", default=True),
     ],
     "Attention math": [
-        st.Page("pages/scoring.py", title="Scoring functions", icon="🎯", url_path="scoring"),
-        st.Page("pages/positional.py", title="Positional encoding", icon="🌊", url_path="positional"),
-        st.Page("pages/pooling.py", title="Attention pooling", icon="📈", url_path="pooling"),
+        st.Page("views/scoring.py", title="Scoring functions", icon="🎯", url_path="scoring"),
+        st.Page("views/positional.py", title="Positional encoding", icon="🌊", url_path="positional"),
+        st.Page("views/pooling.py", title="Attention pooling", icon="📈", url_path="pooling"),
     ],
 }
 

@@ -40,15 +40,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(timeout: float = 60.0) -> Iterator[str]:
-    """Run ``streamlit run app.py`` on 127.0.0.1 and yield its base URL once it answers."""
+def streamlit_server(script: str = "app.py", timeout: float = 60.0) -> Iterator[str]:
+    """Run ``streamlit run <script>`` on 127.0.0.1 and yield its base URL once it answers."""
     port = free_port()
     cmd = [
         sys.executable,
         "-m",
         "streamlit",
         "run",
-        "app.py",
+        script,
         "--server.address",
         "127.0.0.1",
         "--server.port",

@@ -20,6 +20,16 @@ def page():
         yield pg
 
 
+def test_deep_link_on_a_fresh_server_shows_our_navigation(page):
+    # Streamlit treats a folder named pages/ as its legacy multipage app on the first
+    # request; our pages live in views/ so a shared link to /scoring gets the real menu.
+    page.goto(f"{page.base_url}/scoring")
+    page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    assert "Scoring functions" in nav and "Attention pooling" in nav and "app" not in nav.split()
+    assert page.get_by_text("Device:").first.is_visible()
+
+
 def test_home_page_lists_every_page(page):
     page.goto(page.base_url)
     page.wait_for_selector("h1", timeout=60_000)

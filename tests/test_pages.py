@@ -25,7 +25,7 @@ def test_app_shell_shows_home_and_device():
 
 
 def test_scoring_page_draws_all_six_functions_on_one_scale():
-    at = run("pages/scoring.py")
+    at = run("views/scoring.py")
     figs = charts(at)
     assert len(figs) == 3
     heat = figs[0]
@@ -42,28 +42,28 @@ def test_scoring_page_draws_all_six_functions_on_one_scale():
 
 @pytest.mark.parametrize("mask", ["causal", "local window", "strided", "padding"])
 def test_scoring_page_applies_each_mask(mask):
-    at = run("pages/scoring.py")
+    at = run("views/scoring.py")
     at.selectbox(key="scoring_mask").set_value(mask).run()
     assert not at.exception
     assert len(charts(at)) == 3
 
 
 def test_identical_keys_toggle_shows_uniform_message():
-    at = run("pages/scoring.py")
+    at = run("views/scoring.py")
     at.toggle(key="scoring_same").set_value(True).run()
     assert not at.exception
     assert any("largest spread in a row: 0" in s.value for s in at.success)
 
 
 def test_shrinking_count_below_other_sliders_does_not_break():
-    at = run("pages/scoring.py")
+    at = run("views/scoring.py")
     at.selectbox(key="scoring_mask").set_value("strided").run()
     at.slider(key="scoring_n").set_value(2).run()
     assert not at.exception and len(charts(at)) == 3
 
 
 def test_positional_page_defaults_to_columns_6_to_9_and_reacts_to_d():
-    at = run("pages/positional.py")
+    at = run("views/positional.py")
     assert at.multiselect(key="pe_cols").value == [6, 7, 8, 9]
     assert [t["name"] for t in charts(at)[0]["data"]] == ["col 6", "col 7", "col 8", "col 9"]
     at.select_slider(key="pe_dim").set_value(8).run()
@@ -72,13 +72,13 @@ def test_positional_page_defaults_to_columns_6_to_9_and_reacts_to_d():
 
 
 def test_positional_page_with_no_columns_says_so():
-    at = run("pages/positional.py")
+    at = run("views/positional.py")
     at.multiselect(key="pe_cols").set_value([]).run()
     assert not at.exception and any("at least one column" in i.value for i in at.info)
 
 
 def test_pooling_page_trains_and_adds_the_learned_curve():
-    at = run("pages/pooling.py")
+    at = run("views/pooling.py")
     assert len(charts(at)) == 2
     at.slider(key="pool_epochs").set_value(5)
     at.button(key="pool_train").click().run()
@@ -89,7 +89,7 @@ def test_pooling_page_trains_and_adds_the_learned_curve():
 
 
 def test_pooling_page_warns_when_a_narrow_boxcar_leaves_gaps():
-    at = run("pages/pooling.py")
+    at = run("views/pooling.py")
     at.selectbox(key="pool_kernel").set_value("boxcar")
     at.slider(key="pool_h").set_value(0.05).run()
     assert not at.exception

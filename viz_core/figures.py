@@ -37,7 +37,6 @@ def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Fi
         title=dict(text=title, x=0.01, xanchor="left") if title else None,
         font=dict(family=FONT, size=15),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-        template="plotly_white",
         height=height,
     )
     return fig

@@ -10,20 +10,20 @@ st.markdown(
 
 st.subheader("Pages")
 st.page_link(
-    "pages/scoring.py",
+    "views/scoring.py",
     label="**Scoring functions**: dot, scaled dot, additive, general, "
     "cosine and Gaussian scores on the same queries and keys, side by side; why we divide "
     "by √d; masks (causal, local window, strided, padding).",
     icon="🎯",
 )
 st.page_link(
-    "pages/positional.py",
+    "views/positional.py",
     label="**Positional encoding**: the sinusoidal curves, the whole "
     "matrix P, why P·Pᵀ depends on the offset between positions, and the binary-counter analogy.",
     icon="🌊",
 )
 st.page_link(
-    "pages/pooling.py",
+    "views/pooling.py",
     label="**Attention pooling**: Nadaraya–Watson kernel regression as the "
     "simplest attention; pick a kernel and bandwidth, or train the kernel width live.",
     icon="📈",

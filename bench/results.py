@@ -1,0 +1,40 @@
+"""Write one benchmark's section of bench/RESULTS.md, leaving the other sections alone."""
+
+from __future__ import annotations
+
+import platform
+import re
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+HEADER = "# Benchmark results\n\nEach section is rewritten by the script it names; rerun it to refresh.\n"
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+
+
+def median_seconds(fn: Callable[[], object], repeat: int = 20, warmup: int = 2) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def write_section(name: str, body: str) -> None:
+    """Replace (or append) the section between ``<!-- name -->`` markers."""
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    block = f"{start}\n{body.strip()}\n{end}"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    text = pattern.sub(lambda _: block, text) if pattern.search(text) else f"{text.rstrip()}\n\n{block}\n"
+    RESULTS.write_text(text, encoding="utf-8")
