@@ -32,11 +32,12 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# Debian's chromium (Playwright's own browser download cannot work offline) and CJK fonts.
+# Debian's chromium (Playwright's own browser download cannot work offline), CJK and emoji fonts.
+BROWSER_PKGS := chromium fonts-noto-cjk fonts-noto-color-emoji
 browser:
-	@command -v chromium >/dev/null && fc-list | grep -q "Noto Sans CJK" || { \
+	@dpkg -s $(BROWSER_PKGS) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium fonts-noto-cjk; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(BROWSER_PKGS); }
 
 lint: setup-dev
 	$(BIN)/ruff check .
