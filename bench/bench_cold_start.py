@@ -55,7 +55,9 @@ def main(repeats: int = 3) -> None:
     ]
     for name, ts in times.items():
         runs = ", ".join(f"{t:.1f}" for t in ts)
-        lines.append(f"| {name} | {statistics.median(ts):.1f} | {runs} | {statistics.median(ts) / base:.2f}× |")
+        lines.append(
+            f"| {name} | {statistics.median(ts):.1f} | {runs} | {statistics.median(ts) / base:.2f}× |"
+        )
     write_section("bench_cold_start", "\n".join(lines))
     print("\n".join(lines))
 

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.results import machine, median_seconds, write_section  # noqa: E402
-from viz_core import heatmap  # noqa: E402
+from bench.results import machine, median_seconds, write_section
+from viz_core import heatmap
 
 N = 512
 
@@ -30,8 +30,12 @@ def attention(n: int, seed: int = 0) -> np.ndarray:
 
 def naive(w: np.ndarray, tokens: list[str]) -> go.Figure:
     """What notebooks usually do: nested lists and a hover string per cell."""
-    text = [[f"{tokens[i]} → {tokens[j]}: {w[i, j]:.3f}" for j in range(len(tokens))] for i in range(len(tokens))]
-    return go.Figure(go.Heatmap(z=w.tolist(), x=list(range(N)), y=list(range(N)), text=text, hoverinfo="text"))
+    text = [
+        [f"{tokens[i]} → {tokens[j]}: {w[i, j]:.3f}" for j in range(len(tokens))] for i in range(len(tokens))
+    ]
+    return go.Figure(
+        go.Heatmap(z=w.tolist(), x=list(range(N)), y=list(range(N)), text=text, hoverinfo="text")
+    )
 
 
 def plain_numpy(w: np.ndarray, tokens: list[str]) -> go.Figure:

@@ -16,7 +16,9 @@ HEADER = "# Benchmark results\n\nEach section is rewritten by the script it name
 
 
 def machine() -> str:
-    return f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+    return (
+        f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+    )
 
 
 def median_seconds(fn: Callable[[], object], repeat: int = 20, warmup: int = 2) -> float:

@@ -29,6 +29,7 @@ class ScoringSetup:
     stride: int = 3  # strided: keys a multiple of this far away
     valid_len: int = 5  # padding: keys at or past this position are padding
     identical_keys: bool = False  # seed 002: equal keys → uniform weights
+    relative_bias: bool = False  # seed 001: add a (random, seeded) bias per offset key − query
     temperature: float = 0.2  # cosine: cos / temperature (cos alone lies in [-1, 1], too flat)
     sigma: float = 2.0  # gaussian bandwidth
 
@@ -67,11 +68,14 @@ def scoring_records(setup: ScoringSetup, queries=None, keys=None, tokens=None) -
     if queries is None or keys is None:
         queries, keys = random_qk(setup)
     keep = mask_for(setup)
+    bias = masks.RelativePositionBias(1, max_distance=4, seed=setup.seed) if setup.relative_bias else None
     q_tokens = tokens or [f"q{i}" for i in range(queries.shape[0])]
     k_tokens = tokens or [f"k{i}" for i in range(keys.shape[0])]
     out = {}
     for name in SCORERS:
         raw = score(name, queries, keys, **_params(name, setup))  # [query, key]
+        if bias is not None:
+            raw = raw + bias(queries.shape[0], keys.shape[0])[0].detach()
         weights = masked_softmax(raw, mask=keep)
         out[name] = AttentionRecord(
             weights[None, None].numpy(),

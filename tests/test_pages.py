@@ -55,6 +55,13 @@ def test_identical_keys_toggle_shows_uniform_message():
     assert any("largest spread in a row: 0" in s.value for s in at.success)
 
 
+def test_relative_position_bias_changes_the_weights():
+    at = run("views/scoring.py")
+    before = charts(at)[0]["data"][0]["z"]
+    at.toggle(key="scoring_relbias").set_value(True).run()
+    assert not at.exception and charts(at)[0]["data"][0]["z"] != before
+
+
 def test_shrinking_count_below_other_sliders_does_not_break():
     at = run("views/scoring.py")
     at.selectbox(key="scoring_mask").set_value("strided").run()

@@ -28,7 +28,13 @@ valid_len = c1.slider(
 )
 temperature = c2.slider("cosine temperature", 0.05, 2.0, 0.2, 0.05, key=K + "temp")
 sigma = c3.slider("Gaussian σ", 0.25, 10.0, 2.0, 0.25, key=K + "sigma")
-identical = st.toggle("make every key identical (seed 002: the weights become uniform)", key=K + "same")
+c1, c2 = st.columns(2)
+identical = c1.toggle("make every key identical (seed 002: the weights become uniform)", key=K + "same")
+relative = c2.toggle(
+    "add a relative position bias (seed 001)",
+    key=K + "relbias",
+    help="A learned number per offset (key − query), clipped at ±4, added to every score; here random.",
+)
 
 setup = ScoringSetup(
     d=d,
@@ -39,6 +45,7 @@ setup = ScoringSetup(
     stride=stride,
     valid_len=valid_len,
     identical_keys=identical,
+    relative_bias=relative,
     temperature=temperature,
     sigma=sigma,
 )
@@ -53,7 +60,7 @@ chart(
     K + "weights",
     "scoring_weights",
 )
-if identical:
+if identical and not relative:
     spread = max(float(np.ptp(r.head()[:, r.head()[0] > 0])) for r in records.values())
     st.success(
         f"All keys are equal, so every score in a row is equal and every function gives the "
