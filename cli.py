@@ -46,6 +46,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 # -- extract -------------------------------------------------------------------------------
 
+
 def _adapter(args: argparse.Namespace):
     """The adapter for ``--model`` (registry) or ``--checkpoint`` (a self-describing file)."""
     from models.device import pick_device
@@ -64,8 +65,9 @@ def _adapter(args: argparse.Namespace):
         from models.adapters.couplet_rnn import from_checkpoint
 
         return from_checkpoint(path, device)
-    raise CliError(f"{path.name}: no model for checkpoint format {meta.get('format')!r} "
-                   f"(task {meta.get('task')!r})")
+    raise CliError(
+        f"{path.name}: no model for checkpoint format {meta.get('format')!r} (task {meta.get('task')!r})"
+    )
 
 
 def _record_json(record) -> dict:
@@ -119,12 +121,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
-def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int,
-                   chunk: int = 512) -> int:
+def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int, chunk: int = 512) -> int:
     """JSON Lines in input order; a bad line gets ``{"error": ...}`` and the rest go on."""
     batched = hasattr(adapter, "run_batch")
     for start in range(0, len(items), chunk):
-        part = items[start:start + chunk]
+        part = items[start : start + chunk]
         if batched:
             results = adapter.run_batch(part, beam=beam)
         else:
@@ -172,6 +173,7 @@ def _print_text(adapter, result) -> None:
 
 # -- export --------------------------------------------------------------------------------
 
+
 def cmd_export(args: argparse.Namespace) -> int:
     from models.registry import load
 
@@ -184,6 +186,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 # -- train ---------------------------------------------------------------------------------
+
 
 def cmd_train(args: argparse.Namespace) -> int:
     from models.couplet_train import CoupletTrainArgs, train
@@ -220,8 +223,9 @@ def _add_train(sub) -> None:
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
     c.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
     c.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
-    c.add_argument("--fresh", action="store_true", default=None,
-                   help="start over instead of resuming the run folder")
+    c.add_argument(
+        "--fresh", action="store_true", default=None, help="start over instead of resuming the run folder"
+    )
     c.set_defaults(func=cmd_train)
 
 

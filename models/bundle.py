@@ -63,11 +63,11 @@ class Seq2SeqBundle:
         config = {k: meta[k] for k in ("format", "format_version", "task", "tokenizer", "config")}
         config["stored_dtype"] = dtype
         config["model_id"] = self.info.get("model_id")
-        (folder / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")
+        (folder / "config.json").write_text(
+            json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         vocab = {"src": self.src_vocab.tokens, "tgt": meta["tgt_vocab"]}
-        (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n", encoding="utf-8")
         return path
 
     @classmethod
@@ -79,8 +79,10 @@ class Seq2SeqBundle:
         if meta.get("format") != FORMAT:
             raise CheckpointError(f"{path.name} has format {meta.get('format')!r}, not {FORMAT!r}")
         if meta.get("format_version") != FORMAT_VERSION:
-            raise CheckpointError(f"{path.name} is {FORMAT} version {meta.get('format_version')}; "
-                                  f"this code reads version {FORMAT_VERSION}")
+            raise CheckpointError(
+                f"{path.name} is {FORMAT} version {meta.get('format_version')}; "
+                f"this code reads version {FORMAT_VERSION}"
+            )
         try:
             cfg = Seq2SeqConfig.from_dict(meta["config"])
             src = Vocab(meta["src_vocab"])
@@ -88,13 +90,16 @@ class Seq2SeqBundle:
         except (KeyError, TypeError, ValueError) as err:
             raise CheckpointError(f"{path.name} has a broken config or vocabulary: {err}") from err
         if (len(src), len(tgt)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
-            raise CheckpointError(f"{path.name}: vocabularies of {len(src)}/{len(tgt)} tokens but a "
-                                  f"config for {cfg.src_vocab_size}/{cfg.tgt_vocab_size}")
+            raise CheckpointError(
+                f"{path.name}: vocabularies of {len(src)}/{len(tgt)} tokens but a "
+                f"config for {cfg.src_vocab_size}/{cfg.tgt_vocab_size}"
+            )
         model = Seq2Seq(cfg)
         try:
             _load_unique_state(model, tensors)
         except ValueError as err:
             raise CheckpointError(f"{path.name}: {err}") from err
         model.to(device).eval()
-        return cls(model, src, tgt, meta["task"], meta["tokenizer"], meta.get("info", {}),
-                   sha256=file_sha256(path))
+        return cls(
+            model, src, tgt, meta["task"], meta["tokenizer"], meta.get("info", {}), sha256=file_sha256(path)
+        )

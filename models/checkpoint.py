@@ -28,8 +28,9 @@ class CheckpointError(ValueError):
     """A file that is not a checkpoint this code can rebuild."""
 
 
-def save_checkpoint(path: str | Path, tensors: dict[str, torch.Tensor], meta: dict[str, Any],
-                    dtype: str = "float32") -> Path:
+def save_checkpoint(
+    path: str | Path, tensors: dict[str, torch.Tensor], meta: dict[str, Any], dtype: str = "float32"
+) -> Path:
     """Write ``tensors`` and ``meta`` (each value JSON-encoded) to one safetensors file."""
     from safetensors.torch import save_file
 

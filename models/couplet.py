@@ -74,8 +74,10 @@ def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = "upper line")
     if not missing:
         return None
     shown = "".join(missing[:12]) + ("…" if len(missing) > 12 else "")
-    return (f"{len(missing)} character(s) of the {what} are not in the model's vocabulary "
-            f"({shown}); the model reads them as <unk>.")
+    return (
+        f"{len(missing)} character(s) of the {what} are not in the model's vocabulary "
+        f"({shown}); the model reads them as <unk>."
+    )
 
 
 def constraints_for(lines: Sequence[Sequence[str]], vocab: Vocab, device=None) -> Constraints:
@@ -94,8 +96,9 @@ def constraints_for(lines: Sequence[Sequence[str]], vocab: Vocab, device=None) -
 class CoupletModel:
     """A trained (or training) couplet model with its vocabulary: batched generate and force."""
 
-    def __init__(self, model: Seq2Seq, vocab: Vocab, device: torch.device | str = "cpu",
-                 batch_size: int = 256):
+    def __init__(
+        self, model: Seq2Seq, vocab: Vocab, device: torch.device | str = "cpu", batch_size: int = 256
+    ):
         self.model, self.vocab, self.device = model, vocab, torch.device(device)
         self.batch_size = batch_size
 
@@ -108,39 +111,55 @@ class CoupletModel:
             yield slice(start, start + self.batch_size)
 
     @torch.no_grad()
-    def generate(self, lines: Sequence[Sequence[str]], beam: int = 1, top_k: int = 0
-                 ) -> list[Decoded]:
+    def generate(self, lines: Sequence[Sequence[str]], beam: int = 1, top_k: int = 0) -> list[Decoded]:
         """Lower lines for upper ``lines`` (lists of characters), with their attention."""
         out: list[Decoded] = []
         for part in self._chunks(len(lines)):
             chunk = lines[part]
             src, lens = self._src(chunk)
-            out += decode(self.model, src, lens, beam=beam, bos_id=self.vocab.bos_id,
-                          eos_id=self.vocab.eos_id, pad_id=self.vocab.pad_id,
-                          constraints=constraints_for(chunk, self.vocab, self.device), top_k=top_k)
+            out += decode(
+                self.model,
+                src,
+                lens,
+                beam=beam,
+                bos_id=self.vocab.bos_id,
+                eos_id=self.vocab.eos_id,
+                pad_id=self.vocab.pad_id,
+                constraints=constraints_for(chunk, self.vocab, self.device),
+                top_k=top_k,
+            )
         return out
 
     @torch.no_grad()
-    def force(self, lines: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
-              top_k: int = 0) -> list[Decoded]:
+    def force(
+        self, lines: Sequence[Sequence[str]], targets: Sequence[Sequence[str]], top_k: int = 0
+    ) -> list[Decoded]:
         """Teacher-force ``targets``: the attention while the model reads each target character."""
         out: list[Decoded] = []
         v = self.vocab
         for part in self._chunks(len(lines)):
             src, lens = self._src(lines[part])
-            batch = make_batch([v.encode(x) for x in lines[part]], [v.encode(t) for t in targets[part]],
-                               bos_id=v.bos_id, pad_id=v.pad_id).to(self.device)
+            batch = make_batch(
+                [v.encode(x) for x in lines[part]],
+                [v.encode(t) for t in targets[part]],
+                bos_id=v.bos_id,
+                pad_id=v.pad_id,
+            ).to(self.device)
             logits, weights = self.model(src, lens, batch.tgt_in)  # [b, q, vocab], [b, q, k]
             logp = torch.log_softmax(logits.float(), -1)
             gold = logp.gather(-1, batch.tgt_out.unsqueeze(-1)).squeeze(-1)  # [b, q]
             tops = logp.topk(top_k, dim=-1) if top_k else None
             for i in range(src.shape[0]):
                 n, s = int(batch.tgt_lens[i]), int(lens[i])
-                out.append(Decoded(
-                    batch.tgt_out[i, :n].tolist(), weights[i, :n, :s].float().cpu(),
-                    float(gold[i, :n].sum()),
-                    tops.indices[i, :n].cpu() if tops else None,
-                    tops.values[i, :n].exp().cpu() if tops else None))
+                out.append(
+                    Decoded(
+                        batch.tgt_out[i, :n].tolist(),
+                        weights[i, :n, :s].float().cpu(),
+                        float(gold[i, :n].sum()),
+                        tops.indices[i, :n].cpu() if tops else None,
+                        tops.values[i, :n].exp().cpu() if tops else None,
+                    )
+                )
         return out
 
     def text(self, d: Decoded) -> str:
@@ -149,8 +168,10 @@ class CoupletModel:
 
 # -- data for training ---------------------------------------------------------------------
 
-def load_split(path: str | Path = DATA_PATH, n_valid: int = VALID_SIZE
-               ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+
+def load_split(
+    path: str | Path = DATA_PATH, n_valid: int = VALID_SIZE
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     pairs = read_pairs(path)
     bad = [p for p in pairs if len(p[0]) != len(p[1])]
     if bad:
@@ -171,8 +192,14 @@ class CoupletBatches:
     than seven characters, as typed on the page.
     """
 
-    def __init__(self, train: Sequence[tuple[str, str]], vocab: Vocab, batch_size: int = 128,
-                 seed: int = 0, join_prob: float = 0.1):
+    def __init__(
+        self,
+        train: Sequence[tuple[str, str]],
+        vocab: Vocab,
+        batch_size: int = 128,
+        seed: int = 0,
+        join_prob: float = 0.1,
+    ):
         self.ids = [(vocab.encode(u), vocab.encode(low)) for u, low in train]
         self.vocab, self.batch_size, self.seed, self.join_prob = vocab, batch_size, seed, join_prob
         self.punct = [vocab.index[p] for p in PUNCTUATION]
@@ -185,7 +212,7 @@ class CoupletBatches:
         out, i = [], 0
         while i < len(order):
             k = rng.choice((2, 3)) if rng.random() < self.join_prob else 1
-            group = [self.ids[j] for j in order[i:i + k]]
+            group = [self.ids[j] for j in order[i : i + k]]
             i += k
             src, tgt = list(group[0][0]), list(group[0][1])
             for s, t in group[1:]:
@@ -204,8 +231,12 @@ class CoupletBatches:
         rng = random.Random(self.seed * 7_919 + epoch)
         groups = bucketed_batches([len(s) for s, _ in examples], self.batch_size, rng)
         v = self.vocab
-        batches = [make_batch([examples[i][0] for i in g], [examples[i][1] for i in g],
-                              bos_id=v.bos_id, pad_id=v.pad_id) for g in groups]
+        batches = [
+            make_batch(
+                [examples[i][0] for i in g], [examples[i][1] for i in g], bos_id=v.bos_id, pad_id=v.pad_id
+            )
+            for g in groups
+        ]
         self._cache = (epoch, batches)
         return batches
 
@@ -216,6 +247,7 @@ def loss_fn(model: Seq2Seq, batch: Batch) -> tuple[torch.Tensor, int]:
 
 
 # -- evaluation ----------------------------------------------------------------------------
+
 
 def forced_metrics(cm: CoupletModel, pairs: Sequence[tuple[str, str]]) -> dict[str, float]:
     """Alignment (attention argmax on the own position) and loss, teacher-forcing the references."""

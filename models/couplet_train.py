@@ -86,15 +86,23 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
     else:
         vocab = build_vocab(train_pairs, args.vocab_size)
         vocab_file.write_text(vocab.to_json(), encoding="utf-8")
-    cfg = Seq2SeqConfig(src_vocab_size=len(vocab), tgt_vocab_size=len(vocab),
-                        embed_size=args.embed, hidden_size=args.hidden, rnn="lstm",
-                        attention=ATTENTION_NAMES[args.attention], share_embeddings=True)
+    cfg = Seq2SeqConfig(
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        embed_size=args.embed,
+        hidden_size=args.hidden,
+        rnn="lstm",
+        attention=ATTENTION_NAMES[args.attention],
+        share_embeddings=True,
+    )
     _check_same_run(run_dir / "model_config.json", cfg, args.fresh)
     if args.fresh:
         (run_dir / "train_state.safetensors").unlink(missing_ok=True)
     model = Seq2Seq(cfg)
-    log(f"{len(train_pairs):,} training pairs, {len(valid_pairs):,} held out; vocabulary "
-        f"{len(vocab):,}; {model.n_parameters():,} parameters")
+    log(
+        f"{len(train_pairs):,} training pairs, {len(valid_pairs):,} held out; vocabulary "
+        f"{len(vocab):,}; {model.n_parameters():,} parameters"
+    )
 
     sample = valid_pairs[: args.eval_pairs]
 
@@ -104,19 +112,27 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
     def stop(metrics: dict) -> bool:
         return args.target_alignment is not None and metrics["alignment"] >= args.target_alignment
 
-    tcfg = TrainConfig(max_steps=args.steps, lr=args.lr, seed=args.seed, eval_every=args.eval_every,
-                       save_every=args.save_every, min_steps=args.min_steps)
+    tcfg = TrainConfig(
+        max_steps=args.steps,
+        lr=args.lr,
+        seed=args.seed,
+        eval_every=args.eval_every,
+        save_every=args.save_every,
+        min_steps=args.min_steps,
+    )
     batches = CoupletBatches(train_pairs, vocab, args.batch_size, args.seed, args.join_prob)
     trainer = Trainer(model, tcfg, run_dir, device, batches, loss_fn, quick_eval, stop, log=log)
     t0 = time.time()
     result = trainer.fit()
-    log(f"stopped: {result.stopped}; {result.step} steps in {result.seconds:.0f} s of training "
-        f"({result.tokens_per_s:,.0f} chars/s); this session {time.time() - t0:.0f} s")
+    log(
+        f"stopped: {result.stopped}; {result.step} steps in {result.seconds:.0f} s of training "
+        f"({result.tokens_per_s:,.0f} chars/s); this session {time.time() - t0:.0f} s"
+    )
 
     info = {
         "model_id": model_id,
         "data": f"{Path(args.data).name} ({len(train_pairs):,} training pairs; {VALID_SIZE:,} "
-                f"held out by a shuffle with seed {SPLIT_SEED})",
+        f"held out by a shuffle with seed {SPLIT_SEED})",
         "command": command,
         "steps": result.step,
         "epochs": round(result.step * args.batch_size / max(1, len(train_pairs)), 2),
@@ -137,22 +153,26 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
     metrics = evaluate(CoupletModel(loaded.model, loaded.src_vocab, device), valid_pairs)
     metrics["size_mb"] = round((out / "model.safetensors").stat().st_size / 1e6, 2)
     metrics["parameters"] = model.n_parameters()
-    full = {"metrics": metrics, "training": {k: v for k, v in info.items() if k != "history"},
-            "history": result.history}
-    (out / "metrics.json").write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n",
-                                      encoding="utf-8")
+    full = {
+        "metrics": metrics,
+        "training": {k: v for k, v in info.items() if k != "history"},
+        "history": result.history,
+    }
+    (out / "metrics.json").write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     example = CoupletModel(loaded.model, loaded.src_vocab, device)
     line = example.text(example.generate([list("两个黄鹂鸣翠柳")])[0])
-    (out / "MODEL_CARD.md").write_text(model_card(model_id, cfg, len(vocab), info, metrics, line),
-                                       encoding="utf-8")
+    (out / "MODEL_CARD.md").write_text(
+        model_card(model_id, cfg, len(vocab), info, metrics, line), encoding="utf-8"
+    )
     log(json.dumps(metrics, ensure_ascii=False))
     return metrics
 
 
-def model_card(model_id: str, cfg: Seq2SeqConfig, vocab_size: int, info: dict, m: dict,
-               example: str) -> str:
-    scorer = {"scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
-              "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)"}[cfg.attention]
+def model_card(model_id: str, cfg: Seq2SeqConfig, vocab_size: int, info: dict, m: dict, example: str) -> str:
+    scorer = {
+        "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
+        "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)",
+    }[cfg.attention]
     return f"""# {model_id}
 
 Seed 000's couplet seq2seq (上联 → 下联): a bidirectional LSTM encoder whose states are
@@ -160,33 +180,33 @@ projected back to {cfg.hidden_size} dimensions through tanh, an LSTM decoder tha
 [character embedding; attention context], and {scorer}. Character vocabulary of
 {vocab_size:,} (pad, bos, eos, unk, the six punctuation marks, then the most frequent
 characters; rarer ones read as unk). Embeddings {cfg.embed_size} (shared by both lines),
-hidden {cfg.hidden_size}, {m['parameters']:,} parameters, stored as float16
-({m['size_mb']} MB), loaded as float32.
+hidden {cfg.hidden_size}, {m["parameters"]:,} parameters, stored as float16
+({m["size_mb"]} MB), loaded as float32.
 
 ## Data
-Tang poetry couplets derived from the chinese-poetry project (MIT): {info['data']}.
+Tang poetry couplets derived from the chinese-poetry project (MIT): {info["data"]}.
 10 % of training examples join 2–3 couplets with punctuation so that longer, punctuated
 input is familiar.
 
 ## Training
 ```
-{info['command']}
+{info["command"]}
 ```
-{info['steps']:,} steps of 128 pairs ({info['epochs']} epochs), Adam 1e-3, full teacher forcing,
-gradient clipping 1.0; {info['train_seconds'] / 60:.1f} min of training on {info['device']}
-({info['cpu']}, torch {info['torch']}) at {info['chars_per_s']:,.0f} target characters/s.
-Stopped: {info['stopped']}. Date: {info['date']}.
+{info["steps"]:,} steps of 128 pairs ({info["epochs"]} epochs), Adam 1e-3, full teacher forcing,
+gradient clipping 1.0; {info["train_seconds"] / 60:.1f} min of training on {info["device"]}
+({info["cpu"]}, torch {info["torch"]}) at {info["chars_per_s"]:,.0f} target characters/s.
+Stopped: {info["stopped"]}. Date: {info["date"]}.
 
-## Metrics (the {m['n_pairs']:,} held-out pairs, greedy decoding)
+## Metrics (the {m["n_pairs"]:,} held-out pairs, greedy decoding)
 | metric | value |
 | --- | --- |
-| force-decoded alignment (attention argmax on the own position) | {m['alignment']:.4f} |
-| alignment while generating | {m['generation_alignment']:.4f} |
-| lower line has the upper line's length | {m['length_correct']:.2%} |
-| char BLEU (sacrebleu, tokenize="zh") | {m['bleu_char']:.2f} |
-| copy rate (generated characters found in the upper line) | {m['copy_rate']:.4f} |
-| copy rate of the reference lower lines, for comparison | {m['copy_rate_reference']:.4f} |
-| validation loss per character | {m['valid_loss']:.4f} |
+| force-decoded alignment (attention argmax on the own position) | {m["alignment"]:.4f} |
+| alignment while generating | {m["generation_alignment"]:.4f} |
+| lower line has the upper line's length | {m["length_correct"]:.2%} |
+| char BLEU (sacrebleu, tokenize="zh") | {m["bleu_char"]:.2f} |
+| copy rate (generated characters found in the upper line) | {m["copy_rate"]:.4f} |
+| copy rate of the reference lower lines, for comparison | {m["copy_rate_reference"]:.4f} |
+| validation loss per character | {m["valid_loss"]:.4f} |
 
 Example: 两个黄鹂鸣翠柳 → {example}
 
@@ -201,8 +221,10 @@ def _check_same_run(path: Path, cfg: Seq2SeqConfig, fresh: bool) -> None:
         old = json.loads(path.read_text(encoding="utf-8"))
         if old != cfg.to_dict():
             changed = sorted(k for k in old if old[k] != cfg.to_dict().get(k))
-            raise ValueError(f"{path.parent} holds a run with another config ({', '.join(changed)}); "
-                             f"use --fresh or another --run-dir")
+            raise ValueError(
+                f"{path.parent} holds a run with another config ({', '.join(changed)}); "
+                f"use --fresh or another --run-dir"
+            )
     path.write_text(json.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 

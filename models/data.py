@@ -38,8 +38,9 @@ def read_pairs(path: str | Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def split_pairs(pairs: Sequence[tuple[str, str]], n_held_out: int, seed: int = 0
-                ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def split_pairs(
+    pairs: Sequence[tuple[str, str]], n_held_out: int, seed: int = 0
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """``(train, held_out)``: ``n_held_out`` pairs drawn by a seeded shuffle.
 
     Training pairs whose source also appears in the held-out set are dropped, so a
@@ -66,8 +67,12 @@ class Batch:
         return int(self.tgt_lens.sum())
 
     def to(self, device) -> Batch:
-        return Batch(*(t.to(device, non_blocking=True) for t in
-                       (self.src, self.src_lens, self.tgt_in, self.tgt_out, self.tgt_lens)))
+        return Batch(
+            *(
+                t.to(device, non_blocking=True)
+                for t in (self.src, self.src_lens, self.tgt_in, self.tgt_out, self.tgt_lens)
+            )
+        )
 
 
 def pad(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[Tensor, Tensor]:
@@ -79,8 +84,14 @@ def pad(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[Tensor, Tensor]
     return out, lens
 
 
-def make_batch(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], *, bos_id: int,
-               eos_id: int | None = None, pad_id: int = 0) -> Batch:
+def make_batch(
+    src: Sequence[Sequence[int]],
+    tgt: Sequence[Sequence[int]],
+    *,
+    bos_id: int,
+    eos_id: int | None = None,
+    pad_id: int = 0,
+) -> Batch:
     """Pad sources and targets; ``eos_id`` given: targets end with eos."""
     outs = [[*t, eos_id] if eos_id is not None else list(t) for t in tgt]
     ins = [[bos_id, *o[:-1]] for o in outs]
@@ -90,8 +101,9 @@ def make_batch(src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], *, bo
     return Batch(s, s_lens, t_in, t_out, t_lens)
 
 
-def bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random,
-                     pool_batches: int = 50) -> list[list[int]]:
+def bucketed_batches(
+    lengths: Sequence[int], batch_size: int, rng: random.Random, pool_batches: int = 50
+) -> list[list[int]]:
     """Index lists of shuffled batches whose members have similar lengths (less padding).
 
     Shuffle, cut into pools of ``pool_batches`` batches, sort each pool by length, cut it
@@ -102,7 +114,7 @@ def bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random
     batches = []
     pool = batch_size * pool_batches
     for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        chunk = sorted(order[start : start + pool], key=lambda i: lengths[i])
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     rng.shuffle(batches)
     return batches

@@ -31,6 +31,7 @@ class Constraints:
 
     def repeat(self, k: int) -> Constraints:
         """Each row k times in a row, for k beams per input."""
+
         def rep(t):
             return None if t is None else t.repeat_interleave(k, dim=0)
 
@@ -49,8 +50,7 @@ class Decoded:
     extra: dict = field(default_factory=dict)
 
 
-def _constrain(logp: Tensor, t: int, cons: Constraints, done: Tensor, eos_id: int,
-               pad_id: int) -> Tensor:
+def _constrain(logp: Tensor, t: int, cons: Constraints, done: Tensor, eos_id: int, pad_id: int) -> Tensor:
     """Log-probs ``[rows, vocab]`` with forbidden tokens at -inf (in place)."""
     if cons.banned:
         logp[:, list(cons.banned)] = NEG_INF
@@ -80,15 +80,24 @@ def _finish(tokens, weights, scores, n_out, src_lens, tops) -> list[Decoded]:
         top_ids = top_probs = None
         if tops is not None:
             top_ids, top_probs = tops[0][i, :n], tops[1][i, :n].exp()
-        out.append(Decoded(tokens[i, :n].tolist(), weights[i, :n, :s], float(scores[i]),
-                           top_ids, top_probs))
+        out.append(Decoded(tokens[i, :n].tolist(), weights[i, :n, :s], float(scores[i]), top_ids, top_probs))
     return out
 
 
 @torch.no_grad()
-def greedy(model: Seq2Seq, src: Tensor, src_lens: Tensor, *, bos_id: int, eos_id: int,
-           pad_id: int = 0, max_len: int = 64, constraints: Constraints | None = None,
-           top_k: int = 0, enc: Encoded | None = None) -> list[Decoded]:
+def greedy(
+    model: Seq2Seq,
+    src: Tensor,
+    src_lens: Tensor,
+    *,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int = 0,
+    max_len: int = 64,
+    constraints: Constraints | None = None,
+    top_k: int = 0,
+    enc: Encoded | None = None,
+) -> list[Decoded]:
     """The most likely token at every step, for a batch ``src`` ``[batch, key]``."""
     cons = constraints or Constraints()
     enc = enc or model.encode(src, src_lens)
@@ -120,15 +129,31 @@ def greedy(model: Seq2Seq, src: Tensor, src_lens: Tensor, *, bos_id: int, eos_id
     tokens = torch.stack(toks, 1)  # [batch, query]
     weights = torch.stack(ws, 1)  # [batch, query, key]
     tops = (torch.stack(top_i, 1), torch.stack(top_p, 1)) if top_k else None
-    return _finish(tokens.cpu(), weights.float().cpu(), scores.cpu(), n_out.cpu(), src_lens.cpu(),
-                   tuple(t.cpu() for t in tops) if tops else None)
+    return _finish(
+        tokens.cpu(),
+        weights.float().cpu(),
+        scores.cpu(),
+        n_out.cpu(),
+        src_lens.cpu(),
+        tuple(t.cpu() for t in tops) if tops else None,
+    )
 
 
 @torch.no_grad()
-def beam_search(model: Seq2Seq, src: Tensor, src_lens: Tensor, *, beam: int, bos_id: int,
-                eos_id: int, pad_id: int = 0, max_len: int = 64,
-                constraints: Constraints | None = None, top_k: int = 0,
-                length_penalty: float = 0.0) -> list[Decoded]:
+def beam_search(
+    model: Seq2Seq,
+    src: Tensor,
+    src_lens: Tensor,
+    *,
+    beam: int,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int = 0,
+    max_len: int = 64,
+    constraints: Constraints | None = None,
+    top_k: int = 0,
+    length_penalty: float = 0.0,
+) -> list[Decoded]:
     """Keep the ``beam`` best partial outputs per input; the best finished one wins.
 
     ``length_penalty`` α ranks finished hypotheses by score / length^α (0: plain sum).
@@ -139,8 +164,9 @@ def beam_search(model: Seq2Seq, src: Tensor, src_lens: Tensor, *, beam: int, bos
     batch, k, dev = src.shape[0], beam, src.device
     enc = model.encode(src, src_lens)
     rows = torch.arange(batch, device=dev).repeat_interleave(k)  # [batch·beam]
-    enc = Encoded(enc.memory.index_select(0, rows), enc.src_lens.index_select(0, rows),
-                  reorder_state(enc.state, rows))
+    enc = Encoded(
+        enc.memory.index_select(0, rows), enc.src_lens.index_select(0, rows), reorder_state(enc.state, rows)
+    )
     state = enc.state
     tok = torch.full((batch * k,), bos_id, dtype=torch.long, device=dev)
     score = torch.full((batch, k), NEG_INF, device=dev)
@@ -182,9 +208,14 @@ def beam_search(model: Seq2Seq, src: Tensor, src_lens: Tensor, *, beam: int, bos
         final = final / n_out.clamp(min=1).float() ** length_penalty
     pick = base.squeeze(1) + final.view(batch, k).argmax(-1)  # [batch]
     tops = (hist_i.index_select(0, pick).cpu(), hist_p.index_select(0, pick).cpu()) if top_k else None
-    return _finish(hist.index_select(0, pick).cpu(), hist_w.index_select(0, pick).float().cpu(),
-                   score.reshape(-1).index_select(0, pick).cpu(), n_out.index_select(0, pick).cpu(),
-                   src_lens.cpu(), tops)
+    return _finish(
+        hist.index_select(0, pick).cpu(),
+        hist_w.index_select(0, pick).float().cpu(),
+        score.reshape(-1).index_select(0, pick).cpu(),
+        n_out.index_select(0, pick).cpu(),
+        src_lens.cpu(),
+        tops,
+    )
 
 
 def decode(model: Seq2Seq, src: Tensor, src_lens: Tensor, *, beam: int = 1, **kw) -> list[Decoded]:

@@ -82,9 +82,14 @@ class Encoder(nn.Module):
     def __init__(self, cfg: Seq2SeqConfig, embedding: nn.Embedding):
         super().__init__()
         self.embedding = embedding
-        self.rnn = RNNS[cfg.rnn](cfg.embed_size, cfg.hidden_size, cfg.num_layers, batch_first=True,
-                                 bidirectional=True,
-                                 dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
+        self.rnn = RNNS[cfg.rnn](
+            cfg.embed_size,
+            cfg.hidden_size,
+            cfg.num_layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0,
+        )
         # Back to the decoder's size through tanh, as in seed 000: keys live in [-1, 1].
         self.project = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size)
         self.drop = nn.Dropout(cfg.dropout)
@@ -106,8 +111,13 @@ class Decoder(nn.Module):
         h = cfg.hidden_size
         self.embedding = embedding
         self.attention = ScoringAttention(cfg.attention, h, h, hidden=h)
-        self.rnn = RNNS[cfg.rnn](cfg.embed_size + h, h, cfg.num_layers, batch_first=True,
-                                 dropout=cfg.dropout if cfg.num_layers > 1 else 0.0)
+        self.rnn = RNNS[cfg.rnn](
+            cfg.embed_size + h,
+            h,
+            cfg.num_layers,
+            batch_first=True,
+            dropout=cfg.dropout if cfg.num_layers > 1 else 0.0,
+        )
         self.out = nn.Linear(h, cfg.tgt_vocab_size)
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -134,8 +144,11 @@ class Seq2Seq(nn.Module):
         super().__init__()
         self.config = cfg
         src_emb = nn.Embedding(cfg.src_vocab_size, cfg.embed_size, padding_idx=cfg.pad_id)
-        tgt_emb = src_emb if cfg.share_embeddings else nn.Embedding(
-            cfg.tgt_vocab_size, cfg.embed_size, padding_idx=cfg.pad_id)
+        tgt_emb = (
+            src_emb
+            if cfg.share_embeddings
+            else nn.Embedding(cfg.tgt_vocab_size, cfg.embed_size, padding_idx=cfg.pad_id)
+        )
         self.encoder = Encoder(cfg, src_emb)
         self.decoder = Decoder(cfg, tgt_emb)
 

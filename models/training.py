@@ -64,21 +64,26 @@ class TrainResult:
 
 
 class Trainer:
-    def __init__(self, model: nn.Module, cfg: TrainConfig, run_dir: str | Path,
-                 device: torch.device,
-                 epoch_batches: Callable[[int], list],
-                 loss_fn: Callable[[nn.Module, Any], tuple[torch.Tensor, int]],
-                 evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
-                 should_stop: Callable[[dict[str, float]], bool] | None = None,
-                 log: Callable[[str], None] | None = None, progress: bool = True):
+    def __init__(
+        self,
+        model: nn.Module,
+        cfg: TrainConfig,
+        run_dir: str | Path,
+        device: torch.device,
+        epoch_batches: Callable[[int], list],
+        loss_fn: Callable[[nn.Module, Any], tuple[torch.Tensor, int]],
+        evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
+        should_stop: Callable[[dict[str, float]], bool] | None = None,
+        log: Callable[[str], None] | None = None,
+        progress: bool = True,
+    ):
         self.model, self.cfg, self.device = model.to(device), cfg, device
         self.run_dir = Path(run_dir)
         self.epoch_batches, self.loss_fn = epoch_batches, loss_fn
         self.evaluate, self.should_stop = evaluate, should_stop
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self.progress = progress
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr,
-                                          weight_decay=cfg.weight_decay)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
         self.result = TrainResult(step=0, epoch=0, seconds=0.0, tokens=0)
         self.batch_in_epoch = 0
@@ -97,9 +102,14 @@ class Trainer:
         meta = {
             "format": STATE_FORMAT,
             "train_config": asdict(self.cfg),
-            "step": r.step, "epoch": r.epoch, "batch_in_epoch": self.batch_in_epoch,
-            "seconds": r.seconds, "tokens": r.tokens, "history": r.history,
-            "optimizer": optim_meta, "scaler": self.scaler.state_dict(),
+            "step": r.step,
+            "epoch": r.epoch,
+            "batch_in_epoch": self.batch_in_epoch,
+            "seconds": r.seconds,
+            "tokens": r.tokens,
+            "history": r.history,
+            "optimizer": optim_meta,
+            "scaler": self.scaler.state_dict(),
         }
         return save_checkpoint(self.state_path, tensors, meta)
 
@@ -109,14 +119,19 @@ class Trainer:
         tensors, meta = load_checkpoint(self.state_path, upcast=False)
         if meta["format"] != STATE_FORMAT:
             raise ValueError(f"{self.state_path} is not a training state ({meta['format']})")
-        model_sd = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+        model_sd = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
         _load_unique_state(self.model, model_sd)
         self.optimizer.load_state_dict(_unflatten_optimizer(tensors, meta["optimizer"]))
         if meta.get("scaler"):
             self.scaler.load_state_dict(meta["scaler"])
         torch.set_rng_state(tensors["rng.torch"])
-        self.result = TrainResult(step=meta["step"], epoch=meta["epoch"], seconds=meta["seconds"],
-                                  tokens=meta["tokens"], history=meta["history"])
+        self.result = TrainResult(
+            step=meta["step"],
+            epoch=meta["epoch"],
+            seconds=meta["seconds"],
+            tokens=meta["tokens"],
+            history=meta["history"],
+        )
         self.batch_in_epoch = meta["batch_in_epoch"]
         return True
 
@@ -124,8 +139,7 @@ class Trainer:
     def fit(self, resume: bool = True) -> TrainResult:
         cfg = self.cfg
         if resume and self.load_state():
-            self.log(f"resumed from {self.state_path} at step {self.result.step} "
-                     f"(epoch {self.result.epoch})")
+            self.log(f"resumed from {self.state_path} at step {self.result.step} (epoch {self.result.epoch})")
         else:
             torch.manual_seed(cfg.seed)
         r = self.result  # after loading: load_state replaces it
@@ -147,8 +161,7 @@ class Trainer:
                     self.batch_in_epoch += 1
                     smooth_loss = loss if smooth_loss is None else 0.98 * smooth_loss + 0.02 * loss
                     bar.update(1)
-                    bar.set_postfix(loss=f"{smooth_loss:.3f}", tok_s=f"{r.tokens_per_s:,.0f}",
-                                    refresh=False)
+                    bar.set_postfix(loss=f"{smooth_loss:.3f}", tok_s=f"{r.tokens_per_s:,.0f}", refresh=False)
                     if not math.isfinite(loss):
                         raise FloatingPointError(f"loss became {loss} at step {r.step}")
                     stop = self._maybe_evaluate(smooth_loss)
@@ -187,19 +200,26 @@ class Trainer:
         with torch.no_grad():
             metrics = self.evaluate(self.model)
         self.model.train()
-        row = {"step": r.step, "train_loss": round(train_loss, 4), "seconds": round(r.seconds, 1),
-               "tokens_per_s": round(r.tokens_per_s, 1), **metrics}
+        row = {
+            "step": r.step,
+            "train_loss": round(train_loss, 4),
+            "seconds": round(r.seconds, 1),
+            "tokens_per_s": round(r.tokens_per_s, 1),
+            **metrics,
+        }
         r.history.append(row)
         self.log(json.dumps(row, ensure_ascii=False))
         return bool(self.should_stop and r.step >= self.cfg.min_steps and self.should_stop(metrics))
 
 
-def masked_cross_entropy(logits: torch.Tensor, target: torch.Tensor, pad_id: int = 0
-                         ) -> tuple[torch.Tensor, int]:
+def masked_cross_entropy(
+    logits: torch.Tensor, target: torch.Tensor, pad_id: int = 0
+) -> tuple[torch.Tensor, int]:
     """Mean token loss over non-padding targets; ``logits`` ``[batch, query, vocab]``."""
     n = int((target != pad_id).sum())
-    loss = nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
-                                       target.reshape(-1), ignore_index=pad_id)
+    loss = nn.functional.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=pad_id
+    )
     return loss, n
 
 
@@ -208,8 +228,15 @@ def _progress(total: int, initial: int, enabled: bool):
 
     # In a log file (nohup) a redraw every 10 s is plenty.
     interactive = sys.stderr.isatty()
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="step",
-                mininterval=0.5 if interactive else 10, file=sys.stderr, dynamic_ncols=interactive)
+    return tqdm(
+        total=total,
+        initial=initial,
+        disable=not enabled,
+        unit="step",
+        mininterval=0.5 if interactive else 10,
+        file=sys.stderr,
+        dynamic_ncols=interactive,
+    )
 
 
 def _unique_state(model: nn.Module) -> dict[str, torch.Tensor]:
@@ -232,8 +259,9 @@ def _load_unique_state(model: nn.Module, tensors: dict[str, torch.Tensor]) -> No
         raise ValueError(f"weights do not fit the model: missing {missing[:5]}, unexpected {extra[:5]}")
     for name, t in expected.items():
         if tensors[name].shape != t.shape:
-            raise ValueError(f"weight {name} has shape {tuple(tensors[name].shape)}, "
-                             f"the model needs {tuple(t.shape)}")
+            raise ValueError(
+                f"weight {name} has shape {tuple(tensors[name].shape)}, the model needs {tuple(t.shape)}"
+            )
     model.load_state_dict(tensors, strict=False)
 
 

@@ -36,8 +36,13 @@ class Vocab:
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(len(SPECIALS))
 
     @classmethod
-    def build(cls, sequences: Iterable[Sequence[str]], max_size: int | None = None,
-              min_freq: int = 1, reserved: Sequence[str] = ()) -> Vocab:
+    def build(
+        cls,
+        sequences: Iterable[Sequence[str]],
+        max_size: int | None = None,
+        min_freq: int = 1,
+        reserved: Sequence[str] = (),
+    ) -> Vocab:
         """Count tokens; keep the most frequent (ties broken by first appearance)."""
         counts = Counter()
         for seq in sequences:

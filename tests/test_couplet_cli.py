@@ -16,8 +16,9 @@ RECORD_KEYS = {"kind", "query_tokens", "key_tokens", "weights"}
 
 
 def cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "cli.py", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "cli.py", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +47,16 @@ def test_extract_json_generates_and_force_decodes(checkpoint):
     assert len(obj["output"]) == 7 and rec["query_tokens"] == list(obj["output"])
     assert rec["key_tokens"] == list("两个黄鹂鸣翠柳")
 
-    done = cli("extract", "--checkpoint", checkpoint, "--text", "两个黄鹂鸣翠柳",
-               "--target", "一行白鹭上青天", "--json")
+    done = cli(
+        "extract",
+        "--checkpoint",
+        checkpoint,
+        "--text",
+        "两个黄鹂鸣翠柳",
+        "--target",
+        "一行白鹭上青天",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     obj = json.loads(done.stdout)
     assert obj["output"] is None
@@ -70,10 +79,13 @@ def test_input_file_gives_one_json_line_per_input_with_errors_in_place(checkpoin
     assert len(out[5]["output"]) == 5
 
 
-@pytest.mark.parametrize("args", [
-    ["--text", "   "],
-    ["--input-file", "/nonexistent/file.tsv"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--text", "   "],
+        ["--input-file", "/nonexistent/file.tsv"],
+    ],
+)
 def test_bad_input_gives_one_line_and_nonzero_exit(checkpoint, args):
     done = cli("extract", "--checkpoint", checkpoint, *args)
     assert done.returncode != 0

@@ -42,8 +42,15 @@ def tiny_vocab() -> Vocab:
 def tiny_model(attention: str = "additive", seed: int = 0, rnn: str = "lstm") -> Seq2Seq:
     torch.manual_seed(seed)
     v = tiny_vocab()
-    cfg = Seq2SeqConfig(src_vocab_size=len(v), tgt_vocab_size=len(v), embed_size=12,
-                        hidden_size=16, attention=attention, rnn=rnn, share_embeddings=True)
+    cfg = Seq2SeqConfig(
+        src_vocab_size=len(v),
+        tgt_vocab_size=len(v),
+        embed_size=12,
+        hidden_size=16,
+        attention=attention,
+        rnn=rnn,
+        share_embeddings=True,
+    )
     return Seq2Seq(cfg).eval()
 
 
@@ -65,8 +72,7 @@ ATTENTIONS = ["additive", "scaled_dot"]
 def test_forced_weights_have_the_right_shape_rows_sum_to_one_and_padding_gets_zero(attention, rnn):
     v = tiny_vocab()
     model = tiny_model(attention, rnn=rnn)
-    batch = make_batch([v.encode(u) for u, _ in PAIRS], [v.encode(low) for _, low in PAIRS],
-                       bos_id=v.bos_id)
+    batch = make_batch([v.encode(u) for u, _ in PAIRS], [v.encode(low) for _, low in PAIRS], bos_id=v.bos_id)
     logits, w = model(batch.src, batch.src_lens, batch.tgt_in)
     assert logits.shape == (len(PAIRS), 7, len(v))
     assert w.shape == (len(PAIRS), 7, 7)  # [batch, query, key]
@@ -94,10 +100,25 @@ def test_beam_width_one_equals_greedy(attention, seed):
     b = cm.generate(UPPERS, beam=2, top_k=3)  # a real beam, for contrast: must differ in code path
     v = cm.vocab
     src, lens = cm._src(UPPERS)
-    b1 = beam_search(cm.model, src, lens, beam=1, bos_id=v.bos_id, eos_id=v.eos_id, top_k=3,
-                     constraints=Constraints(lengths=lens.clone(), banned=tuple(v.special_ids())))
-    g1 = greedy(cm.model, src, lens, bos_id=v.bos_id, eos_id=v.eos_id, top_k=3,
-                constraints=Constraints(lengths=lens.clone(), banned=tuple(v.special_ids())))
+    b1 = beam_search(
+        cm.model,
+        src,
+        lens,
+        beam=1,
+        bos_id=v.bos_id,
+        eos_id=v.eos_id,
+        top_k=3,
+        constraints=Constraints(lengths=lens.clone(), banned=tuple(v.special_ids())),
+    )
+    g1 = greedy(
+        cm.model,
+        src,
+        lens,
+        bos_id=v.bos_id,
+        eos_id=v.eos_id,
+        top_k=3,
+        constraints=Constraints(lengths=lens.clone(), banned=tuple(v.special_ids())),
+    )
     for x, y in zip(g1, b1, strict=True):
         assert x.tokens == y.tokens
         assert x.score == pytest.approx(y.score, abs=1e-5)
@@ -200,15 +221,23 @@ def test_training_resumes_to_exactly_the_same_weights(tmp_path):
     def run(run_dir, steps):
         model = tiny_model(seed=9).train()
         cfg = TrainConfig(max_steps=steps, save_every=3, eval_every=3, seed=1)
-        Trainer(model, cfg, run_dir, torch.device("cpu"), batches, loss_fn, progress=False,
-                evaluate=lambda m: {"alignment": 0.0}, log=lambda _: None).fit()
+        Trainer(
+            model,
+            cfg,
+            run_dir,
+            torch.device("cpu"),
+            batches,
+            loss_fn,
+            progress=False,
+            evaluate=lambda m: {"alignment": 0.0},
+            log=lambda _: None,
+        ).fit()
         return model
 
     straight = run(tmp_path / "a", 8)
     run(tmp_path / "b", 5)  # cut off after a save at step 3 … and two more steps
     resumed = run(tmp_path / "b", 8)  # … resumes from its last state (step 5) up to 8
-    for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items(),
-                                 strict=True):
+    for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items(), strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5, msg=name)
 
 
@@ -229,8 +258,7 @@ def test_couplet_adapter_handles_odd_input(tmp_path):
     from models.adapters.couplet_rnn import from_checkpoint
 
     adapter = from_checkpoint(tiny_checkpoint(tmp_path / "t.safetensors"), "cpu")
-    for text in ["两个黄鹂鸣翠柳", "abc 123", "😀两个🎉", "  两 个\t黄鹂 ", "Hello, 世界!", "𠀀",
-                 "风" * 40]:
+    for text in ["两个黄鹂鸣翠柳", "abc 123", "😀两个🎉", "  两 个\t黄鹂 ", "Hello, 世界!", "𠀀", "风" * 40]:
         result = adapter.run(text)
         rec = result.records["cross"]
         n = min(len("".join(text.split())), MAX_CHARS)

@@ -43,16 +43,18 @@ class CoupletRNNAdapter:
     def vocab(self):
         return self.bundle.src_vocab
 
-    def run(self, text: str, target: str | None = None, beam: int = 1, top_k: int = TOP_K,
-            **_: Any) -> RunResult:
+    def run(
+        self, text: str, target: str | None = None, beam: int = 1, top_k: int = TOP_K, **_: Any
+    ) -> RunResult:
         """Generate a lower line for ``text`` (or force-decode ``target``) with its attention."""
         result = self.run_batch([(text, target)], beam=beam, top_k=top_k)[0]
         if isinstance(result, Exception):
             raise result
         return result
 
-    def run_batch(self, items: list[tuple[str, str | None]], beam: int = 1, top_k: int = 0
-                  ) -> list[RunResult | ValueError]:
+    def run_batch(
+        self, items: list[tuple[str, str | None]], beam: int = 1, top_k: int = 0
+    ) -> list[RunResult | ValueError]:
         """Many inputs at once, batched; a bad input gives its ``ValueError`` in its place."""
         from models.couplet import prepare_line, unknown_notice
 
@@ -88,8 +90,10 @@ class CoupletRNNAdapter:
                 if note:
                     notices.append(note)
             if lower and len(lower.chars) != len(upper.chars):
-                notices.append(f"The lower line has {len(lower.chars)} characters and the upper "
-                               f"line {len(upper.chars)}; a couplet's lines are equally long.")
+                notices.append(
+                    f"The lower line has {len(lower.chars)} characters and the upper "
+                    f"line {len(upper.chars)}; a couplet's lines are equally long."
+                )
             strategy = "forced" if lower else ("greedy" if beam == 1 else f"beam-{beam}")
             out.append(self._result(upper, lower, decoded[i], strategy, notices))
         return out
@@ -112,9 +116,11 @@ class CoupletRNNAdapter:
         if d.top_ids is not None:  # the step-through view: the model's own top candidates
             meta["top_candidates"] = [
                 [[self.vocab.tokens[int(t)], round(float(p), 4)] for t, p in zip(ids, probs, strict=True)]
-                for ids, probs in zip(d.top_ids, d.top_probs, strict=True)]
-        record = AttentionRecord(weights[None, None], query, upper.chars, "cross", self.model_id,
-                                 scoring=self.scoring, meta=meta)  # [1 layer, 1 head, query, key]
+                for ids, probs in zip(d.top_ids, d.top_probs, strict=True)
+            ]
+        record = AttentionRecord(
+            weights[None, None], query, upper.chars, "cross", self.model_id, scoring=self.scoring, meta=meta
+        )  # [1 layer, 1 head, query, key]
         output = None if lower else "".join(query)
         return RunResult({"cross": record}, output, notices)
 
@@ -141,17 +147,21 @@ def _factory(model_id: str):
     def build(device=None) -> CoupletRNNAdapter:
         folder = WEIGHTS / model_id
         if not (folder / "model.safetensors").is_file():
-            raise FileNotFoundError(f"{model_id}: no weights at {folder}; train them with "
-                                    f"python cli.py train couplet-rnn --attention "
-                                    f"{model_id.rsplit('-', 1)[1]}")
+            raise FileNotFoundError(
+                f"{model_id}: no weights at {folder}; train them with "
+                f"python cli.py train couplet-rnn --attention "
+                f"{model_id.rsplit('-', 1)[1]}"
+            )
         return CoupletRNNAdapter(model_id, folder, device)
 
     return build
 
 
-register("couplet-rnn-dot", "couplet",
-         "Seed 000: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention")(
-    _factory("couplet-rnn-dot"))
-register("couplet-rnn-additive", "couplet",
-         "Seed 000: BiLSTM encoder, LSTM decoder, Bahdanau additive attention")(
-    _factory("couplet-rnn-additive"))
+register(
+    "couplet-rnn-dot",
+    "couplet",
+    "Seed 000: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention",
+)(_factory("couplet-rnn-dot"))
+register(
+    "couplet-rnn-additive", "couplet", "Seed 000: BiLSTM encoder, LSTM decoder, Bahdanau additive attention"
+)(_factory("couplet-rnn-additive"))

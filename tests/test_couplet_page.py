@@ -1,0 +1,65 @@
+"""The Couplets page under AppTest, with the bundled models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+pytestmark = pytest.mark.slow  # loads the bundled weights
+PAGE = "../views/couplets.py"
+K = "couplet_"
+
+
+def run(at: AppTest | None = None) -> AppTest:
+    at = (at or AppTest.from_file(PAGE, default_timeout=120)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_default_line_shows_a_seven_by_seven_heatmap_and_the_step_view():
+    at = run()
+    heat = charts(at)[0]["data"][0]
+    assert heat["type"] == "heatmap"
+    assert len(heat["x"]) == 7 and len(heat["y"]) == 7
+    assert [x.split(" · ")[1] for x in heat["x"]] == list("两个黄鹂鸣翠柳")
+    assert any("两个黄鹂鸣翠柳 →" in m.value for m in at.markdown)
+    assert len(at.dataframe) == 1  # top candidates of the first step
+    at.slider(key=K + "step").set_value(7)
+    run(at)
+
+
+def test_forced_target_is_shown_as_the_rows():
+    at = run()
+    at.text_input(key=K + "target").set_value("一行白鹭上青天")
+    at = run(at)
+    heat = charts(at)[0]["data"][0]
+    assert [y.split(" · ")[1] for y in heat["y"]] == list("一行白鹭上青天")
+
+
+def test_side_by_side_draws_both_models_and_their_difference():
+    at = run()
+    at.toggle(key=K + "both").set_value(True)
+    at = run(at)
+    figs = charts(at)
+    titles = [f["layout"].get("title", {}).get("text") for f in figs[:2]]
+    assert titles == ["couplet-rnn-additive", "couplet-rnn-dot"]
+    assert any("Difference" in s.value for s in at.subheader)
+
+
+def test_unknown_characters_long_and_empty_input():
+    at = run()
+    at.text_input(key=K + "upper").set_value("abc😀两个")
+    at = run(at)
+    assert any("vocabulary" in w.value for w in at.warning)
+    at.text_input(key=K + "upper").set_value("风" * 40)
+    at = run(at)
+    assert any("first 32" in w.value for w in at.warning)
+    at.text_input(key=K + "upper").set_value("   ")
+    at = run(at)
+    assert at.info and not at.get("plotly_chart")
