@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import statistics
@@ -16,8 +17,10 @@ HEADER = "# Benchmark results\n\nEach section is rewritten by the script it name
 
 
 def machine() -> str:
+    """Where and under what load a result was taken (these machines are shared and noisy)."""
     return (
-        f"{platform.machine()}, {torch.get_num_threads()} torch threads, Python {platform.python_version()}"
+        f"{platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, "
+        f"Python {platform.python_version()}, 1-min load average {os.getloadavg()[0]:.1f} at the start"
     )
 
 
