@@ -86,10 +86,9 @@ def init_params(name: str, d_q: int, d_k: int, hidden: int | None = None, seed: 
     params = {}
     for pname, shape_of in LEARNED.get(name, {}).items():
         shape = shape_of(d_q, d_k, hidden)
-        # Matrices are scaled by 1/√fan_in so projections keep unit variance; v is not, so
-        # untrained additive scores spread as widely as dot products do rather than all ≈ 0.
-        scale = 1 / math.sqrt(shape[-1]) if len(shape) > 1 else 1.0
-        params[pname] = torch.randn(*shape, generator=gen) * scale
+        # 1/√fan_in keeps scores of order 1 at initialisation, so a model's softmax
+        # starts unsaturated and its attention can learn.
+        params[pname] = torch.randn(*shape, generator=gen) / math.sqrt(shape[-1])
     return params
 
 

@@ -5,13 +5,14 @@ Pages stay short: they pick parameters, call one of these (cached), and draw.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from models import masks, pooling, positional
-from models.scoring import SCORERS, masked_softmax, score
+from models.scoring import SCORERS, init_params, masked_softmax, score
 from viz_core.record import AttentionRecord
 
 MASK_NAMES = ("none", "causal", "local window", "strided", "padding")
@@ -54,10 +55,17 @@ def mask_for(setup: ScoringSetup) -> torch.Tensor:
     return masks.MASKS[setup.mask](setup.n, window=setup.window, stride=setup.stride)
 
 
-def _params(name: str, setup: ScoringSetup) -> dict:
-    return {"cosine": {"temperature": setup.temperature}, "gaussian": {"sigma": setup.sigma}}.get(
-        name, {"seed": setup.seed}
-    )
+def _params(name: str, setup: ScoringSetup, d: int) -> dict:
+    if name == "cosine":
+        return {"temperature": setup.temperature}
+    if name == "gaussian":
+        return {"sigma": setup.sigma}
+    params = init_params(name, d, d, seed=setup.seed)
+    if name == "additive":
+        # A model starts v small so its softmax can learn; untrained, that makes every
+        # additive score ≈ 0 and the panel flat. Scale v up to show what the function can do.
+        params["v"] = params["v"] * math.sqrt(params["v"].numel())
+    return params
 
 
 def scoring_records(setup: ScoringSetup, queries=None, keys=None, tokens=None) -> dict[str, AttentionRecord]:
@@ -73,7 +81,7 @@ def scoring_records(setup: ScoringSetup, queries=None, keys=None, tokens=None) -
     k_tokens = tokens or [f"k{i}" for i in range(keys.shape[0])]
     out = {}
     for name in SCORERS:
-        raw = score(name, queries, keys, **_params(name, setup))  # [query, key]
+        raw = score(name, queries, keys, **_params(name, setup, queries.shape[-1]))  # [query, key]
         if bias is not None:
             raw = raw + bias(queries.shape[0], keys.shape[0])[0].detach()
         weights = masked_softmax(raw, mask=keep)
