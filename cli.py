@@ -199,6 +199,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_transformer(args: argparse.Namespace) -> int:
+    from models.couplet_transformer_train import TransformerTrainArgs, train
+
+    fields = TransformerTrainArgs.__dataclass_fields__
+    options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
+    metrics = train(TransformerTrainArgs(**options), command=command)
+    print(json.dumps(metrics, ensure_ascii=False))
+    return 0
+
+
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train a model and bundle its weights")
     fam = p.add_subparsers(dest="family", required=True, parser_class=_Parser)
@@ -227,6 +238,32 @@ def _add_train(sub) -> None:
         "--fresh", action="store_true", default=None, help="start over instead of resuming the run folder"
     )
     c.set_defaults(func=cmd_train)
+    t = fam.add_parser("couplet-transformer", help="our encoder–decoder Transformer on couplets")
+    t.add_argument("--steps", type=int, help="batches to train for (default 4000)")
+    t.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
+    t.add_argument("--lr", type=float, help="Adam learning rate after the warm-up (default 5e-4)")
+    t.add_argument("--warmup", type=int, help="steps of linear learning-rate warm-up (200)")
+    t.add_argument("--d-model", type=int, help="model width (default 256)")
+    t.add_argument("--heads", type=int, help="attention heads (default 4)")
+    t.add_argument("--encoder-layers", type=int, help="encoder layers (default 3)")
+    t.add_argument("--decoder-layers", type=int, help="decoder layers (default 3)")
+    t.add_argument("--ffn", type=int, help="feed-forward size (default 1024)")
+    t.add_argument("--dropout", type=float, help="dropout while training (default 0.1)")
+    t.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
+    t.add_argument("--threads", type=int, help="torch CPU threads (default 2)")
+    t.add_argument("--eval-every", type=int, help="steps between validation checks (100)")
+    t.add_argument("--eval-pairs", type=int, help="validation pairs checked during training (500)")
+    t.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
+    t.add_argument("--target-alignment", type=float, help="stop once the best layer's alignment ≥ this")
+    t.add_argument("--min-steps", type=int, help="never stop early before this step")
+    t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
+    t.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
+    t.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
+    t.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
+    t.add_argument("--out", type=Path, help="bundle folder (default weights/couplet-transformer)")
+    t.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
+    t.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
+    t.set_defaults(func=cmd_train_transformer)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -35,14 +35,20 @@ class Seq2SeqBundle:
     info: dict[str, Any] = field(default_factory=dict)  # model id, training command, metrics…
     sha256: str | None = None  # of the file it was loaded from
 
+    # What a subclass changes to bundle another architecture the same way.
+    file_format: ClassVar[str] = FORMAT
+    file_format_version: ClassVar[int] = FORMAT_VERSION
+    model_class: ClassVar[type] = Seq2Seq
+    config_class: ClassVar[type] = Seq2SeqConfig
+
     @property
     def shared_vocab(self) -> bool:
         return self.src_vocab is self.tgt_vocab
 
     def meta(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
+            "format": self.file_format,
+            "format_version": self.file_format_version,
             "task": self.task,
             "tokenizer": self.tokenizer,
             "config": self.model.config.to_dict(),
@@ -76,15 +82,15 @@ class Seq2SeqBundle:
         if path.is_dir():
             path = path / WEIGHTS_FILE
         tensors, meta = load_checkpoint(path)
-        if meta.get("format") != FORMAT:
-            raise CheckpointError(f"{path.name} has format {meta.get('format')!r}, not {FORMAT!r}")
-        if meta.get("format_version") != FORMAT_VERSION:
+        if meta.get("format") != cls.file_format:
+            raise CheckpointError(f"{path.name} has format {meta.get('format')!r}, not {cls.file_format!r}")
+        if meta.get("format_version") != cls.file_format_version:
             raise CheckpointError(
-                f"{path.name} is {FORMAT} version {meta.get('format_version')}; "
-                f"this code reads version {FORMAT_VERSION}"
+                f"{path.name} is {cls.file_format} version {meta.get('format_version')}; "
+                f"this code reads version {cls.file_format_version}"
             )
         try:
-            cfg = Seq2SeqConfig.from_dict(meta["config"])
+            cfg = cls.config_class.from_dict(meta["config"])
             src = Vocab(meta["src_vocab"])
             tgt = src if meta["tgt_vocab"] is None else Vocab(meta["tgt_vocab"])
         except (KeyError, TypeError, ValueError) as err:
@@ -94,7 +100,7 @@ class Seq2SeqBundle:
                 f"{path.name}: vocabularies of {len(src)}/{len(tgt)} tokens but a "
                 f"config for {cfg.src_vocab_size}/{cfg.tgt_vocab_size}"
             )
-        model = Seq2Seq(cfg)
+        model = cls.model_class(cfg)
         try:
             _load_unique_state(model, tensors)
         except ValueError as err:

@@ -47,6 +47,7 @@ class TrainConfig:
     save_every: int = 100
     min_steps: int = 0  # no early stop before this many steps
     weight_decay: float = 0.0
+    warmup_steps: int = 0  # linear learning-rate warm-up from lr/warmup_steps to lr (Transformers)
 
 
 @dataclass
@@ -184,6 +185,10 @@ class Trainer:
         with autocast(self.device):
             loss, n_tokens = self.loss_fn(self.model, batch)
         self.optimizer.zero_grad(set_to_none=True)
+        if self.cfg.warmup_steps:
+            ramp = min(1.0, (self.result.step + 1) / self.cfg.warmup_steps)
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.cfg.lr * ramp
         self.scaler.scale(loss).backward()
         if self.cfg.clip_norm:
             self.scaler.unscale_(self.optimizer)

@@ -1,0 +1,116 @@
+"""couplet-transformer: our small encoder–decoder Transformer on couplets, as a registry adapter.
+
+    adapter = registry.load("couplet-transformer")
+    result = adapter.run("两个黄鹂鸣翠柳")                      # generate (greedy; beam=4 for beam search)
+    result = adapter.run("两个黄鹂鸣翠柳", target="一行白鹭上青天")  # force-decode a lower line
+    result.records["encoder_self"]  # [layers, heads, upper chars, upper chars]
+    result.records["decoder_self"]  # [layers, heads, lower chars, decoder inputs], causal
+    result.records["cross"]         # [layers, heads, lower chars, upper chars]
+
+Rows of ``decoder_self`` and ``cross`` are the lower-line characters each position writes;
+the keys of ``decoder_self`` are what the decoder reads: ``<bos>`` and the characters
+written before, so the causal mask is the upper triangle. torch is imported when a model
+is built, not when this module registers the id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from models.adapters.couplet_rnn import CoupletRNNAdapter
+from models.registry import RunResult, register
+from viz_core.record import AttentionRecord
+
+MODEL_ID = "couplet-transformer"
+WEIGHTS = Path(__file__).resolve().parents[2] / "weights" / MODEL_ID
+
+
+class CoupletTransformerAdapter(CoupletRNNAdapter):
+    """Runs one couplet Transformer bundle. Holds no per-request state: safe to share.
+
+    Input handling (cleaning, unknown characters, batching, notices) and ``export`` are the
+    couplet RNN adapter's; only loading and the records differ.
+    """
+
+    def __init__(self, model_id: str, path: str | Path, device=None):  # no super(): another bundle
+        from models.couplet_transformer import CoupletTransformer, TransformerBundle
+        from models.device import pick_device
+
+        self.model_id, self.path = model_id, Path(path)
+        self.device = device if device is not None else pick_device()
+        self.bundle = TransformerBundle.load(self.path, self.device)
+        if self.bundle.task != "couplet":
+            raise ValueError(f"{self.path.name} is a {self.bundle.task!r} model, not a couplet model")
+        self.best_layer = int(self.bundle.info.get("best_layer", -1))
+        self.cm = CoupletTransformer(self.bundle.model, self.vocab, self.device, layer=self.best_layer)
+
+    def _result(self, upper, lower, d, strategy: str, notices: list[str]) -> RunResult:
+        from models.metrics import diagonal_hits
+        from models.vocab import BOS
+
+        written = lower.chars if lower else self.vocab.decode(d.tokens)
+        read = [BOS, *written[:-1]]  # what the decoder reads at each position
+        cross = d.extra["cross"].numpy().astype(np.float32)  # [layers, heads, query, key]
+        alignment = []
+        for layer in cross:
+            hits, rows = diagonal_hits(layer.mean(0))
+            alignment.append(hits / rows if rows else None)
+        meta = {
+            "strategy": strategy,
+            "device": str(self.device),
+            "checkpoint_sha256": self.bundle.sha256,
+            "best_layer": self.best_layer % len(cross),  # the layer to show first (0-based)
+            "alignment": alignment[self.best_layer],  # of that layer, heads averaged
+            "alignment_layers": alignment,
+            "log_prob": d.score,
+            "unk_positions": [j for j, ch in enumerate(upper.chars) if ch not in self.vocab],
+            "truncated": upper.truncated or bool(lower and lower.truncated),
+        }
+        if d.top_ids is not None:  # the model's own top candidates at each step
+            meta["top_candidates"] = [
+                [[self.vocab.tokens[int(t)], round(float(p), 4)] for t, p in zip(ids, probs, strict=True)]
+                for ids, probs in zip(d.top_ids, d.top_probs, strict=True)
+            ]
+        common = {"model_id": self.model_id, "scoring": "scaled_dot"}
+        records = {
+            "encoder_self": AttentionRecord(
+                d.extra["encoder_self"].numpy(),
+                upper.chars,
+                upper.chars,
+                "encoder_self",
+                meta={k: meta[k] for k in ("strategy", "device", "checkpoint_sha256", "truncated")},
+                **common,
+            ),
+            "decoder_self": AttentionRecord(
+                d.extra["decoder_self"].numpy(),
+                written,
+                read,
+                "decoder_self",
+                meta={k: meta[k] for k in ("strategy", "device", "checkpoint_sha256", "truncated")},
+                **common,
+            ),
+            "cross": AttentionRecord(cross, written, upper.chars, "cross", meta=meta, **common),
+        }
+        return RunResult(records, None if lower else "".join(written), notices)
+
+
+def from_checkpoint(path: str | Path, device=None) -> CoupletTransformerAdapter:
+    """An adapter for an exported or uploaded couplet Transformer, named by its content hash."""
+    from models.checkpoint import file_sha256
+
+    return CoupletTransformerAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
+
+
+@register(
+    MODEL_ID,
+    "encoder-decoder",
+    "Our 3 + 3-layer, 4-head Transformer on couplets: encoder self, decoder self (causal) and cross",
+)
+def build(device=None) -> CoupletTransformerAdapter:
+    if not (WEIGHTS / "model.safetensors").is_file():
+        raise FileNotFoundError(
+            f"{MODEL_ID}: no weights at {WEIGHTS}; train them with python cli.py train couplet-transformer"
+        )
+    return CoupletTransformerAdapter(MODEL_ID, WEIGHTS, device)
