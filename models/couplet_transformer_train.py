@@ -50,8 +50,8 @@ class TransformerTrainArgs:
     data: Path = DATA_PATH
     steps: int = 4000
     batch_size: int = 128
-    lr: float = 5e-4
-    warmup: int = 200  # steps of linear learning-rate warm-up
+    lr: float = 1e-3
+    warmup: int = 300  # steps of linear learning-rate warm-up (pre-LN tolerates a short one)
     d_model: int = 256
     heads: int = 4
     encoder_layers: int = 3
@@ -190,7 +190,7 @@ and {cfg.decoder_layers} decoder layers, {cfg.num_heads} heads, d = {cfg.d_model
 {cfg.ffn_size}, pre-LayerNorm, fixed sinusoidal positions, dropout {cfg.dropout}; one
 character table of {vocab_size:,} (the couplet RNNs' vocabulary) for both lines and the
 output layer. {m["parameters"]:,} parameters, stored as float16 ({m["size_mb"]} MB), loaded
-as float32. Every attention (encoder self, decoder self, causal, and cross) is taken
+as float32. Every attention (encoder self, causal decoder self, and cross) is taken
 from the explicit softmax, per layer and head.
 
 ## Data
