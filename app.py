@@ -17,6 +17,9 @@ PAGES = {
         st.Page("views/positional.py", title="Positional encoding", icon="🌊", url_path="positional"),
         st.Page("views/pooling.py", title="Attention pooling", icon="📈", url_path="pooling"),
     ],
+    "Transformers": [
+        st.Page("views/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
+    ],
     "Seq2seq": [st.Page("views/couplets.py", title="Couplets", icon="🏮", url_path="couplets")],
 }
 

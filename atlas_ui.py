@@ -42,3 +42,32 @@ def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
         key=f"{key}_csv",
         on_click="ignore",
     )
+
+
+@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
+def adapter(model_id: str):
+    """One shared adapter per model; its weights are never mutated, so sessions can share it."""
+    from models.registry import load
+
+    return load(model_id)
+
+
+@st.cache_data(show_spinner="Running the model…", max_entries=64)
+def run_model(model_id: str, text: str, target: str | None = None):
+    """Records for one input, cached: switching layer or head never re-runs the model."""
+    return adapter(model_id).run(text, target=target)
+
+
+def model_choices(families: tuple[str, ...]) -> list[str]:
+    from models.registry import available
+
+    return [m.id for m in available() if m.family in families]
+
+
+@st.cache_data(show_spinner="Probing for induction heads…", max_entries=8)
+def induction(model_id: str, period: int = 20, seed: int = 0):
+    """``[layers, heads]`` induction scores of a causal model on a repeated random sequence."""
+    from viz_core.stats import induction_scores
+
+    record, offset = adapter(model_id).run_repeated(period, seed)
+    return induction_scores(record.weights, period, offset)

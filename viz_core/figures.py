@@ -243,3 +243,25 @@ def nadaraya_watson(
     fig.update_yaxes(title="y")
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     return _base_layout(fig, title, height=420)
+
+
+def scatter_groups(frame, x: str, y: str, group: str, label_columns: list[str], title: str = "") -> go.Figure:
+    """One marker per row of ``frame``, one colour per value of ``group``; hover names the row."""
+    fig = go.Figure()
+    for name, part in frame.groupby(group, sort=True):
+        labels = part[label_columns].astype(str).agg(" · ".join, axis=1)
+        fig.add_trace(
+            go.Scatter(
+                x=part[x],
+                y=part[y],
+                mode="markers",
+                name=str(name),
+                text=labels,
+                marker=dict(size=10),
+                hovertemplate=f"%{{text}}<br>{x} %{{x:.3g}}<br>{y} %{{y:.3g}}<extra>{name}</extra>",
+            )
+        )
+    fig.update_xaxes(title=x)
+    fig.update_yaxes(title=y)
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return _base_layout(fig, title, height=420)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def row_entropy(weights: np.ndarray) -> np.ndarray:
@@ -18,3 +19,127 @@ def diagonal_share(weights: np.ndarray) -> float:
     w = np.asarray(weights, dtype=np.float64)
     n = min(w.shape[-2:])
     return float(np.mean(w[..., np.arange(n), np.arange(n)]))
+
+
+PATTERNS = ("previous token", "diagonal", "first token / sink", "broad", "mixed")
+
+
+def mean_distance(weights: np.ndarray) -> np.ndarray:
+    """Mean |query − key| position distance, weighted by attention, averaged over queries."""
+    w = np.asarray(weights, dtype=np.float64)
+    q, k = w.shape[-2:]
+    dist = np.abs(np.arange(q)[:, None] - np.arange(k)[None, :])  # [query, key]
+    return (w * dist).sum(-1).mean(-1)
+
+
+def _offset_share(w: np.ndarray, offset: int) -> np.ndarray:
+    """Mean weight on key = query + offset over the queries where that key exists."""
+    q, k = w.shape[-2:]
+    rows = np.arange(max(0, -offset), min(q, k - offset))
+    if rows.size == 0:
+        return np.zeros(w.shape[:-2])
+    return w[..., rows, rows + offset].mean(-1)
+
+
+def pattern_label(w: np.ndarray, threshold: float = 0.5) -> str:
+    """A coarse name for one head's ``[query, key]`` pattern (the largest share above ``threshold``)."""
+    shares = {
+        "previous token": float(_offset_share(w, -1)),
+        "diagonal": float(_offset_share(w, 0)),
+        "first token / sink": float(w[:, 0].mean()),
+    }
+    name, share = max(shares.items(), key=lambda kv: kv[1])
+    if share >= threshold:
+        return name
+    spread = row_entropy(w).mean() / max(np.log2(w.shape[-1]), 1e-9)
+    return "broad" if spread >= 0.75 else "mixed"
+
+
+def head_table(weights: np.ndarray, special: list[bool] | None = None) -> pd.DataFrame:
+    """One row per (layer, head): entropy, mean distance, share on special tokens, pattern."""
+    layers, heads = weights.shape[:2]
+    sp = np.asarray(special if special is not None else [False] * weights.shape[-1], dtype=bool)
+    ent = row_entropy(weights).mean(-1)  # [layers, heads]
+    dist = mean_distance(weights)
+    special_share = weights[..., sp].sum(-1).mean(-1)
+    rows = [
+        {
+            "layer": layer,
+            "head": head,
+            "entropy (bits)": float(ent[layer, head]),
+            "mean distance": float(dist[layer, head]),
+            "special share": float(special_share[layer, head]),
+            "pattern": pattern_label(weights[layer, head]),
+        }
+        for layer in range(layers)
+        for head in range(heads)
+    ]
+    return pd.DataFrame(rows)
+
+
+def induction_scores(weights: np.ndarray, period: int, offset: int = 0) -> np.ndarray:
+    """``[layers, heads]``: attention from each token of a repeated block to the token after its
+    earlier copy (key = query − period + 1), averaged over the second block.
+
+    ``offset`` is the number of tokens (e.g. a bos) before the first block.
+    """
+    q = np.arange(offset + period, min(offset + 2 * period, weights.shape[-2]))
+    return weights[..., q, q - period + 1].mean(-1)
+
+
+def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Attention rollout (Abnar & Zuidema, 2020): heads averaged, the residual path added,
+    rows renormalised, multiplied through the layers. ``[query, key]`` of the last layer."""
+    w = np.asarray(weights, dtype=np.float32).mean(1)  # [layers, query, key]; float32 keeps 512² fast
+    n = w.shape[-1]
+    eye = np.eye(n, dtype=np.float32)
+    out = eye
+    for layer in w:
+        a = residual * eye + (1 - residual) * layer
+        out = (a / a.sum(-1, keepdims=True)) @ out
+    return out
+
+
+def attention_flow(weights: np.ndarray, residual: float = 0.5, scale: int = 1_000_000) -> np.ndarray:
+    """Exact attention flow: the max flow from each input token to each last-layer position
+    through the layered graph whose capacities are the (residual-mixed) attention weights.
+
+    Uses scipy's max-flow (integer capacities, so weights are scaled by ``scale``).
+    Cost grows as positions² × max-flows on a graph of layers × positions² edges: short inputs only.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
+    w = np.asarray(weights, dtype=np.float64).mean(1)  # [layers, query, key]
+    layers, n, _ = w.shape
+    eye = np.eye(n)
+    # Node (l, i) is position i after layer l (l = 0 is the input); edges go from (l+1, i) down to (l, j).
+    rows, cols, caps = [], [], []
+    for layer in range(layers):
+        a = residual * eye + (1 - residual) * w[layer]
+        a = a / a.sum(-1, keepdims=True)
+        i, j = np.nonzero(a > 0)
+        rows.append((layer + 1) * n + i)
+        cols.append(layer * n + j)
+        caps.append(np.round(a[i, j] * scale).astype(np.int32))
+    size = (layers + 1) * n
+    graph = csr_matrix(
+        (np.concatenate(caps), (np.concatenate(rows), np.concatenate(cols))), shape=(size, size)
+    )
+    flow = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            flow[i, j] = maximum_flow(graph, layers * n + i, j).flow_value / scale
+    return flow
+
+
+def offset_profile(weights: np.ndarray, max_offset: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean attention as a function of relative offset (key − query), per head.
+
+    Returns ``(offsets, profile [layers, heads, offsets])``.
+    """
+    q, k = weights.shape[-2:]
+    reach = max_offset if max_offset is not None else max(q, k) - 1
+    offsets = np.arange(-reach, reach + 1)
+    profile = np.stack([_offset_share(weights, int(o)) for o in offsets], axis=-1)
+    return offsets, profile

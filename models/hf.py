@@ -1,0 +1,229 @@
+"""One adapter for any Hugging Face encoder, causal LM or encoder–decoder folder on disk.
+
+Loading is offline and code-free: ``local_files_only``, no ``trust_remote_code``, and the
+eager attention path (SDPA and flash kernels return no weights; transformers 5 then hands
+back an empty tuple without complaint, so every layer's weights are checked here).
+
+Records are token-level and exact: special tokens kept, nothing merged. Views merge.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from models.registry import RunResult
+from viz_core.record import AttentionRecord
+
+# Never reach a hub, whatever the caller's environment says.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+MAX_CHARS = 20_000  # longer input is cut before tokenizing (the token limit then applies)
+
+
+class InputError(ValueError):
+    """Text that cannot be run (empty, or nothing left after tokenizing)."""
+
+
+@dataclass(frozen=True)
+class Encoded:
+    ids: torch.Tensor  # [1, tokens]
+    tokens: list[str]
+    special: list[bool]  # per token: [CLS], [SEP], <s>, bos, ...
+    word_ids: list[int | None]  # per token: index of the word it belongs to (None for specials)
+    notices: list[str]
+
+
+def family_of(config) -> str:
+    """``encoder``, ``causal`` or ``seq2seq`` from a transformers config."""
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq"
+    archs = " ".join(getattr(config, "architectures", None) or [])
+    if "CausalLM" in archs or "LMHead" in archs or getattr(config, "is_decoder", False):
+        return "causal"
+    return "encoder"
+
+
+class HFAdapter:
+    """Attention of a transformers model stored in ``folder`` (config, weights, tokenizer)."""
+
+    def __init__(
+        self, model_id: str, folder: str | Path, device: torch.device, max_tokens: int | None = None
+    ):
+        from transformers import (
+            AutoConfig,
+            AutoModel,
+            AutoModelForCausalLM,
+            AutoModelForSeq2SeqLM,
+            AutoTokenizer,
+        )
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()  # no progress bars or advice on stderr (the CLI prints JSON there)
+        hf_logging.disable_progress_bar()
+
+        folder = Path(folder)
+        self.model_id, self.device = model_id, device
+        self.config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        self.family = family_of(self.config)
+        loader = {"seq2seq": AutoModelForSeq2SeqLM, "causal": AutoModelForCausalLM, "encoder": AutoModel}
+        self.model = loader[self.family].from_pretrained(
+            folder,
+            local_files_only=True,
+            trust_remote_code=False,
+            attn_implementation="eager",
+            dtype=torch.float32,
+        )
+        self.model.to(device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        self.max_tokens = max_tokens or _token_limit(self.config, self.tokenizer)
+        self.n_layers, self.n_heads = _layers_heads(self.config)
+
+    # ------------------------------------------------------------------ input
+    def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
+        """Tokenize ``text`` as the model sees it, truncating to the model's limit with a notice."""
+        text = "" if text is None else str(text)
+        if not text.strip():
+            raise InputError("the text is empty: type a sentence")
+        notices = []
+        if len(text) > MAX_CHARS:
+            notices.append(f"the text had {len(text):,} characters; only the first {MAX_CHARS:,} were read")
+            text = text[:MAX_CHARS]
+        limit = min(max_tokens or self.max_tokens, self.max_tokens)
+        full = self.tokenizer(text, add_special_tokens=True)["input_ids"]
+        enc = self.tokenizer(
+            text, truncation=True, max_length=limit, return_tensors="pt", return_special_tokens_mask=True
+        )
+        if len(full) > limit:
+            notices.append(f"the text is {len(full):,} tokens; attention is shown for the first {limit:,}")
+        ids = enc["input_ids"]
+        if ids.shape[1] == 0:
+            raise InputError("the tokenizer produced no tokens for this text")
+        try:
+            word_ids = enc.word_ids(0)
+        except (ValueError, AttributeError):  # slow tokenizers do not track words
+            word_ids = list(range(ids.shape[1]))
+        return Encoded(
+            ids=ids,
+            tokens=self.tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+            special=[bool(s) for s in enc["special_tokens_mask"][0].tolist()],
+            word_ids=list(word_ids),
+            notices=notices,
+        )
+
+    # ------------------------------------------------------------------ run
+    def run(self, text: str, target: str | None = None, max_tokens: int | None = None, **_) -> RunResult:
+        src = self.encode(text, max_tokens)
+        if self.family == "seq2seq":
+            return self._run_seq2seq(src, target)
+        with torch.no_grad():
+            out = self.model(input_ids=src.ids.to(self.device), output_attentions=True)
+        weights = self._stack(out.attentions, "self-attention")  # [layers, heads, query, key]
+        record = self._record(weights, src, src, "self")
+        return RunResult(records={"self": record}, output=None, notices=src.notices)
+
+    def run_repeated(self, period: int = 20, seed: int = 0) -> tuple[AttentionRecord, int]:
+        """Self-attention on a random token sequence repeated twice (the induction-head probe).
+
+        Returns the record and the number of tokens before the first block (a bos, if any).
+        """
+        if self.family != "causal":
+            raise ValueError("the induction probe needs a causal language model")
+        gen = torch.Generator().manual_seed(seed)
+        specials = set(self.tokenizer.all_special_ids)
+        pool = torch.tensor([i for i in range(min(self.tokenizer.vocab_size, 20_000)) if i not in specials])
+        block = pool[torch.randperm(len(pool), generator=gen)[:period]]
+        prefix = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
+        ids = torch.tensor([prefix + block.tolist() * 2])
+        tokens = self.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+        enc = Encoded(ids, tokens, [False] * len(tokens), list(range(len(tokens))), [])
+        with torch.no_grad():
+            out = self.model(input_ids=ids.to(self.device), output_attentions=True)
+        return self._record(self._stack(out.attentions, "self-attention"), enc, enc, "self"), len(prefix)
+
+    def position_embeddings(self) -> np.ndarray | None:
+        """Learned absolute position embeddings ``[position, dim]``, or None if the model has none."""
+        for name, param in self.model.named_parameters():
+            if name.endswith("position_embeddings.weight"):
+                return param.detach().float().cpu().numpy()
+        return None
+
+    def _run_seq2seq(self, src: Encoded, target: str | None) -> RunResult:
+        ids = src.ids.to(self.device)
+        if target:
+            tgt = self.encode(target)
+            labels = tgt.ids.to(self.device)
+            decoder_ids = self.model.prepare_decoder_input_ids_from_labels(labels=labels)
+        else:
+            with torch.no_grad():
+                decoder_ids = self.model.generate(
+                    ids, max_new_tokens=min(64, self.max_tokens), do_sample=False
+                )
+        dec_tokens = self.tokenizer.convert_ids_to_tokens(decoder_ids[0].tolist())
+        dec = Encoded(
+            decoder_ids.cpu(),
+            dec_tokens,
+            [t in self.tokenizer.all_special_tokens for t in dec_tokens],
+            list(range(len(dec_tokens))),
+            [],
+        )
+        with torch.no_grad():
+            out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, output_attentions=True)
+        records = {
+            "encoder_self": self._record(
+                self._stack(out.encoder_attentions, "encoder"), src, src, "encoder_self"
+            ),
+            "decoder_self": self._record(
+                self._stack(out.decoder_attentions, "decoder"), dec, dec, "decoder_self"
+            ),
+            "cross": self._record(self._stack(out.cross_attentions, "cross"), dec, src, "cross"),
+        }
+        output = None if target else self.tokenizer.decode(decoder_ids[0], skip_special_tokens=True)
+        return RunResult(records=records, output=output, notices=src.notices)
+
+    def _stack(self, attentions, what: str) -> np.ndarray:
+        """Tuple of ``[1, heads, query, key]`` per layer -> ``[layers, heads, query, key]``, checked."""
+        if not attentions or any(a is None for a in attentions):
+            raise RuntimeError(
+                f"{self.model_id}: the model returned no {what} weights; it must run with eager attention"
+            )
+        if len(attentions) != self.n_layers:
+            raise RuntimeError(
+                f"{self.model_id}: {len(attentions)} layers of {what} weights, expected {self.n_layers}"
+            )
+        return torch.cat([a.float().cpu() for a in attentions], dim=0).numpy()  # [layers, heads, query, key]
+
+    def _record(self, weights: np.ndarray, queries: Encoded, keys: Encoded, kind: str) -> AttentionRecord:
+        return AttentionRecord(
+            weights,
+            queries.tokens,
+            keys.tokens,
+            kind,
+            self.model_id,
+            scoring="scaled_dot",
+            meta={
+                "device": str(self.device),
+                "query_special": queries.special,
+                "key_special": keys.special,
+                "query_word_ids": queries.word_ids,
+                "key_word_ids": keys.word_ids,
+                "family": self.family,
+            },
+        )
+
+
+def _token_limit(config, tokenizer) -> int:
+    limits = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    usable = [int(x) for x in limits if x and x < 1_000_000]
+    return min([*usable, 512])  # stay fast: 512 tokens at most
+
+
+def _layers_heads(config) -> tuple[int, int]:
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None)
+    heads = getattr(config, "num_attention_heads", None) or getattr(config, "num_heads", None)
+    return int(layers), int(heads)
