@@ -20,7 +20,7 @@ import torch
 
 from models.data import Batch, bucketed_batches, make_batch, pad, read_pairs, split_pairs
 from models.decoding import Constraints, Decoded, decode
-from models.metrics import alignment_accuracy, char_bleu, copy_rate
+from models.metrics import alignment_accuracy, char_bleu_detail, copy_rate
 from models.seq2seq import Seq2Seq
 from models.training import masked_cross_entropy
 from models.vocab import Vocab
@@ -265,13 +265,15 @@ def evaluate(cm: CoupletModel, pairs: Sequence[tuple[str, str]], beam: int = 1) 
     refs = [low for _, low in pairs]
     generated = cm.generate([list(u) for u in uppers], beam=beam)
     outputs = [cm.text(d) for d in generated]
+    bleu = char_bleu_detail(outputs, refs)
     length_ok = np.mean([len(o) == len(u) for o, u in zip(outputs, uppers, strict=True)])
     return {
         "n_pairs": len(pairs),
         **forced_metrics(cm, pairs),
         "generation_alignment": round(alignment_accuracy(d.weights.numpy() for d in generated), 4),
         "length_correct": round(float(length_ok), 4),
-        "bleu_char": round(char_bleu(outputs, refs), 2),
+        "bleu_char": round(bleu["bleu"], 2),
+        "bleu_char_precisions": bleu["precisions"],
         "copy_rate": round(copy_rate(uppers, outputs, ignore=PUNCTUATION), 4),
         "copy_rate_reference": round(copy_rate(uppers, refs, ignore=PUNCTUATION), 4),
         f"alignment_first_{CHECK_SIZE}": forced_metrics(cm, pairs[:CHECK_SIZE])["alignment"],

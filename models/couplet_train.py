@@ -139,6 +139,10 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         "train_seconds": round(result.seconds, 1),
         "chars_per_s": round(result.tokens_per_s, 1),
         "threads": args.threads,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "join_prob": args.join_prob,
+        "stored_dtype": args.dtype,
         "device": describe(device),
         "cpu": platform.processor() or platform.machine(),
         "torch": torch.__version__,
@@ -180,19 +184,19 @@ projected back to {cfg.hidden_size} dimensions through tanh, an LSTM decoder tha
 [character embedding; attention context], and {scorer}. Character vocabulary of
 {vocab_size:,} (pad, bos, eos, unk, the six punctuation marks, then the most frequent
 characters; rarer ones read as unk). Embeddings {cfg.embed_size} (shared by both lines),
-hidden {cfg.hidden_size}, {m["parameters"]:,} parameters, stored as float16
+hidden {cfg.hidden_size}, {m["parameters"]:,} parameters, stored as {info["stored_dtype"]}
 ({m["size_mb"]} MB), loaded as float32.
 
 ## Data
 Tang poetry couplets derived from the chinese-poetry project (MIT): {info["data"]}.
-10 % of training examples join 2–3 couplets with punctuation so that longer, punctuated
+{info["join_prob"]:.0%} of training examples join 2–3 couplets with punctuation so that longer, punctuated
 input is familiar.
 
 ## Training
 ```
 {info["command"]}
 ```
-{info["steps"]:,} steps of 128 pairs ({info["epochs"]} epochs), Adam 1e-3, full teacher forcing,
+{info["steps"]:,} steps of {info["batch_size"]} pairs ({info["epochs"]} epochs), Adam {info["lr"]:g}, full teacher forcing,
 gradient clipping 1.0; {info["train_seconds"] / 60:.1f} min of training on {info["device"]}
 ({info["cpu"]}, torch {info["torch"]}) at {info["chars_per_s"]:,.0f} target characters/s.
 Stopped: {info["stopped"]}. Date: {info["date"]}.
@@ -201,9 +205,11 @@ Stopped: {info["stopped"]}. Date: {info["date"]}.
 | metric | value |
 | --- | --- |
 | force-decoded alignment (attention argmax on the own position) | {m["alignment"]:.4f} |
+| the same on the first 200 held-out pairs (what the tests check) | {m["alignment_first_200"]:.4f} |
 | alignment while generating | {m["generation_alignment"]:.4f} |
 | lower line has the upper line's length | {m["length_correct"]:.2%} |
-| char BLEU (sacrebleu, tokenize="zh") | {m["bleu_char"]:.2f} |
+| char BLEU-4 (sacrebleu, tokenize="zh") | {m["bleu_char"]:.2f} |
+| its 1/2/3/4-gram precisions (%) | {" / ".join(f"{p:.1f}" for p in m["bleu_char_precisions"])} |
 | copy rate (generated characters found in the upper line) | {m["copy_rate"]:.4f} |
 | copy rate of the reference lower lines, for comparison | {m["copy_rate_reference"]:.4f} |
 | validation loss per character | {m["valid_loss"]:.4f} |
