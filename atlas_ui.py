@@ -71,3 +71,29 @@ def induction(model_id: str, period: int = 20, seed: int = 0):
 
     record, offset = adapter(model_id).run_repeated(period, seed)
     return induction_scores(record.weights, period, offset)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: bool) -> dict:
+    """Everything the Transformer page derives from one record, computed once per input and option.
+
+    Switching layer or head then only builds one heatmap.
+    """
+    from viz_core.derive import hide_special, merge_words, special_share
+    from viz_core.model_view import model_view
+    from viz_core.stats import head_table, offset_profile, rollout
+
+    record = run_model(model_id, text).records[kind]
+    record = merge_words(record) if merge else record
+    share = special_share(record)
+    record = hide_special(record) if hide else record
+    offsets, profile = offset_profile(record.weights)
+    return {
+        "record": record,
+        "special_share": share,
+        "model_view": model_view(record),
+        "table": head_table(record.weights, record.meta.get("key_special")),
+        "rollout": rollout(record.weights),
+        "offsets": offsets,
+        "profile": profile,
+    }

@@ -162,7 +162,7 @@ class HFAdapter:
         else:
             with torch.no_grad():
                 decoder_ids = self.model.generate(
-                    ids, max_new_tokens=min(64, self.max_tokens), do_sample=False
+                    ids, max_new_tokens=min(64, self.max_tokens - 1), do_sample=False
                 )
         dec_tokens = self.tokenizer.convert_ids_to_tokens(decoder_ids[0].tolist())
         dec = Encoded(

@@ -3,13 +3,11 @@
 import numpy as np
 import streamlit as st
 
-from atlas_ui import chart, induction, model_choices, run_model
+from atlas_ui import chart, induction, model_choices, run_model, transformer_view
 from models.positional import sinusoidal
 from viz_core import heatmap, heatmap_row, lines, matrix_frame, matrix_heatmap, record_frame, series_frame
-from viz_core.derive import hide_special, merge_words, special_share
 from viz_core.figures import scatter_groups
-from viz_core.model_view import model_view
-from viz_core.stats import attention_flow, head_table, offset_profile, rollout
+from viz_core.stats import attention_flow
 
 K = "tf_"
 FLOW_BUDGET = 6 * 32 * 32  # layers × tokens² that exact flow handles in about a second here
@@ -22,7 +20,7 @@ st.markdown(
     "each head does, and how attention composes across layers."
 )
 
-models = model_choices(("encoder", "causal", "seq2seq", "transformer"))
+models = model_choices(("encoder", "causal", "seq2seq", "encoder-decoder"))
 if not models:
     st.info("No Transformer model is installed. `make run` installs minilm and smollm2.")
     st.stop()
@@ -50,10 +48,8 @@ if result.output:
 
 kinds = list(result.records)
 kind = c3.radio("attention", kinds, horizontal=True, key=K + "kind") if len(kinds) > 1 else kinds[0]
-raw = result.records[kind]
-record = merge_words(raw) if merge else raw
-share = special_share(record)
-record = hide_special(record) if hide else record
+view = transformer_view(model_id, text, kind, merge, hide)
+record, share = view["record"], view["special_share"]
 L, H = record.n_layers, record.n_heads
 
 
@@ -65,13 +61,13 @@ def open_head():
         st.session_state[K + "layer"], st.session_state[K + "head"] = layer, str(head)
 
 
-tab_heads, tab_stats, tab_flow, tab_pos = st.tabs(["Heads", "Head statistics", "Rollout & flow", "Positions"])
-
-with tab_heads:
+@st.fragment
+def heads_tab():
+    """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {L} layers × {H} heads")
     st.caption("Each tile is one head, scaled to its own maximum. Click a tile to open it below.")
     st.plotly_chart(
-        model_view(record),
+        view["model_view"],
         key=K + "modelview",
         on_select=open_head,
         selection_mode="points",
@@ -83,7 +79,6 @@ with tab_heads:
     layer = c1.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "layer")
     head = c2.selectbox("head", [str(h) for h in range(H)] + ["average", "all side by side"], key=K + "head")
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
-    tokens = (record.query_tokens, record.key_tokens)
     if head == "all side by side":
         panels = {f"head {h}": record.head(layer, h) for h in range(H)}
         chart(
@@ -102,8 +97,14 @@ with tab_heads:
             f"{model_id}_layer{layer}_{head}",
         )
 
+
+tokens = (record.query_tokens, record.key_tokens)
+tab_heads, tab_stats, tab_flow, tab_pos = st.tabs(["Heads", "Head statistics", "Rollout & flow", "Positions"])
+with tab_heads:
+    heads_tab()
+
 with tab_stats:
-    table = head_table(record.weights, record.meta.get("key_special"))
+    table = view["table"]
     st.plotly_chart(
         scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"]),
         key=K + "stats_chart",
@@ -117,7 +118,7 @@ with tab_stats:
         key=K + "stats_csv",
         on_click="ignore",
     )
-    if raw.meta.get("family") == "causal":
+    if record.meta.get("family") == "causal":
         st.markdown(
             "**Induction heads**: a random token sequence is repeated; a head that, in the "
             "second copy, attends to the token *after* the earlier copy of the current one "
@@ -136,7 +137,7 @@ with tab_stats:
         )
 
 with tab_flow:
-    roll = rollout(record.weights)
+    roll = view["rollout"]
     chart(
         heatmap(roll, *tokens, title="rollout through all layers", label="share"),
         matrix_frame(roll, "query_pos", "key_pos", "rollout"),
@@ -165,7 +166,8 @@ with tab_flow:
         )
 
 with tab_pos:
-    offsets, profile = offset_profile(record.weights)
+    layer = st.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "pos_layer")
+    offsets, profile = view["offsets"], view["profile"]
     P = sinusoidal(len(offsets) // 2 + 1, 64).numpy()
     sim = P @ P[0]
     sinus = np.concatenate([sim[:0:-1], sim]) / sim[0]
