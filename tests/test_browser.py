@@ -8,7 +8,7 @@ from tests.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_miss
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(__file__).parent / "screenshots"
-PAGES = ["scoring", "positional", "pooling"]
+PAGES = ["scoring", "positional", "pooling", "transformer", "couplets"]
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +61,30 @@ def test_heatmap_hover_names_both_tokens(page):
     hover.wait_for(timeout=10_000)
     text = hover.text_content()
     assert "query" in text and "key" in text and "weight" in text
+
+
+def test_model_view_click_opens_that_head(page):
+    page.goto(f"{page.base_url}/transformer")
+    page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+    tiles = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point")
+    assert tiles.count() == 6 * 12
+    box = tiles.nth(1 * 12 + 2).bounding_box()  # layer 1, head 2
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)
+    page.mouse.down()
+    page.mouse.up()
+    page.locator(".gtitle", has_text="layer 1, head 2").first.wait_for(timeout=30_000)
+    assert page.locator(EXCEPTION_BOX).count() == 0
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SHOTS / "transformer.png")
+
+
+def test_html_in_the_text_is_shown_never_run(page):
+    page.goto(f"{page.base_url}/transformer")
+    page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+    box = page.get_by_label("text")
+    box.fill('<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> 风')
+    box.press("Enter")
+    page.locator(".js-plotly-plot .xtick text", has_text="<").first.wait_for(timeout=60_000)
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img[src='x']").count() == 0

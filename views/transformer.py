@@ -25,7 +25,9 @@ if not models:
     st.info("No Transformer model is installed. `make run` installs minilm and smollm2.")
     st.stop()
 c1, c2 = st.columns([1, 3])
-model_id = c1.selectbox("model", models, key=K + "model")
+model_id = c1.selectbox(
+    "model", models, index=models.index("minilm") if "minilm" in models else 0, key=K + "model"
+)
 text = c2.text_input(
     "text", EXAMPLES.get(model_id, DEFAULT_TEXT), key=K + "text_" + model_id, max_chars=10_000
 )
@@ -40,6 +42,9 @@ try:
     result = run_model(model_id, text)
 except ValueError as err:
     st.warning(str(err))
+    st.stop()
+except (OSError, RuntimeError) as err:  # missing weights or package, a model that returns no weights
+    st.error(f"{model_id} cannot run here: {err}")
     st.stop()
 for notice in result.notices:
     st.caption(f"ℹ️ {notice}")

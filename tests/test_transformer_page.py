@@ -1,0 +1,93 @@
+"""The Transformer heads page under AppTest: default view, options, other models, bad input."""
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = "../views/transformer.py"
+
+
+def run(at: AppTest | None = None) -> AppTest:
+    at = (at or AppTest.from_file(PAGE, default_timeout=300)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+@pytest.fixture(scope="module")
+def first_load():
+    return run()
+
+
+def test_first_load_shows_model_view_head_view_and_statistics(first_load):
+    figs = figures(first_load)
+    model_view = figs[0]
+    assert [t["type"] for t in model_view["data"]] == ["heatmap", "scatter"]
+    assert len(model_view["data"][1]["customdata"]["shape"].split(",")) == 2 or model_view["data"][1]["x"]
+    head = figs[1]
+    assert "layer 3, head 0" in head["layout"]["title"]["text"]
+    assert "[CLS]" in head["data"][0]["x"][0]
+    table = first_load.dataframe[0].value
+    assert len(table) == 6 * 12 and set(table["pattern"]) <= {
+        "previous token",
+        "diagonal",
+        "first token / sink",
+        "broad",
+        "mixed",
+    }
+
+
+def test_changing_head_rerenders_without_rerunning_the_model(first_load):
+    at = first_load
+    at.selectbox(key="tf_head").set_value("5").run()
+    assert not at.exception
+    assert "layer 3, head 5" in figures(at)[1]["layout"]["title"]["text"]
+    at.selectbox(key="tf_head").set_value("all side by side").run()
+    assert len(figures(at)[1]["data"]) == 12
+
+
+def test_merge_and_hide_special_tokens(first_load):
+    at = first_load
+    at.text_input(key="tf_text_minilm").set_value("Tokenization is unbelievably subtle").run()
+    pieces = figures(at)[1]["data"][0]["x"]
+    at.toggle(key="tf_merge").set_value(True)
+    at.toggle(key="tf_hide").set_value(True).run()
+    assert not at.exception
+    merged = figures(at)[1]["data"][0]["x"]
+    assert len(merged) < len(pieces) and not any("[CLS]" in label for label in merged)
+    assert any(label.endswith("tokenization") for label in merged)
+
+
+def test_empty_text_prompts_instead_of_failing():
+    at = run()
+    at.text_input(key="tf_text_minilm").set_value("   ").run()
+    assert not at.exception and any("Type a sentence" in i.value for i in at.info)
+
+
+def test_html_and_odd_scripts_are_plain_labels():
+    at = run()
+    at.text_input(key="tf_text_minilm").set_value('<img src=x onerror="alert(1)"> مرحبا 😀\x07 风').run()
+    assert not at.exception
+    assert any("<" in label for label in figures(at)[1]["data"][0]["x"])
+
+
+@pytest.mark.slow
+def test_smollm2_shows_induction_heads():
+    at = run()
+    at.selectbox(key="tf_model").set_value("smollm2").run()
+    assert not at.exception
+    assert any("Strongest: layer" in c.value for c in at.caption)
+    assert figures(at)[0]["data"][1]["x"]  # 30 × 9 tiles
+
+
+def test_couplet_transformer_shows_three_kinds_of_attention():
+    at = run()
+    at.selectbox(key="tf_model").set_value("couplet-transformer").run()
+    assert not at.exception
+    assert at.radio(key="tf_kind").options == ["encoder_self", "decoder_self", "cross"]
+    at.radio(key="tf_kind").set_value("cross").run()
+    assert not at.exception and any("Flow and rollout follow one stream" in i.value for i in at.info)
