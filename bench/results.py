@@ -35,6 +35,20 @@ def median_seconds(fn: Callable[[], object], repeat: int = 20, warmup: int = 2) 
     return statistics.median(times)
 
 
+def paired_medians(
+    fn_a: Callable[[], object], fn_b: Callable[[], object], repeat: int = 20
+) -> tuple[float, float]:
+    """Median seconds of two functions timed alternately, so load drift hits both alike."""
+    fn_a(), fn_b()
+    a, b = [], []
+    for _ in range(repeat):
+        for fn, times in ((fn_a, a), (fn_b, b)):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+    return statistics.median(a), statistics.median(b)
+
+
 def write_section(name: str, body: str) -> None:
     """Replace (or append) the section between ``<!-- name -->`` markers."""
     text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else HEADER

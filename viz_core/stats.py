@@ -95,8 +95,7 @@ def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
     eye = np.eye(n, dtype=np.float32)
     out = eye
     for layer in w:
-        a = residual * eye + (1 - residual) * layer
-        out = (a / a.sum(-1, keepdims=True)) @ out
+        out = (residual * eye + (1 - residual) * layer) @ out  # rows already sum to 1: no renormalising
     return out
 
 

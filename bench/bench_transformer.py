@@ -1,0 +1,215 @@
+"""Transformer views: payload, build time, click-to-redraw, extraction overhead, rollout and flow.
+
+Each number sits beside its baseline measured in the same run (issue 4's goals in brackets).
+Run: python bench/bench_transformer.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import torch
+from plotly.subplots import make_subplots
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.results import machine, median_seconds, paired_medians, write_section  # noqa: E402
+from models.registry import load  # noqa: E402
+from tests.browser import PLOT_DRAWN, browser_page, streamlit_server  # noqa: E402
+from viz_core import heatmap  # noqa: E402
+from viz_core.model_view import model_view  # noqa: E402
+from viz_core.stats import attention_flow, rollout  # noqa: E402
+
+CPU = torch.device("cpu")
+WORDS = [
+    "attention",
+    "lets",
+    "every",
+    "token",
+    "look",
+    "at",
+    "every",
+    "other",
+    "token",
+    "and",
+    "decide",
+    "how",
+    "much",
+    "each",
+    "one",
+    "matters",
+    "for",
+    "what",
+    "it",
+    "should",
+    "become",
+    "in",
+    "the",
+    "next",
+    "layer",
+    "of",
+    "the",
+    "network",
+]
+
+
+def text_of(n_words: int) -> str:
+    return " ".join(WORDS[i % len(WORDS)] for i in range(n_words))
+
+
+def mb(fig: go.Figure) -> float:
+    return len(pio.to_json(fig, validate=False)) / 1e6
+
+
+def naive_grid(weights: np.ndarray) -> go.Figure:
+    """What a notebook does: one subplot per head, full-resolution float weights."""
+    layers, heads = weights.shape[:2]
+    fig = make_subplots(rows=layers, cols=heads)
+    for layer in range(layers):
+        for head in range(heads):
+            fig.add_trace(
+                go.Heatmap(z=weights[layer, head].tolist(), showscale=False), row=layer + 1, col=head + 1
+            )
+    return fig
+
+
+def softmax_weights(shape, seed=0) -> np.ndarray:
+    s = np.random.default_rng(seed).normal(scale=3.0, size=shape).astype(np.float32)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return w / w.sum(-1, keepdims=True)
+
+
+def payloads() -> list[str]:
+    minilm, smollm2 = load("minilm", CPU), load("smollm2", CPU)
+    rec128 = minilm.run(text_of(110), max_tokens=128).records["self"]
+    rec512 = smollm2.run(text_of(600), max_tokens=512).records["self"]
+    head512 = load("minilm", CPU).run(text_of(600)).records["self"]
+    naive = naive_grid(rec128.weights)
+    t_naive = median_seconds(lambda: naive_grid(rec128.weights), repeat=3, warmup=0)
+    rows = [
+        "| figure | tokens | ours (MB) | ours build (ms) | baseline | baseline (MB) | goal |",
+        "| --- | ---: | ---: | ---: | --- | ---: | --- |",
+        f"| model view, minilm 6 × 12 | {rec128.weights.shape[-1]} | {mb(model_view(rec128)):.2f} "
+        f"| {median_seconds(lambda: model_view(rec128)) * 1e3:.0f} | naive subplot grid ({t_naive:.1f} s to build) "
+        f"| {mb(naive):.1f} | ≤ 1 MB |",
+        f"| model view, smollm2 30 × 9 | {rec512.weights.shape[-1]} | {mb(model_view(rec512)):.2f} "
+        f"| {median_seconds(lambda: model_view(rec512), repeat=5) * 1e3:.0f} | all weights as JSON (BertViz-style) "
+        f"| {rec512.weights.size * 20 / 1e6:.0f} (est. 20 B/weight) | ≤ 2 MB |",
+        f"| one head, minilm | {head512.weights.shape[-1]} | {mb(heatmap(head512.head(3, 0), head512.query_tokens, head512.key_tokens)):.2f} "
+        f"| {median_seconds(lambda: heatmap(head512.head(3, 0), head512.query_tokens, head512.key_tokens)) * 1e3:.0f} "
+        f"| | | ≤ 1.5 MB, ≤ 50 ms |",
+    ]
+    return rows
+
+
+def extraction_overhead() -> list[str]:
+    from transformers import AutoModel, AutoTokenizer
+
+    from models.adapters.minilm import model_folder
+
+    adapter = load("minilm", CPU)
+    tok = AutoTokenizer.from_pretrained(model_folder())
+    plain = AutoModel.from_pretrained(model_folder()).eval()  # default attention (SDPA), no weights
+    text = text_of(110)
+    enc = tok(text, return_tensors="pt", truncation=True, max_length=128)
+
+    def forward():
+        with torch.no_grad():
+            plain(**enc)
+
+    t_plain, t_ours = paired_medians(forward, lambda: adapter.run(text, max_tokens=128))
+    return [
+        "",
+        f"Extraction at {enc['input_ids'].shape[1]} tokens (minilm), medians of 20 interleaved runs: plain forward (SDPA, no weights, "
+        f"pre-tokenized) {t_plain * 1e3:.1f} ms; `adapter.run` (tokenize, eager forward with weights, stack, checked "
+        f"record) {t_ours * 1e3:.1f} ms: **{(t_ours / t_plain - 1) * 100:+.0f}%** (goal ≤ +30%).",
+    ]
+
+
+def rollout_and_flow() -> list[str]:
+    w12 = softmax_weights((12, 12, 512, 512))
+    w6 = softmax_weights((6, 12, 32, 32))
+    t_roll = median_seconds(lambda: rollout(w12), repeat=5)
+    t_flow = median_seconds(lambda: attention_flow(w6), repeat=3, warmup=1)
+    return [
+        "",
+        f"Rollout, 12 layers × 12 heads at 512 tokens: {t_roll * 1e3:.0f} ms (goal ≤ 100 ms). "
+        f"Exact flow (scipy max-flow, 32² flows), 6 layers at 32 tokens: {t_flow:.2f} s (goal ≤ 1 s).",
+    ]
+
+
+BASELINE_APP = """
+import plotly.graph_objects as go
+import streamlit as st
+h = st.selectbox("head", [str(i) for i in range(12)], key="h")
+st.plotly_chart(go.Figure(go.Heatmap(z=[[int(h), 1], [2, 3]])).update_layout(title=f"head {h}"))
+"""
+
+
+def click_to_redraw(repeats: int = 5) -> list[str]:
+    """Median ms from a click on a model-view tile to the head view's new title, beside a
+    one-widget Streamlit app's selectbox change to its redrawn chart (the framework's floor)."""
+    ours, floor = [], []
+    with tempfile.TemporaryDirectory() as tmp, browser_page(height=2600) as page:
+        with streamlit_server() as url:
+            page.goto(f"{url}/transformer")
+            page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+            tiles = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point")
+            for i in range(repeats):
+                layer, head = 1 + i % 5, (3 + 2 * i) % 12
+                box = tiles.nth(layer * 12 + head).bounding_box()
+                page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                page.wait_for_timeout(300)
+                start = time.perf_counter()
+                page.mouse.down()
+                page.mouse.up()
+                page.locator(".gtitle", has_text=f"layer {layer}, head {head}").first.wait_for(timeout=30_000)
+                ours.append(time.perf_counter() - start)
+        app = Path(tmp) / "floor.py"
+        app.write_text(BASELINE_APP)
+        with streamlit_server(script=str(app)) as url:
+            page.goto(url)
+            page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+            for i in range(repeats):
+                target = str((i + 1) % 12)
+                page.get_by_label("head").first.click()
+                start = time.perf_counter()
+                page.get_by_role("option", name=target, exact=True).click()
+                page.locator(".gtitle", has_text=f"head {target}").first.wait_for(timeout=30_000)
+                floor.append(time.perf_counter() - start)
+    o, f = statistics.median(ours), statistics.median(floor)
+    return [
+        "",
+        f"Click on a model-view tile → head view redrawn in chromium, median of {repeats}: **{o * 1e3:.0f} ms** "
+        f"(runs {', '.join(f'{t * 1e3:.0f}' for t in ours)}; goal ≤ 300 ms), beside a one-widget Streamlit app's "
+        f"selectbox → redrawn chart: {f * 1e3:.0f} ms ({o / f:.1f}×). No model runs on a click: the heads tab is a "
+        "fragment over cached records.",
+    ]
+
+
+def main() -> None:
+    lines = [
+        "## Transformer views (bench/bench_transformer.py)",
+        "",
+        f"{date.today()}, {machine()}. Payload = `plotly.io.to_json`, what `st.plotly_chart` sends; build times are "
+        "medians of 20 unless noted. For scale, issue 4 quotes BertViz at 47.9 MB (12 × 12 heads, 128 tokens).",
+        "",
+        *payloads(),
+        *extraction_overhead(),
+        *rollout_and_flow(),
+        *click_to_redraw(),
+    ]
+    write_section("bench_transformer", "\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
