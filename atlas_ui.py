@@ -97,3 +97,9 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
         "offsets": offsets,
         "profile": profile,
     }
+
+
+@st.cache_data(show_spinner="Reading the learned position embeddings…")
+def learned_positions(model_id: str):
+    """``[position, dim]`` learned position embeddings of a model, or None."""
+    return adapter(model_id).position_embeddings()

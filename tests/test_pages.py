@@ -101,3 +101,11 @@ def test_pooling_page_warns_when_a_narrow_boxcar_leaves_gaps():
     at.slider(key="pool_h").set_value(0.05).run()
     assert not at.exception
     assert any("undefined" in w.value for w in at.warning)
+
+
+def test_positional_page_compares_minilm_learned_positions():
+    at = run("views/positional.py")
+    at.toggle(key="pe_learned").set_value(True).run()
+    assert not at.exception
+    fig = charts(at)[-1]
+    assert [a["text"] for a in fig["layout"]["annotations"]][1].startswith("minilm, learned (384 dims)")

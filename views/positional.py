@@ -3,9 +3,10 @@
 import numpy as np
 import streamlit as st
 
-from atlas_ui import chart
+from atlas_ui import chart, learned_positions
 from models.teaching import positional_tables
-from viz_core import matrix_frame, matrix_heatmap, positional_curves, series_frame
+from viz_core import heatmap_row, matrix_frame, matrix_heatmap, positional_curves, series_frame
+from viz_core.stats import cosine_similarity
 
 K = "pe_"
 st.title("🌊 Positional encoding")
@@ -71,3 +72,27 @@ with right:
         "Counting in binary, the lowest bit flips every step, the next every 2 steps, then every 4: "
         "higher bits alternate more slowly, just as higher columns of P do — but P is continuous."
     )
+
+st.subheader("Learned positions: minilm beside the sinusoids")
+if st.toggle("compare with minilm's learned position embeddings", key=K + "learned"):
+    try:
+        learned = learned_positions("minilm")
+    except (OSError, KeyError) as err:
+        st.warning(f"minilm is not available here: {err}")
+    else:
+        n = min(length, learned.shape[0])
+        panels = {
+            "sinusoidal (cosine similarity)": cosine_similarity(P[:n]),
+            f"minilm, learned ({learned.shape[1]} dims)": cosine_similarity(learned[:n]),
+        }
+        pos = [str(i) for i in range(n)]
+        chart(
+            heatmap_row(panels, pos, pos, zmin=-1, zmax=1, colorscale="RdBu_r", label="cosine"),
+            series_frame(np.arange(n), {k: v[0] for k, v in panels.items()}, "position"),
+            K + "learned_sim",
+            "position_similarity",
+        )
+        st.caption(
+            "Both put near positions close together; the learned table was never told to, it found it. "
+            "Its band is uneven and fades at positions rarely seen in training."
+        )

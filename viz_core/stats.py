@@ -142,3 +142,10 @@ def offset_profile(weights: np.ndarray, max_offset: int | None = None) -> tuple[
     offsets = np.arange(-reach, reach + 1)
     profile = np.stack([_offset_share(weights, int(o)) for o in offsets], axis=-1)
     return offsets, profile
+
+
+def cosine_similarity(vectors: np.ndarray) -> np.ndarray:
+    """``[n, n]`` cosine similarity between the rows of ``vectors``."""
+    v = np.asarray(vectors, dtype=np.float64)
+    unit = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    return unit @ unit.T
