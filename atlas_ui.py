@@ -103,3 +103,10 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
 def learned_positions(model_id: str):
     """``[position, dim]`` learned position embeddings of a model, or None."""
     return adapter(model_id).position_embeddings()
+
+
+@st.cache_data(show_spinner="Reading queries and keys…", max_entries=32)
+def model_queries_keys(model_id: str, text: str, layer: int, head: int):
+    """``(queries [n, d], keys [n, d], tokens)`` of one head, as numpy arrays."""
+    q, k, tokens = adapter(model_id).queries_keys(text, layer, head)
+    return q.numpy(), k.numpy(), tokens

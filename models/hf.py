@@ -146,6 +146,29 @@ class HFAdapter:
             out = self.model(input_ids=ids.to(self.device), output_attentions=True)
         return self._record(self._stack(out.attentions, "self-attention"), enc, enc, "self"), len(prefix)
 
+    def queries_keys(self, text: str, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+        """One head's queries and keys ``[tokens, head_dim]`` for ``text`` (BERT-style encoders).
+
+        They are the layer's input hidden states through its query and key projections, so
+        ``softmax(q kᵀ / √d)`` reproduces that head's weights (no mask: one unpadded text).
+        """
+        try:
+            attn = self.model.encoder.layer[layer].attention.self
+        except (AttributeError, IndexError) as err:
+            raise ValueError(
+                f"{self.model_id}: queries and keys can be read from BERT-style encoders only"
+            ) from err
+        src = self.encode(text)
+        with torch.no_grad():
+            hidden = self.model(input_ids=src.ids.to(self.device), output_hidden_states=True).hidden_states[
+                layer
+            ]
+            size = attn.query.out_features // self.n_heads
+            cut = slice(head * size, (head + 1) * size)
+            q = attn.query(hidden)[0, :, cut]  # [tokens, head_dim]
+            k = attn.key(hidden)[0, :, cut]  # [tokens, head_dim]
+        return q.float().cpu(), k.float().cpu(), src.tokens
+
     def position_embeddings(self) -> np.ndarray | None:
         """Learned absolute position embeddings ``[position, dim]``, or None if the model has none."""
         for name, param in self.model.named_parameters():

@@ -75,6 +75,7 @@ def scoring_records(setup: ScoringSetup, queries=None, keys=None, tokens=None) -
     """
     if queries is None or keys is None:
         queries, keys = random_qk(setup)
+    queries, keys = torch.as_tensor(queries), torch.as_tensor(keys)
     keep = mask_for(setup)
     bias = masks.RelativePositionBias(1, max_distance=4, seed=setup.seed) if setup.relative_bias else None
     q_tokens = tokens or [f"q{i}" for i in range(queries.shape[0])]

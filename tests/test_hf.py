@@ -177,3 +177,14 @@ def test_minilm_any_string(minilm, text):
         assert not text.strip()
         return
     assert result.records["self"].weights.shape[:2] == (6, 12)
+
+
+def test_minilm_queries_and_keys_reproduce_that_heads_weights(minilm):
+    text = "The cat sat on the mat."
+    q, k, tokens = minilm.queries_keys(text, layer=2, head=5)
+    weights = torch.softmax(q @ k.T / q.shape[-1] ** 0.5, dim=-1).numpy()
+    record = minilm.run(text).records["self"]
+    assert tokens == record.query_tokens
+    np.testing.assert_allclose(weights, record.head(2, 5), atol=1e-5)
+    with pytest.raises(ValueError, match="BERT-style"):
+        minilm.queries_keys(text, layer=99, head=0)

@@ -109,3 +109,13 @@ def test_positional_page_compares_minilm_learned_positions():
     assert not at.exception
     fig = charts(at)[-1]
     assert [a["text"] for a in fig["layout"]["annotations"]][1].startswith("minilm, learned (384 dims)")
+
+
+def test_scoring_page_takes_real_queries_and_keys_from_minilm():
+    at = run("views/scoring.py")
+    at.radio(key="scoring_source").set_value("real: minilm").run()
+    assert not at.exception
+    heat = charts(at)[0]
+    assert heat["data"][0]["x"][0].endswith("[CLS]")
+    at.selectbox(key="scoring_mask").set_value("causal").run()
+    assert not at.exception

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from atlas_ui import chart
+from atlas_ui import chart, model_queries_keys
 from models.teaching import MASK_NAMES, ScoringSetup, saturation, scoring_records
 from viz_core import grouped_bars, heatmap_row, lines, records_frame, row_entropy, series_frame
 
@@ -14,10 +14,29 @@ st.markdown(
     "Here six scoring functions see the *same* random queries and keys; only the score differs."
 )
 
-c1, c2, c3 = st.columns(3)
-d = c1.select_slider("vector size d", [2, 4, 8, 16, 32, 64, 128, 256, 512], value=16, key=K + "d")
-n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
-seed = c3.number_input("random seed", 0, 99_999, 0, key=K + "seed")
+source = st.radio("queries and keys", ["random", "real: minilm"], horizontal=True, key=K + "source")
+real = None
+if source == "random":
+    c1, c2, c3 = st.columns(3)
+    d = c1.select_slider("vector size d", [2, 4, 8, 16, 32, 64, 128, 256, 512], value=16, key=K + "d")
+    n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
+    seed = c3.number_input("random seed", 0, 99_999, 0, key=K + "seed")
+else:
+    c1, c2, c3 = st.columns([3, 1, 1])
+    text = c1.text_input(
+        "text", "The cat sat on the mat because it was tired.", key=K + "text", max_chars=200
+    )
+    layer = c2.number_input("layer", 0, 5, 2, key=K + "layer")
+    head = c3.number_input("head", 0, 11, 5, key=K + "head")
+    if not text.strip():
+        st.info("Type a sentence: its tokens become the queries and keys.")
+        st.stop()
+    real = model_queries_keys("minilm", text, int(layer), int(head))
+    d, n, seed = real[0].shape[1], len(real[2]), 0
+    st.caption(
+        f"{n} tokens, d = {d}: minilm's layer {layer}, head {head}. Its own scores are the scaled dot "
+        "panel; the other panels ask what this head would attend to under another scoring function."
+    )
 c1, c2, c3 = st.columns(3)
 mask = c1.selectbox("mask (seed 001)", MASK_NAMES, key=K + "mask")
 window = c2.slider("local window", 0, n - 1, min(1, n - 1), key=K + "window", disabled=mask != "local window")
@@ -49,7 +68,7 @@ setup = ScoringSetup(
     temperature=temperature,
     sigma=sigma,
 )
-records = st.cache_data(scoring_records, show_spinner=False)(setup)
+records = st.cache_data(scoring_records, show_spinner=False)(setup, *(real or ()))
 first = next(iter(records.values()))
 
 st.subheader("Weights, one colour scale")
