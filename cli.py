@@ -266,6 +266,43 @@ def _add_train(sub) -> None:
     t.set_defaults(func=cmd_train_transformer)
 
 
+# -- figure --------------------------------------------------------------------------------
+
+
+def cmd_figure(args: argparse.Namespace) -> int:
+    import plotly.io as pio
+
+    from viz_core.figures import head_view
+    from viz_core.model_view import model_view
+
+    out = Path(args.out)
+    if out.suffix not in (".json", ".html", ".png"):
+        raise CliError(f"--out must end in .json, .html or .png, not {out.suffix or 'nothing'!r}")
+    result = _adapter(args).run(args.text, target=args.target)
+    kind = args.kind or ("cross" if "cross" in result.records else next(iter(result.records)))
+    if kind not in result.records:
+        raise CliError(f"--kind {kind!r}: this model gives {', '.join(result.records)}")
+    record = result.records[kind]
+    if args.view == "model":
+        fig = model_view(record)
+    else:
+        if not 0 <= args.layer < record.n_layers:
+            raise CliError(
+                f"--layer {args.layer} is out of range: the model has layers 0..{record.n_layers - 1}"
+            )
+        if args.head != "average" and not (args.head.isdigit() and int(args.head) < record.n_heads):
+            raise CliError(f"--head {args.head!r}: give 0..{record.n_heads - 1} or 'average'")
+        fig = head_view(record, args.layer, args.head)
+    if out.suffix == ".json":
+        out.write_text(pio.to_json(fig, validate=False), encoding="utf-8")  # what st.plotly_chart sends
+    elif out.suffix == ".html":
+        fig.write_html(out, include_plotlyjs=True)  # self-contained: opens offline
+    else:
+        fig.write_image(out, scale=2)  # kaleido drives the local chromium
+    print(f"wrote {out} ({out.stat().st_size:,} bytes)", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="cli.py", description="See attention from the command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -291,6 +328,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="a registry id")
     p.add_argument("--out", required=True, help="the checkpoint file to write")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("figure", help="write a view's Plotly figure (JSON as the page sends it, HTML or PNG)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a registry id (see: cli.py models)")
+    which.add_argument("--checkpoint", help="a self-describing checkpoint file (cli.py export)")
+    p.add_argument("--text", required=True, help="the input")
+    p.add_argument("--target", help="force-decode this output (seq2seq models)")
+    p.add_argument(
+        "--kind", help="self, encoder_self, decoder_self or cross (default: cross, else the first)"
+    )
+    p.add_argument("--view", required=True, choices=["head", "model"], help="one head, or all layers × heads")
+    p.add_argument("--layer", type=int, default=0, help="layer of the head view (0)")
+    p.add_argument("--head", default="0", help="head of the head view, or 'average' (0)")
+    p.add_argument("--out", required=True, help="FILE.json, FILE.html or FILE.png")
+    p.set_defaults(func=cmd_figure)
 
     _add_train(sub)
     return parser

@@ -6,7 +6,7 @@ import streamlit as st
 from atlas_ui import chart, induction, model_choices, run_model, transformer_view
 from models.positional import sinusoidal
 from viz_core import heatmap, heatmap_row, lines, matrix_frame, matrix_heatmap, record_frame, series_frame
-from viz_core.figures import scatter_groups
+from viz_core.figures import head_view, scatter_groups
 from viz_core.stats import attention_flow
 
 K = "tf_"
@@ -94,9 +94,8 @@ def heads_tab():
         )
     else:
         matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
-        title = f"layer {layer}, " + ("heads averaged" if head == "average" else f"head {head}")
         chart(
-            heatmap(matrix, *tokens, title=title),
+            head_view(record, layer, head),
             matrix_frame(matrix, "query_pos", "key_pos", "weight"),
             K + "head",
             f"{model_id}_layer{layer}_{head}",

@@ -265,3 +265,12 @@ def scatter_groups(frame, x: str, y: str, group: str, label_columns: list[str], 
     fig.update_yaxes(title=y)
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     return _base_layout(fig, title, height=420)
+
+
+def head_view(record: AttentionRecord, layer: int, head: int | str = 0) -> go.Figure:
+    """One head (or ``"average"`` of a layer's heads) with its title: the page's and the CLI's figure."""
+    if head == "average":
+        matrix, name = record.weights[layer].mean(0), "heads averaged"
+    else:
+        matrix, name = record.head(layer, int(head)), f"head {int(head)}"
+    return heatmap(matrix, record.query_tokens, record.key_tokens, title=f"layer {layer}, {name}")
