@@ -44,5 +44,4 @@ lint: setup-dev
 	$(BIN)/ruff check .
 
 bench: setup-dev browser
-	$(BIN)/python bench/bench_heatmap.py
-	$(BIN)/python bench/bench_cold_start.py
+	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
