@@ -188,3 +188,26 @@ def test_minilm_queries_and_keys_reproduce_that_heads_weights(minilm):
     np.testing.assert_allclose(weights, record.head(2, 5), atol=1e-5)
     with pytest.raises(ValueError, match="BERT-style"):
         minilm.queries_keys(text, layer=99, head=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "text",
+    [
+        "😀🙃 emoji only",
+        "مرحبا بالعالم",
+        "שלום עולם",
+        "control\x00\x07\x1b chars",
+        "<script>alert(1)</script>",
+        "风" * 10_000,
+    ],
+)
+def test_smollm2_takes_odd_scripts_and_huge_input(text):
+    from models.registry import load
+
+    result = load("smollm2", CPU).run(text)
+    rec = result.records["self"]
+    assert rec.weights.shape[:2] == (30, 9) and rec.weights.shape[-1] <= 512
+    assert (np.triu(rec.weights, k=1) == 0).all()
+    if len(text) > 1000:
+        assert any("first 512" in n for n in result.notices)
