@@ -93,7 +93,7 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
         "special_share": share,
         "model_view": model_view(record),
         "table": head_table(record.weights, record.meta.get("key_special")),
-        "rollout": rollout(record.weights),
+        "rollout": None if record.kind == "cross" else rollout(record.weights),  # one token stream only
         "offsets": offsets,
         "profile": profile,
     }

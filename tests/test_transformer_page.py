@@ -90,4 +90,13 @@ def test_couplet_transformer_shows_three_kinds_of_attention():
     assert not at.exception
     assert at.radio(key="tf_kind").options == ["encoder_self", "decoder_self", "cross"]
     at.radio(key="tf_kind").set_value("cross").run()
-    assert not at.exception and any("Flow and rollout follow one stream" in i.value for i in at.info)
+    assert not at.exception and any("follow one stream of tokens" in i.value for i in at.info)
+
+
+def test_exact_flow_on_request_for_a_short_input():
+    at = run()
+    n_before = len(figures(at))
+    at.toggle(key="tf_flow").set_value(True).run()
+    assert not at.exception
+    flow = figures(at)[-1]
+    assert len(figures(at)) == n_before + 1 and "attention flow" in flow["layout"]["title"]["text"]

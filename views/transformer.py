@@ -141,33 +141,35 @@ with tab_stats:
         )
 
 with tab_flow:
-    roll = view["rollout"]
-    chart(
-        heatmap(roll, *tokens, title="rollout through all layers", label="share"),
-        matrix_frame(roll, "query_pos", "key_pos", "rollout"),
-        K + "rollout",
-        f"{model_id}_rollout",
-    )
-    st.caption(
-        "Rollout: heads averaged, the residual connection added (½ identity), multiplied layer by layer."
-    )
     limit = int((FLOW_BUDGET / L) ** 0.5)
     n = len(record.key_tokens)
-    if record.kind == "cross":
-        st.info("Flow and rollout follow one stream of tokens; they apply to self-attention.")
-    elif n > limit:
-        st.info(
-            f"Exact attention flow is switched off beyond {limit} tokens for this {L}-layer model "
-            f"(this input has {n}); it solves {n}² max-flow problems."
-        )
-    elif st.toggle("compute exact attention flow", key=K + "flow"):
-        flow = attention_flow(record.weights)
+    if view["rollout"] is None:
+        st.info("Rollout and flow follow one stream of tokens through the layers: pick a self-attention.")
+    else:
         chart(
-            heatmap(flow, *tokens, title="attention flow (max-flow)", label="flow"),
-            matrix_frame(flow, "query_pos", "key_pos", "flow"),
-            K + "flowchart",
-            f"{model_id}_flow",
+            heatmap(view["rollout"], *tokens, title="rollout through all layers", label="share"),
+            matrix_frame(view["rollout"], "query_pos", "key_pos", "rollout"),
+            K + "rollout",
+            f"{model_id}_rollout",
         )
+        st.caption(
+            "Rollout: heads averaged, the residual connection added (½ identity), multiplied layer by layer. "
+            f"Exact flow solves {n}² max-flow problems: it is offered up to {limit} tokens for this "
+            f"{L}-layer model."
+        )
+        if n > limit:
+            st.info(f"Exact attention flow is switched off: this input has {n} tokens (limit {limit}).")
+        elif st.toggle("compute exact attention flow", key=K + "flow"):
+            flow = attention_flow(record.weights)
+            flow = flow / flow.sum(
+                -1, keepdims=True
+            )  # each row: how the position's inflow splits over inputs
+            chart(
+                heatmap(flow, *tokens, title="attention flow (max-flow), each row normalised", label="share"),
+                matrix_frame(flow, "query_pos", "key_pos", "flow"),
+                K + "flowchart",
+                f"{model_id}_flow",
+            )
 
 with tab_pos:
     layer = st.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "pos_layer")

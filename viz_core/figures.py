@@ -154,7 +154,8 @@ def lines(
     )
     fig.update_xaxes(title=x_title, type="log" if log_x else None)
     fig.update_yaxes(title=y_title)
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    # A few series fit in a row above the plot; more would wrap into the title, so they go right.
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0) if len(series) <= 6 else {})
     return _base_layout(fig, title, height=380)
 
 
