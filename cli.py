@@ -48,7 +48,8 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def _adapter(args: argparse.Namespace):
-    """The adapter for ``--model`` (registry) or ``--checkpoint`` (a self-describing file)."""
+    """The adapter for ``--model`` (registry) or ``--checkpoint`` (any file the upload page accepts:
+    our bundle, a torch.save state dict + config, a zipped model folder; checked, no code run)."""
     from models.device import pick_device
 
     device = pick_device()
@@ -56,18 +57,9 @@ def _adapter(args: argparse.Namespace):
         from models.registry import load
 
         return load(args.model, device)
-    from models.bundle import FORMAT
-    from models.checkpoint import read_meta
+    from models.uploads import load_path
 
-    path = Path(args.checkpoint)
-    meta = read_meta(path)
-    if meta.get("format") == FORMAT and meta.get("task") == "couplet":
-        from models.adapters.couplet_rnn import from_checkpoint
-
-        return from_checkpoint(path, device)
-    raise CliError(
-        f"{path.name}: no model for checkpoint format {meta.get('format')!r} (task {meta.get('task')!r})"
-    )
+    return load_path(args.checkpoint, device=device).adapter
 
 
 def _record_json(record) -> dict:
@@ -229,6 +221,7 @@ def _add_train(sub) -> None:
     c.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
     c.add_argument("--target-alignment", type=float, help="stop once validation alignment ≥ this")
     c.add_argument("--min-steps", type=int, help="never stop early before this step")
+    c.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
     c.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
     c.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")

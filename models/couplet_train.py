@@ -62,6 +62,7 @@ class CoupletTrainArgs:
     save_every: int = 100
     target_alignment: float | None = None  # stop once the validation sample reaches it
     min_steps: int = 0
+    decay_from: int = 0  # from this step the learning rate falls linearly to lr/10 at --steps
     dtype: str = "float16"  # storage of the bundled weights (loaded as float32)
     device: str | None = None
     fresh: bool = False  # ignore an existing training state
@@ -119,6 +120,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         eval_every=args.eval_every,
         save_every=args.save_every,
         min_steps=args.min_steps,
+        decay_from=args.decay_from,
     )
     batches = CoupletBatches(train_pairs, vocab, args.batch_size, args.seed, args.join_prob)
     trainer = Trainer(model, tcfg, run_dir, device, batches, loss_fn, quick_eval, stop, log=log)
@@ -141,6 +143,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         "threads": args.threads,
         "batch_size": args.batch_size,
         "lr": args.lr,
+        "decay_from": args.decay_from,
         "join_prob": args.join_prob,
         "stored_dtype": args.dtype,
         "device": describe(device),
@@ -177,6 +180,11 @@ def model_card(model_id: str, cfg: Seq2SeqConfig, vocab_size: int, info: dict, m
         "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
         "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)",
     }[cfg.attention]
+    decay = (
+        f" (falling linearly to {info['lr'] / 10:g} from step {info['decay_from']:,})"
+        if info.get("decay_from")
+        else ""
+    )
     return f"""# {model_id}
 
 Seed 000's couplet seq2seq (上联 → 下联): a bidirectional LSTM encoder whose states are
@@ -196,7 +204,7 @@ input is familiar.
 ```
 {info["command"]}
 ```
-{info["steps"]:,} steps of {info["batch_size"]} pairs ({info["epochs"]} epochs), Adam {info["lr"]:g}, full teacher forcing,
+{info["steps"]:,} steps of {info["batch_size"]} pairs ({info["epochs"]} epochs), Adam {info["lr"]:g}{decay}, full teacher forcing,
 gradient clipping 1.0; {info["train_seconds"] / 60:.1f} min of training on {info["device"]}
 ({info["cpu"]}, torch {info["torch"]}) at {info["chars_per_s"]:,.0f} target characters/s.
 Stopped: {info["stopped"]}. Date: {info["date"]}.

@@ -48,6 +48,18 @@ class TrainConfig:
     min_steps: int = 0  # no early stop before this many steps
     weight_decay: float = 0.0
     warmup_steps: int = 0  # linear learning-rate warm-up from lr/warmup_steps to lr (Transformers)
+    decay_from: int = 0  # from this step, lr falls linearly to lr × final_lr_ratio at max_steps (0: never)
+    final_lr_ratio: float = 0.1
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of 0-based ``step``: warm-up, plateau, optional linear decay."""
+        lr = self.lr
+        if self.warmup_steps:
+            lr *= min(1.0, (step + 1) / self.warmup_steps)
+        if self.decay_from and step >= self.decay_from and self.max_steps > self.decay_from:
+            done = min(1.0, (step - self.decay_from) / (self.max_steps - self.decay_from))
+            lr *= 1 - (1 - self.final_lr_ratio) * done
+        return lr
 
 
 @dataclass
@@ -185,10 +197,9 @@ class Trainer:
         with autocast(self.device):
             loss, n_tokens = self.loss_fn(self.model, batch)
         self.optimizer.zero_grad(set_to_none=True)
-        if self.cfg.warmup_steps:
-            ramp = min(1.0, (self.result.step + 1) / self.cfg.warmup_steps)
-            for group in self.optimizer.param_groups:
-                group["lr"] = self.cfg.lr * ramp
+        # Set every step: a resumed optimizer would otherwise keep the lr it was saved with.
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.cfg.lr_at(self.result.step)
         self.scaler.scale(loss).backward()
         if self.cfg.clip_norm:
             self.scaler.unscale_(self.optimizer)
