@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,15 @@ from tests.test_couplet_model import PAIRS, UPPERS, tiny_vocab
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "weights" / "couplet-transformer"
 LAYERS, HEADS = 3, 4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one thread is fastest, and it spares a CPU that other jobs share."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def tiny_model(seed: int = 0, dropout: float = 0.0) -> Transformer:
@@ -231,7 +241,7 @@ def test_a_few_steps_of_training_lower_the_loss():
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert float(loss) < 0.5 * first
+    assert loss.item() < 0.5 * first
 
 
 # -- the adapter -----------------------------------------------------------------------------
@@ -325,8 +335,14 @@ def test_bundled_model_writes_a_couplet_for_the_example(bundled):
 
 
 def cli(*args, timeout=120):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATLAS_DEVICE": "cpu"}  # tiny inputs; a shared CPU
     return subprocess.run(
-        [sys.executable, "cli.py", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "cli.py", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 
