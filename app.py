@@ -21,6 +21,9 @@ PAGES = {
         st.Page("views/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
     ],
     "Seq2seq": [st.Page("views/couplets.py", title="Couplets", icon="🏮", url_path="couplets")],
+    "Your models": [
+        st.Page("views/checkpoint.py", title="Checkpoint inspector", icon="🧳", url_path="checkpoint"),
+    ],
 }
 
 page = st.navigation(PAGES)

@@ -1,0 +1,161 @@
+"""The Checkpoint inspector under AppTest: empty state and demo, uploads of each kind, refusals.
+
+AppTest's ``file_uploader(key="ckpt_file").set_value((name, bytes, mime))`` stands in for
+the browser's upload; ``tests/test_checkpoint_browser.py`` does one real upload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from models.bundle import Seq2SeqBundle
+from models.couplet_transformer import TransformerBundle
+from tests.test_couplet_model import tiny_couplet, tiny_vocab
+from tests.test_couplet_transformer import tiny_couplet as tiny_transformer_couplet
+from tests.test_uploads import SystemCall, torch_bytes, zip_bytes
+
+PAGE = "../views/checkpoint.py"
+K = "ckpt_"
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ROOT / "weights" / "couplet-rnn-additive" / "model.safetensors"
+UPPER = "两个黄鹂鸣翠柳"
+
+
+def run(at: AppTest | None = None) -> AppTest:
+    at = (at or AppTest.from_file(PAGE, default_timeout=120)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def upload(at: AppTest, name: str, data: bytes, key: str = K + "file") -> AppTest:
+    at.file_uploader(key=key).set_value((name, data, "application/octet-stream"))
+    return run(at)
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.fixture(scope="module")
+def rnn_bytes(tmp_path_factory) -> bytes:
+    cm = tiny_couplet("additive")
+    path = tmp_path_factory.mktemp("rnn") / "tiny.safetensors"
+    return Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").save(path).read_bytes()
+
+
+def test_empty_state_explains_and_the_demo_loads_the_exported_bundled_model():
+    at = run()
+    assert any("cli.py export" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+    if not BUNDLED.is_file():
+        pytest.skip("the bundled couplet-rnn-additive weights are not installed")
+    at.button(key=K + "demo").click()
+    at = run(at)
+    assert metrics(at) == {
+        "architecture": "couplet-rnn",
+        "parameters": "5,181,808",
+        "vocabulary": "6,000",
+        "layers × heads": "1 × 1",
+    }
+    assert hashlib.sha256(BUNDLED.read_bytes()).hexdigest() in at.code[0].value
+    heat, mine, theirs = (f["data"][0] for f in charts(at)[:3])
+    assert [x.split(" · ")[1] for x in heat["x"]] == list(UPPER)
+    assert mine["z"] == theirs["z"]  # the exported file is the bundled model: identical attention
+    assert [f["layout"]["title"]["text"] for f in charts(at)[1:3]][1] == "couplet-rnn-additive"
+
+
+def test_upload_of_a_couplet_rnn_shows_its_alignment_and_summary(rnn_bytes):
+    at = upload(run(), "tiny.safetensors", rnn_bytes)
+    assert metrics(at)["architecture"] == "couplet-rnn"
+    assert metrics(at)["vocabulary"] == f"{len(tiny_vocab()):,}"
+    assert hashlib.sha256(rnn_bytes).hexdigest() in at.code[0].value
+    heat = charts(at)[0]["data"][0]
+    assert heat["type"] == "heatmap" and len(heat["x"]) == len(UPPER)
+    at.text_input(key=K + "target").set_value("一行白鹭上青天")
+    at = run(at)
+    assert [y.split(" · ")[1] for y in charts(at)[0]["data"][0]["y"]] == list("一行白鹭上青天")
+
+
+def test_upload_of_a_couplet_transformer_shows_model_and_head_views(tmp_path):
+    cm = tiny_transformer_couplet(seed=3)
+    data = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"best_layer": 1}).save(
+        tmp_path / "tf.safetensors"
+    )
+    at = upload(run(), "tf.safetensors", data.read_bytes())
+    assert metrics(at)["layers × heads"] == "(3 + 3) × 4"
+    assert at.radio(key=K + "kind").value == "cross"
+    figs = charts(at)
+    assert figs[1]["layout"]["title"]["text"] == "layer 2, head 0"  # the head view, last layer first
+    at.radio(key=K + "kind").set_value("encoder_self")
+    next(box for box in at.selectbox if box.label == "head").set_value("average")
+    at = run(at)
+    assert charts(at)[1]["layout"]["title"]["text"] == "layer 2, heads averaged"
+    beside = [i.value for i in at.info] + [s.value for s in at.subheader]
+    assert any("Beside" in b for b in beside)
+
+
+def test_a_refused_upload_is_one_error_and_the_page_keeps_serving(tmp_path, rnn_bytes):
+    marker = tmp_path / "pwned"
+    at = upload(run(), "evil.pt", torch_bytes({"w": torch.zeros(2), "x": SystemCall(marker)}))
+    (error,) = at.error
+    assert error.value.startswith("Refused: evil.pt") and "system" in error.value
+    assert not marker.exists() and not at.get("plotly_chart")
+    for name, data, words in [
+        ("empty.pt", b"", "empty"),
+        ("notes.pt", b"just some notes\n", "text file"),
+    ]:
+        at = upload(at, name, data)
+        assert words in at.error[0].value
+    at = upload(at, "tiny.safetensors", rnn_bytes)  # the same session goes on
+    assert not at.error and metrics(at)["architecture"] == "couplet-rnn"
+
+
+def test_bare_state_dict_asks_for_the_architecture_then_the_vocabulary():
+    cm = tiny_couplet("additive")
+    at = upload(run(), "bare.pt", torch_bytes(cm.model.state_dict()))
+    assert "missing: architecture" in at.warning[0].value
+    assert at.selectbox(key=K + "architecture").value is None and not at.metric
+    at.selectbox(key=K + "architecture").set_value("couplet-rnn")
+    at = run(at)
+    assert any("missing: vocabulary" in w.value for w in at.warning)
+    assert any("hidden_size = 16" in c.value for c in at.caption)
+    vocab = json.dumps({"src": tiny_vocab().tokens, "tgt": None}).encode()
+    at = upload(at, "vocab.json", vocab, key=K + "vocab")
+    assert metrics(at)["architecture"] == "couplet-rnn" and charts(at)
+
+
+def test_nan_weights_are_flagged_on_the_page():
+    cm = tiny_couplet("additive")
+    state = {k: v.clone() for k, v in cm.model.state_dict().items()}
+    state["decoder.out.bias"][5] = float("nan")
+    meta = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").meta()
+    at = upload(run(), "nan.pt", torch_bytes({"state_dict": state, **meta}))
+    assert any("NaN" in w.value and "decoder.out.bias" in w.value for w in at.warning)
+
+
+def test_hf_zip_shows_heads_and_minilm_beside(tmp_path):
+    from transformers import BertConfig, BertModel
+
+    from models.adapters.minilm import model_folder
+
+    torch.manual_seed(0)
+    cfg = BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=20)
+    BertModel(cfg).save_pretrained(tmp_path)
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        files[f] = (model_folder() / f).read_bytes()
+    at = upload(run(), "tiny-bert.zip", zip_bytes({f"tiny-bert/{k}": v for k, v in files.items()}))
+    assert metrics(at)["architecture"] == "hf-encoder" and metrics(at)["layers × heads"] == "2 × 2"
+    titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
+    assert titles[1] == "layer 1, head 0"
+    assert titles[2].startswith("upload:") and titles[3] == "minilm: layer 1, head 0"
