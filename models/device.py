@@ -11,6 +11,7 @@ import os
 import torch
 
 ENV_VAR = "ATLAS_DEVICE"
+THREADS_VAR = "ATLAS_THREADS"  # CPU threads for torch; 1 is fastest on a busy 2-core machine
 
 
 class DeviceError(ValueError):
@@ -28,6 +29,7 @@ def pick_device(override: str | None = None) -> torch.device:
     >>> pick_device("cpu")
     device(type='cpu')
     """
+    _configure_threads()
     wanted = (override or os.environ.get(ENV_VAR, "")).strip().lower()
     if not wanted:
         if torch.cuda.is_available():
@@ -44,6 +46,15 @@ def pick_device(override: str | None = None) -> torch.device:
     if device.type == "mps" and not _mps_available():
         raise DeviceError(f"{ENV_VAR}={wanted!r} asks for MPS, but MPS is not available")
     return device
+
+
+def _configure_threads() -> None:
+    threads = os.environ.get(THREADS_VAR, "").strip()
+    if not threads:
+        return
+    if not threads.isdigit() or int(threads) < 1:
+        raise DeviceError(f"{THREADS_VAR}={threads!r} must be a whole number ≥ 1")
+    torch.set_num_threads(int(threads))
 
 
 def describe(device: torch.device) -> str:

@@ -158,3 +158,16 @@ def test_device_helper_prefers_override_and_refuses_missing_devices(monkeypatch)
     monkeypatch.delenv("ATLAS_DEVICE")
     expected = "cuda" if torch.cuda.is_available() else pick_device().type
     assert pick_device().type == expected
+
+
+def test_thread_count_is_set_from_the_environment(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("ATLAS_THREADS", "1")
+        pick_device("cpu")
+        assert torch.get_num_threads() == 1
+        monkeypatch.setenv("ATLAS_THREADS", "zero")
+        with pytest.raises(DeviceError, match="whole number"):
+            pick_device("cpu")
+    finally:
+        torch.set_num_threads(before)
