@@ -33,7 +33,13 @@ def test_deep_link_on_a_fresh_server_shows_our_navigation(page):
 def test_home_page_lists_every_page(page):
     page.goto(page.base_url)
     page.wait_for_selector("h1", timeout=60_000)
-    for title in ("Scoring functions", "Positional encoding", "Attention pooling"):
+    for title in (
+        "Scoring functions",
+        "Positional encoding",
+        "Attention pooling",
+        "Transformer heads",
+        "Couplets",
+    ):
         assert page.get_by_text(title).first.is_visible()
     assert page.get_by_text("Device:").first.is_visible()
     SHOTS.mkdir(exist_ok=True)

@@ -29,6 +29,25 @@ st.page_link(
     icon="📈",
 )
 
+st.page_link(
+    "views/transformer.py",
+    label="**Transformer heads**: every layer and head of minilm, SmolLM2 or our couplet Transformer; "
+    "click a head to open it; what each head does; rollout and attention flow.",
+    icon="🧠",
+)
+st.page_link(
+    "views/couplets.py",
+    label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
+    "character by character, with its alignment.",
+    icon="🏮",
+)
+st.page_link(
+    "views/checkpoint.py",
+    label="**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
+    "its code, and shown beside ours.",
+    icon="🧳",
+)
+
 st.caption(
     "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
     "hover a cell for both tokens and the weight. Every chart has a CSV download; the camera "
