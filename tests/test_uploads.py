@@ -300,6 +300,30 @@ def test_bare_state_dict_asks_for_what_shapes_cannot_tell(rnn, transformer):
     np.testing.assert_array_equal(cross(up).weights, cross(ref).weights)
 
 
+def test_bare_safetensors_of_a_bundled_model_takes_its_vocabulary_and_a_scorer_by_name():
+    from safetensors.torch import save
+
+    from models.registry import load
+
+    weights = ROOT / "weights" / "couplet-rnn-dot" / "model.safetensors"
+    if not weights.is_file():
+        pytest.skip("the bundled couplet-rnn-dot weights are not installed")
+    from models.checkpoint import load_checkpoint
+
+    tensors, _ = load_checkpoint(weights)
+    bare = save(tensors)  # no metadata: no format, config or vocabulary
+    cache = UploadCache(1 << 30)
+    with pytest.raises(NeedsAnswers) as need:
+        load_bytes(bare, "dot.safetensors", {"architecture": "couplet-rnn"}, device=CPU, cache=cache)
+    missing = {m.field: m.choices for m in need.value.missing}
+    assert missing["attention"][0] == "scaled_dot" and "couplet-rnn-dot" in missing["vocabulary"]
+    answers = {"architecture": "couplet-rnn", "attention": "scaled_dot", "vocabulary": "couplet-rnn-dot"}
+    up = load_bytes(bare, "dot.safetensors", answers, device=CPU, cache=cache)
+    assert up.summary.source == "bare state dict (safetensors)"
+    mine, theirs = cross(up), load("couplet-rnn-dot", CPU).run(UPPER, target=LOWER).records["cross"]
+    np.testing.assert_array_equal(mine.weights, theirs.weights)
+
+
 def test_transformer_bundle_gives_every_kind_and_layers_by_heads(transformer):
     data, _ = transformer
     up = load_bytes(data, "tf.safetensors", device=CPU, cache=UploadCache(1 << 30))
@@ -356,7 +380,9 @@ def test_vocab_files_in_each_written_shape(tmp_path):
         tiny_vocab().to_json(),
         json.dumps(tokens),
     ):
-        assert parse_vocab(raw.encode(), "vocab.json") == tokens
+        assert parse_vocab(raw.encode(), "vocab.json") == {"src": tokens, "tgt": None}
+    pair = json.dumps({"src": tokens, "tgt": tokens[:5]}).encode()
+    assert parse_vocab(pair, "vocab.json") == {"src": tokens, "tgt": tokens[:5]}
     with pytest.raises(UploadError, match=r"vocab\.json"):
         parse_vocab(b'{"src": [1, 2]}', "vocab.json")
 
@@ -364,31 +390,35 @@ def test_vocab_files_in_each_written_shape(tmp_path):
 # -- the round trips the issue names ----------------------------------------------------------------
 
 
-def test_exported_bundled_couplet_model_loads_back_with_identical_attention(tmp_path, capsys):
+@pytest.mark.parametrize("model_id", ["couplet-rnn-additive", "couplet-transformer"])
+def test_exported_bundled_model_loads_back_with_identical_attention(model_id, tmp_path, capsys):
     from models.registry import load
 
-    if not (ROOT / "weights" / "couplet-rnn-additive" / "model.safetensors").is_file():
-        pytest.skip("the bundled couplet-rnn-additive weights are not installed")
+    if not (ROOT / "weights" / model_id / "model.safetensors").is_file():
+        pytest.skip(f"the bundled {model_id} weights are not installed")
     out = tmp_path / "exported.safetensors"
-    assert cli.main(["export", "--model", "couplet-rnn-additive", "--out", str(out)]) == 0
+    assert cli.main(["export", "--model", model_id, "--out", str(out)]) == 0
     up = load_path(out, device=CPU)
-    bundled = load("couplet-rnn-additive", CPU)
+    bundled = load(model_id, CPU)
     for target in (None, LOWER):
         mine, theirs = up.adapter.run(UPPER, target=target), bundled.run(UPPER, target=target)
-        assert mine.output == theirs.output
-        np.testing.assert_array_equal(mine.records["cross"].weights, theirs.records["cross"].weights)
+        assert mine.output == theirs.output and mine.records.keys() == theirs.records.keys()
+        for kind, rec in mine.records.items():
+            np.testing.assert_array_equal(rec.weights, theirs.records[kind].weights)
     # and through the command line's contract, as --model gives it
     capsys.readouterr()
     assert cli.main(["extract", "--checkpoint", str(out), "--text", UPPER, "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
-    assert obj["model"] == up.summary.model_id and obj["output"] == bundled.run(UPPER).output
-    (rec,) = obj["records"]
-    np.testing.assert_allclose(rec["weights"], bundled.run(UPPER).records["cross"].weights, atol=0)
+    theirs = bundled.run(UPPER)
+    assert obj["model"] == up.summary.model_id and obj["output"] == theirs.output
+    assert [r["kind"] for r in obj["records"]] == list(theirs.records)
+    for rec in obj["records"]:
+        np.testing.assert_array_equal(
+            np.array(rec["weights"], np.float32), theirs.records[rec["kind"]].weights
+        )
     fig = tmp_path / "fig.json"
-    assert (
-        cli.main(["figure", "--checkpoint", str(out), "--text", UPPER, "--view", "head", "--out", str(fig)])
-        == 0
-    )
+    args = ["figure", "--checkpoint", str(out), "--text", UPPER, "--view", "head", "--out", str(fig)]
+    assert cli.main(args) == 0
     assert json.loads(fig.read_text())["data"][0]["type"] == "heatmap"
 
 

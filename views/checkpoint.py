@@ -5,6 +5,9 @@ this page is widgets → guard → cached call → figure. Tests drive it with A
 ``file_uploader(key="ckpt_file").upload(...)`` and the demo button ``ckpt_demo``.
 """
 
+import hashlib
+import json
+
 import streamlit as st
 
 from atlas_ui import PLOTLY_CONFIG, chart, run_model
@@ -156,7 +159,7 @@ target = c2.text_input("Force this output (optional)", "", key=K + "target").str
 if not text.strip():
     st.info("Type an input to see its attention.")
     st.stop()
-cache_key = f"{s.sha256}:{sorted(answers.items())}"
+cache_key = s.sha256 + hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
 try:
     result = run_upload(cache_key, upload.adapter, text, target or None)
 except (ValueError, RuntimeError) as err:  # empty input, weights that give no valid attention (NaN)…

@@ -361,14 +361,15 @@ def _scorers() -> tuple[str, ...]:
     return tuple(SCORERS)
 
 
-def bundled_vocab(model_id: str) -> list[str] | None:
-    """The source vocabulary of a bundled model's weights, or None where they are not installed."""
+def bundled_vocab(model_id: str) -> tuple[list[str], list[str] | None] | None:
+    """``(source, target or None)`` vocabularies of a bundled model's weights, or None where they are not installed."""
     from models.checkpoint import CheckpointError, read_meta
 
     try:
-        return read_meta(WEIGHTS / model_id / "model.safetensors").get("src_vocab")
+        meta = read_meta(WEIGHTS / model_id / "model.safetensors")
     except CheckpointError:
         return None
+    return meta.get("src_vocab"), meta.get("tgt_vocab")
 
 
 _register_couplets()

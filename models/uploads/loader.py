@@ -142,19 +142,27 @@ def load_path(
     return load_bytes(path.read_bytes(), path.name, answers, device, limits)
 
 
-def parse_vocab(data: bytes, name: str) -> list[str]:
-    """Tokens from ``vocab.json`` as ``cli.py train`` writes it (``{"src": [...], "tgt": ...}``),
-    ``Vocab.to_json`` (``{"tokens": [...]}``) or a plain JSON list."""
+def parse_vocab(data: bytes, name: str) -> dict:
+    """``{"src": tokens, "tgt": tokens or None}`` from ``vocab.json`` as ``cli.py train`` writes it
+    (``{"src": [...], "tgt": [...] | null}``), ``Vocab.to_json`` (``{"tokens": [...]}``) or a JSON list.
+    ``tgt`` None: one vocabulary for source and target (couplets)."""
     if len(data) > 16 * MB:
         raise UploadError(f"{name} is {len(data) / MB:,.1f} MB; a vocabulary file is a few MB at most")
     try:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise UploadError(f"{name} is not a JSON vocabulary ({err})") from err
-    tokens = obj.get("src", obj.get("tokens")) if isinstance(obj, dict) else obj
-    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
-        raise UploadError(f'{name}: expected {{"src": [tokens…]}}, {{"tokens": [...]}} or a list of strings')
-    return tokens
+    src = obj.get("src", obj.get("tokens")) if isinstance(obj, dict) else obj
+    tgt = obj.get("tgt") if isinstance(obj, dict) else None
+
+    def is_tokens(x) -> bool:
+        return isinstance(x, list) and all(isinstance(t, str) for t in x)
+
+    if not is_tokens(src) or not (tgt is None or is_tokens(tgt)):
+        raise UploadError(
+            f'{name}: expected {{"src": [tokens…], "tgt": …}}, {{"tokens": [...]}} or a list of strings'
+        )
+    return {"src": src, "tgt": tgt}
 
 
 def export_bytes(model_id: str) -> tuple[str, bytes]:
@@ -346,9 +354,9 @@ def _from_state(ctx: _Context, tensors: dict, meta: dict, source: str) -> Upload
             config[m.field] = ctx.answers[m.field]
         else:
             still.append(m)
-    vocab = meta.get("src_vocab", meta.get("vocab"))
+    vocab, tgt_vocab = meta.get("src_vocab", meta.get("vocab")), meta.get("tgt_vocab")
     if vocab is None:
-        vocab = _answered_vocab(ctx, arch, config, still)
+        vocab, tgt_vocab = _answered_vocab(ctx, arch, config, still)
     if still:
         raise NeedsAnswers(ctx.name, still, config, arch.name)
     cfg = archs.build_config(arch, config, ctx.name)
@@ -359,7 +367,7 @@ def _from_state(ctx: _Context, tensors: dict, meta: dict, source: str) -> Upload
         "tokenizer": meta.get("tokenizer", arch.tokenizer),
         "config": cfg.to_dict(),
         "src_vocab": vocab,
-        "tgt_vocab": meta.get("tgt_vocab"),
+        "tgt_vocab": tgt_vocab,
         "info": {"model_id": ctx.model_id, "uploaded_as": ctx.name},
     }
     _check_vocab(arch, cfg, full, ctx.name)
@@ -373,28 +381,38 @@ def _from_state(ctx: _Context, tensors: dict, meta: dict, source: str) -> Upload
 
 def _answered_vocab(
     ctx: _Context, arch: Architecture, config: dict, still: list[Missing]
-) -> list[str] | None:
-    size = config.get("src_vocab_size")
+) -> tuple[list[str] | None, list[str] | None]:
+    """``(source, target)`` vocabularies from the answers: tokens (``parse_vocab``'s dict or a
+    list) or a bundled model's id; else a ``Missing`` that offers the bundled ones that fit."""
+    sizes = (config.get("src_vocab_size"), config.get("tgt_vocab_size"))
     answer = ctx.answers.get("vocabulary")
-    if isinstance(answer, list):
-        return answer
     if isinstance(answer, str):
-        tokens = archs.bundled_vocab(answer)
-        if tokens is None:
+        pair = archs.bundled_vocab(answer)
+        if pair is None:
             raise UploadError(f"{ctx.name}: the vocabulary of {answer} is not installed here")
-        return tokens
+        return pair
+    if isinstance(answer, list):
+        answer = {"src": answer, "tgt": None}
+    if isinstance(answer, dict) and answer.get("src") is not None:
+        if answer.get("tgt") is None and not arch.shared_vocab:
+            raise UploadError(f"{ctx.name}: a {arch.title} needs a target vocabulary too (vocab.json 'tgt')")
+        return answer["src"], answer.get("tgt")
     cfg_guess = _try_config(arch, config)
-    matching = tuple(
-        m for m in (arch.compare(cfg_guess) if cfg_guess else ()) if len(archs.bundled_vocab(m) or ()) == size
-    )
+
+    def fits(model_id: str) -> bool:
+        pair = archs.bundled_vocab(model_id)
+        return pair is not None and (len(pair[0]), len(pair[1] or pair[0])) == sizes
+
+    matching = tuple(m for m in (arch.compare(cfg_guess) if cfg_guess else ()) if fits(m))
+    what = f"{sizes[0]} tokens" if arch.shared_vocab else f"{sizes[0]} source and {sizes[1]} target tokens"
     still.append(
         Missing(
             "vocabulary",
-            f"a state dict holds no tokens: give the vocab.json written beside the weights ({size} tokens)",
+            f"a state dict holds no tokens: give the vocab.json written beside the weights ({what})",
             matching,
         )
     )
-    return None
+    return None, None
 
 
 def _try_config(arch: Architecture, config: dict):
