@@ -241,9 +241,14 @@ class CoupletBatches:
         return batches
 
 
-def loss_fn(model: Seq2Seq, batch: Batch) -> tuple[torch.Tensor, int]:
-    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in)
+def loss_fn(model: Seq2Seq, batch: Batch, teacher_forcing: float = 1.0) -> tuple[torch.Tensor, int]:
+    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in, teacher_forcing=teacher_forcing)
     return masked_cross_entropy(logits, batch.tgt_out, pad_id=0)
+
+
+def make_loss(teacher_forcing: float = 1.0):
+    """``loss_fn`` with a teacher-forcing ratio, for the trainer."""
+    return lambda model, batch: loss_fn(model, batch, teacher_forcing)
 
 
 # -- evaluation ----------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from models.couplet import (
     evaluate,
     forced_metrics,
     load_split,
-    loss_fn,
+    make_loss,
 )
 from models.device import describe, pick_device
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
@@ -63,6 +63,7 @@ class CoupletTrainArgs:
     target_alignment: float | None = None  # stop once the validation sample reaches it
     min_steps: int = 0
     decay_from: int = 0  # from this step the learning rate falls linearly to lr/10 at --steps
+    teacher_forcing: float = 1.0  # seed 000 uses 0.5: steps read the model's own guess otherwise
     dtype: str = "float16"  # storage of the bundled weights (loaded as float32)
     device: str | None = None
     fresh: bool = False  # ignore an existing training state
@@ -123,7 +124,9 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         decay_from=args.decay_from,
     )
     batches = CoupletBatches(train_pairs, vocab, args.batch_size, args.seed, args.join_prob)
-    trainer = Trainer(model, tcfg, run_dir, device, batches, loss_fn, quick_eval, stop, log=log)
+    trainer = Trainer(
+        model, tcfg, run_dir, device, batches, make_loss(args.teacher_forcing), quick_eval, stop, log=log
+    )
     t0 = time.time()
     result = trainer.fit()
     log(
@@ -144,6 +147,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         "batch_size": args.batch_size,
         "lr": args.lr,
         "decay_from": args.decay_from,
+        "teacher_forcing": args.teacher_forcing,
         "join_prob": args.join_prob,
         "stored_dtype": args.dtype,
         "device": describe(device),
@@ -185,6 +189,9 @@ def model_card(model_id: str, cfg: Seq2SeqConfig, vocab_size: int, info: dict, m
         if info.get("decay_from")
         else ""
     )
+    tf = "full teacher forcing"
+    if info.get("teacher_forcing", 1.0) < 1:
+        tf = f"teacher forcing {info['teacher_forcing']:g} (else the previous guess)"
     return f"""# {model_id}
 
 Seed 000's couplet seq2seq (上联 → 下联): a bidirectional LSTM encoder whose states are
@@ -204,7 +211,7 @@ input is familiar.
 ```
 {info["command"]}
 ```
-{info["steps"]:,} steps of {info["batch_size"]} pairs ({info["epochs"]} epochs), Adam {info["lr"]:g}{decay}, full teacher forcing,
+{info["steps"]:,} steps of {info["batch_size"]} pairs ({info["epochs"]} epochs), Adam {info["lr"]:g}{decay}, {tf},
 gradient clipping 1.0; {info["train_seconds"] / 60:.1f} min of training on {info["device"]}
 ({info["cpu"]}, torch {info["torch"]}) at {info["chars_per_s"]:,.0f} target characters/s.
 Stopped: {info["stopped"]}. Date: {info["date"]}.

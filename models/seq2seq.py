@@ -155,22 +155,36 @@ class Seq2Seq(nn.Module):
     def encode(self, src: Tensor, src_lens: Tensor) -> Encoded:
         return self.encoder(src, src_lens)
 
-    def forward(self, src: Tensor, src_lens: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, src: Tensor, src_lens: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0
+    ) -> tuple[Tensor, Tensor]:
         """Teacher forcing: ``tgt_in`` ``[batch, query]`` starts with bos.
 
         Returns logits ``[batch, query, vocab]`` and weights ``[batch, query, key]``; row t
-        is the attention used while predicting target token t.
+        is the attention used while predicting target token t. With ``teacher_forcing`` < 1
+        (training only, as in seed 000), each step after the first reads the gold previous
+        token with that probability and the model's own previous guess otherwise.
         """
         enc = self.encode(src, src_lens)
         emb = self.decoder.drop(self.decoder.embedding(tgt_in))  # [batch, query, embed]
         state, hiddens, weights = enc.state, [], []
-        for t in range(tgt_in.shape[1]):  # sequential: step t queries with the state of t - 1
-            hidden, state, w = self.decoder.step_embedded(emb[:, t], state, enc)
-            hiddens.append(hidden)
+        if teacher_forcing >= 1.0:
+            for t in range(tgt_in.shape[1]):  # sequential: step t queries with the state of t - 1
+                hidden, state, w = self.decoder.step_embedded(emb[:, t], state, enc)
+                hiddens.append(hidden)
+                weights.append(w)
+            # One big output projection instead of one per step: the vocabulary dominates the cost.
+            logits = self.decoder.out(torch.stack(hiddens, 1))  # [batch, query, vocab]
+            return logits, torch.stack(weights, 1)  # [batch, query, key]
+        gold = torch.rand(tgt_in.shape[1]) < teacher_forcing  # one coin per step, as in the seed
+        step_logits, guess = [], None
+        for t in range(tgt_in.shape[1]):
+            x = emb[:, t] if t == 0 or gold[t] else self.decoder.drop(self.decoder.embedding(guess))
+            hidden, state, w = self.decoder.step_embedded(x, state, enc)
+            step_logits.append(self.decoder.out(hidden))  # [batch, vocab]
+            guess = step_logits[-1].argmax(-1).detach()
             weights.append(w)
-        # One big output projection instead of one per step: the vocabulary dominates the cost.
-        logits = self.decoder.out(torch.stack(hiddens, 1))  # [batch, query, vocab]
-        return logits, torch.stack(weights, 1)  # [batch, query, key]
+        return torch.stack(step_logits, 1), torch.stack(weights, 1)
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
