@@ -560,3 +560,12 @@ def test_hf_zip_with_custom_code_or_wrong_weights_is_refused(hf_tiny, marker):
     refused(zip_bytes({**s2s, "config.json": json.dumps(shallow).encode()}), "shallow.zip", "equal depths")
     no_weights = {k: v for k, v in files.items() if not k.endswith(".safetensors")}
     refused(zip_bytes(no_weights), "bin.zip", "no .safetensors")
+
+
+def test_hf_weights_file_alone_asks_for_an_architecture_and_points_to_the_zip(hf_tiny):
+    folder, _ = hf_tiny["encoder"]
+    data = (folder / "model.safetensors").read_bytes()  # Hugging Face's metadata: {"format": "pt"}
+    with pytest.raises(NeedsAnswers, match="architecture") as need:
+        load_bytes(data, "model.safetensors", device=CPU, cache=UploadCache(1 << 30))
+    assert ".zip of its folder" in need.value.missing[0].why
+    refused(data, "model.safetensors", "not a couplet RNN", answers={"architecture": "couplet-rnn"})

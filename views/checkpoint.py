@@ -91,7 +91,11 @@ with st.expander("How to produce a checkpoint"):
         "model.safetensors, tokenizer files); encoders, causal LMs and encoder–decoders."
     )
 
-limits = Limits.from_env()
+try:
+    limits = Limits.from_env()
+except UploadError as err:  # a server setting, e.g. ATLAS_UPLOAD_MAX_MB=abc
+    st.error(f"The server's upload limits are misconfigured: {err}")
+    st.stop()
 upload_file = st.file_uploader(
     f"Checkpoint (.safetensors, .pt / .pth, or a model folder as .zip; up to {limits.max_bytes // MB} MB)",
     type=["safetensors", "pt", "pth", "zip"],
@@ -149,6 +153,8 @@ st.caption(f"{s.description} · {s.source} · {size} · model id `{s.model_id}`"
 st.code(f"SHA-256  {s.sha256}", language=None)
 for notice in s.notices:
     st.caption(f"ℹ️ {notice}")
+with st.expander("Config"):
+    st.json(s.config, expanded=True)
 if s.nonfinite:
     shown = ", ".join(s.nonfinite[:5]) + (", …" if len(s.nonfinite) > 5 else "")
     st.warning(f"{len(s.nonfinite)} tensor(s) hold NaN or infinite values: {shown}")

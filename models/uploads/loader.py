@@ -76,7 +76,10 @@ class NeedsAnswers(UploadError):
     def __init__(self, name: str, missing: list[Missing], inferred: dict, architecture: str | None):
         self.missing, self.inferred, self.architecture = missing, inferred, architecture
         fields = ", ".join(m.field for m in missing)
-        super().__init__(f"{name} does not say everything needed to rebuild it; missing: {fields}")
+        super().__init__(
+            f"{name} does not say everything needed to rebuild it; missing: {fields} (the Checkpoint "
+            "inspector page asks for them; or save the config and vocabulary beside the state dict)"
+        )
 
 
 @dataclass(frozen=True)
@@ -246,8 +249,9 @@ def _load(data: bytes, name: str, digest: str, answers: dict, device, limits: Li
     kind = sniff(data)
     if kind == "safetensors":
         specs, raw_meta = safetensors_header(data, name, limits)
-        if "format" in raw_meta:
+        if raw_meta.get("format", "").startswith('"attention-atlas/'):  # our values are JSON strings
             return _from_bundle(ctx, data, specs, _decode_meta(raw_meta, name), "Attention Atlas bundle")
+        # Anything else (Hugging Face writes {"format": "pt"}) carries no config: a bare state dict.
         return _from_state(ctx, load_safetensors(data, name), {}, "bare state dict (safetensors)")
     if kind == "zip":
         try:
@@ -328,7 +332,10 @@ def _from_state(ctx: _Context, tensors: dict, meta: dict, source: str) -> Upload
             ctx.name,
             [
                 Missing(
-                    "architecture", "the file does not say which model it belongs to", tuple(archs.names())
+                    "architecture",
+                    "the file does not say which model it belongs to (a Hugging Face model is "
+                    "uploaded as a .zip of its folder)",
+                    tuple(archs.names()),
                 )
             ],
             {},

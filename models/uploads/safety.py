@@ -90,8 +90,6 @@ def sha256(data: bytes) -> str:
 
 # -- what the bytes are ------------------------------------------------------------------------
 
-KINDS = ("safetensors", "zip", "pickle", "text", "unknown")
-
 
 def sniff(data: bytes) -> str:
     """``safetensors``, ``zip`` (an HF folder or a torch.save file), ``pickle``, ``text`` or ``unknown``."""
