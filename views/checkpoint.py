@@ -43,9 +43,12 @@ def alignment_figure(rec, title: str = ""):
     return fig
 
 
-def ask(need: NeedsAnswers) -> dict | None:
-    """Widgets for what a bare state dict lacks; None until every answer is given."""
-    st.warning(str(need))
+def ask(need: NeedsAnswers, note) -> dict | None:
+    """Widgets for what a bare state dict lacks; None until every answer is given.
+
+    ``note`` holds one warning, the latest: answering the architecture raises the next question.
+    """
+    note.warning(str(need))
     if need.inferred:
         st.caption(
             "Inferred from the tensor shapes: " + ", ".join(f"{k} = {v}" for k, v in need.inferred.items())
@@ -125,13 +128,15 @@ else:
 
 answers: dict = {}
 upload = None
+note = st.empty()
 for _ in range(len(ARCHITECTURES) + 3):  # architecture first, then what that architecture lacks
     try:
         with st.spinner(f"Checking and loading {name}…"):
             upload = load_bytes(data, name, answers, limits=limits)
+        note.empty()
         break
     except NeedsAnswers as need:
-        given = ask(need)
+        given = ask(need, note)
         if given is None or all(answers.get(k) == v for k, v in given.items()):
             st.stop()
         answers.update(given)
