@@ -215,11 +215,25 @@ class HFAdapter:
             raise RuntimeError(
                 f"{self.model_id}: the model returned no {what} weights; it must run with eager attention"
             )
-        if len(attentions) != self.n_layers:
+        expected = self._expected_layers(what)
+        if len(attentions) != expected:
             raise RuntimeError(
-                f"{self.model_id}: {len(attentions)} layers of {what} weights, expected {self.n_layers}"
+                f"{self.model_id}: {len(attentions)} layers of {what} weights, expected {expected}"
             )
         return torch.cat([a.float().cpu() for a in attentions], dim=0).numpy()  # [layers, heads, query, key]
+
+    def _expected_layers(self, what: str) -> int:
+        """Encoder and decoder may differ in depth (distilbart: 12 + 6); decoder and cross share one."""
+        names = {
+            "encoder": ("encoder_layers", "num_layers"),
+            "decoder": ("decoder_layers", "num_decoder_layers"),
+            "cross": ("decoder_layers", "num_decoder_layers"),
+        }.get(what, ())
+        for name in names:
+            value = getattr(self.config, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return self.n_layers
 
     def _record(self, weights: np.ndarray, queries: Encoded, keys: Encoded, kind: str) -> AttentionRecord:
         return AttentionRecord(

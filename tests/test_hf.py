@@ -230,3 +230,30 @@ def test_smollm2_any_string(smollm2, text):
         assert not text.strip() or "no tokens" in str(err)
         return
     assert result.records["self"].weights.shape[:2] == (30, 9)
+
+
+def test_encoder_and_decoder_of_different_depths(tmp_path_factory):
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    config = BartConfig(
+        vocab_size=30522,
+        d_model=32,
+        encoder_layers=3,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=37,
+        decoder_ffn_dim=37,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        bos_token_id=101,
+        eos_token_id=102,
+        decoder_start_token_id=101,
+        forced_eos_token_id=None,
+    )
+    adapter = HFAdapter(
+        "uneven", _folder(tmp_path_factory, "uneven", BartForConditionalGeneration(config)), CPU
+    )
+    records = adapter.run("a source", target="une cible").records
+    assert records["encoder_self"].n_layers == 3
+    assert records["decoder_self"].n_layers == records["cross"].n_layers == 1
