@@ -242,7 +242,9 @@ class CoupletBatches:
 
 
 def loss_fn(model: Seq2Seq, batch: Batch, teacher_forcing: float = 1.0) -> tuple[torch.Tensor, int]:
-    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in, teacher_forcing=teacher_forcing)
+    # Only the RNN decoder can feed back its own guesses; the Transformer always sees the gold prefix.
+    extra = {"teacher_forcing": teacher_forcing} if teacher_forcing < 1 else {}
+    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in, **extra)
     return masked_cross_entropy(logits, batch.tgt_out, pad_id=0)
 
 
