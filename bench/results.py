@@ -12,6 +12,10 @@ from pathlib import Path
 
 import torch
 
+# Same knob as the app: on a shared 2-core machine one thread per process avoids oversubscription.
+if os.environ.get("ATLAS_THREADS", "").isdigit():
+    torch.set_num_threads(int(os.environ["ATLAS_THREADS"]))
+
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADER = "# Benchmark results\n\nEach section is rewritten by the script it names; rerun it to refresh.\n"
 
