@@ -44,4 +44,7 @@ lint: setup-dev
 	$(BIN)/ruff check .
 
 bench: setup-dev browser
-	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
+	# One thread per process: on this 2-core machine other processes (the server, chromium, a
+	# training run) share the cores, and oversubscribed BLAS ran 5x slower.
+	for b in bench/bench_*.py; do \
+	  ATLAS_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python $$b || exit 1; done

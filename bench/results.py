@@ -24,6 +24,7 @@ def machine() -> str:
     """Where and under what load a result was taken (these machines are shared and noisy)."""
     return (
         f"{platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch threads, "
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
         f"Python {platform.python_version()}, 1-min load average {os.getloadavg()[0]:.1f} at the start"
     )
 

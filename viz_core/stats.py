@@ -91,11 +91,10 @@ def rollout(weights: np.ndarray, residual: float = 0.5) -> np.ndarray:
     """Attention rollout (Abnar & Zuidema, 2020): heads averaged, the residual path added,
     rows renormalised, multiplied through the layers. ``[query, key]`` of the last layer."""
     w = np.asarray(weights, dtype=np.float32).mean(1)  # [layers, query, key]; float32 keeps 512² fast
-    n = w.shape[-1]
-    eye = np.eye(n, dtype=np.float32)
-    out = eye
-    for layer in w:
-        out = (residual * eye + (1 - residual) * layer) @ out  # rows already sum to 1: no renormalising
+    eye = np.eye(w.shape[-1], dtype=np.float32)
+    out = residual * eye + (1 - residual) * w[0]  # rows already sum to 1: no renormalising
+    for layer in w[1:]:
+        out = (residual * eye + (1 - residual) * layer) @ out
     return out
 
 
