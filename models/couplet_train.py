@@ -63,6 +63,7 @@ class CoupletTrainArgs:
     target_alignment: float | None = None  # stop once the validation sample reaches it
     min_steps: int = 0
     decay_from: int = 0  # from this step the learning rate falls linearly to lr/10 at --steps
+    keys: str = "tanh"  # "tanh" (seed 000) or "linear": the encoder states' activation
     teacher_forcing: float = 1.0  # seed 000 uses 0.5: steps read the model's own guess otherwise
     dtype: str = "float16"  # storage of the bundled weights (loaded as float32)
     device: str | None = None
@@ -96,6 +97,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         rnn="lstm",
         attention=ATTENTION_NAMES[args.attention],
         share_embeddings=True,
+        key_activation=args.keys,
     )
     _check_same_run(run_dir / "model_config.json", cfg, args.fresh)
     if args.fresh:
@@ -189,13 +191,21 @@ def model_card(model_id: str, cfg: Seq2SeqConfig, vocab_size: int, info: dict, m
         if info.get("decay_from")
         else ""
     )
+    squash = (
+        "through tanh"
+        if cfg.key_activation == "tanh"
+        else (
+            "linearly (seed 000 adds a tanh; without it the keys are unbounded, so the parameter-free "
+            "dot product can sharpen)"
+        )
+    )
     tf = "full teacher forcing"
     if info.get("teacher_forcing", 1.0) < 1:
         tf = f"teacher forcing {info['teacher_forcing']:g} (else the previous guess)"
     return f"""# {model_id}
 
 Seed 000's couplet seq2seq (上联 → 下联): a bidirectional LSTM encoder whose states are
-projected back to {cfg.hidden_size} dimensions through tanh, an LSTM decoder that reads
+projected back to {cfg.hidden_size} dimensions {squash}, an LSTM decoder that reads
 [character embedding; attention context], and {scorer}. Character vocabulary of
 {vocab_size:,} (pad, bos, eos, unk, the six punctuation marks, then the most frequent
 characters; rarer ones read as unk). Embeddings {cfg.embed_size} (shared by both lines),

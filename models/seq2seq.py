@@ -51,11 +51,16 @@ class Seq2SeqConfig:
     attention: str = "additive"  # "scaled_dot" (parameter-free) or "additive" (Bahdanau)
     dropout: float = 0.0  # between stacked RNN layers and on embeddings
     share_embeddings: bool = False  # couplets: one character table for both lines
+    # Seed 000 squashes the projected encoder states with tanh, so keys live in [-1, 1];
+    # "linear" leaves them unbounded, so a parameter-free dot product can grow sharp.
+    key_activation: str = "tanh"
     pad_id: int = 0
 
     def __post_init__(self):
         if self.rnn not in RNNS:
             raise ValueError(f"rnn must be one of {sorted(RNNS)}, got {self.rnn!r}")
+        if self.key_activation not in ("tanh", "linear"):
+            raise ValueError(f"key_activation must be 'tanh' or 'linear', got {self.key_activation!r}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("share_embeddings needs one vocabulary for source and target")
 
@@ -92,6 +97,7 @@ class Encoder(nn.Module):
         )
         # Back to the decoder's size through tanh, as in seed 000: keys live in [-1, 1].
         self.project = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size)
+        self.squash = torch.tanh if cfg.key_activation == "tanh" else nn.Identity()
         self.drop = nn.Dropout(cfg.dropout)
         self.num_layers = cfg.num_layers
 
@@ -101,7 +107,7 @@ class Encoder(nn.Module):
         packed = pack_padded_sequence(emb, src_lens.cpu(), batch_first=True, enforce_sorted=False)
         out, state = self.rnn(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
-        memory = torch.tanh(self.project(out))  # [batch, key, 2·hidden] -> [batch, key, hidden]
+        memory = self.squash(self.project(out))  # [batch, key, 2·hidden] -> [batch, key, hidden]
         return Encoded(memory, src_lens, _merge_directions(state, self.num_layers))
 
 

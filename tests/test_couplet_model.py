@@ -275,3 +275,29 @@ def test_couplet_adapter_handles_odd_input(tmp_path):
     results = adapter.run_batch([("两个黄鹂鸣翠柳", None), ("", None), ("白日", "黄河")])
     assert isinstance(results[1], ValueError) and results[2].output is None
     assert "top_candidates" in adapter.run("白日依山尽", beam=2).records["cross"].meta
+
+
+def test_linear_keys_and_partial_teacher_forcing_keep_the_invariants(tmp_path):
+    v = tiny_vocab()
+    torch.manual_seed(0)
+    cfg = Seq2SeqConfig(
+        src_vocab_size=len(v),
+        tgt_vocab_size=len(v),
+        embed_size=12,
+        hidden_size=16,
+        attention="scaled_dot",
+        share_embeddings=True,
+        key_activation="linear",
+    )
+    model = Seq2Seq(cfg).eval()
+    batch = make_batch([v.encode(u) for u, _ in PAIRS], [v.encode(low) for _, low in PAIRS], bos_id=v.bos_id)
+    logits, w = model(batch.src, batch.src_lens, batch.tgt_in, teacher_forcing=0.5)
+    assert logits.shape == (len(PAIRS), 7, len(v))
+    torch.testing.assert_close(w.sum(-1), torch.ones(len(PAIRS), 7))
+    for i, n in enumerate(batch.src_lens.tolist()):
+        assert torch.all(w[i, :, n:] == 0)
+    bundle = Seq2SeqBundle(model, v, v, "couplet", "char")
+    loaded = Seq2SeqBundle.load(bundle.save(tmp_path / "lin.safetensors"))
+    assert loaded.model.config.key_activation == "linear"
+    again = loaded.model(batch.src, batch.src_lens, batch.tgt_in)[1]
+    assert torch.equal(again, model(batch.src, batch.src_lens, batch.tgt_in)[1])
