@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.data import Batch, bucketed_batches, make_batch, pad, read_pairs, split_pairs
-from models.decoding import Constraints, Decoded, decode
+from models.data import PairBatches, read_pairs, split_pairs
+from models.decoding import Constraints, Decoded
 from models.metrics import alignment_accuracy, char_bleu_detail, copy_rate
+from models.runner import Seq2SeqRunner
 from models.seq2seq import Seq2Seq
-from models.training import masked_cross_entropy
 from models.vocab import Vocab
 
 PUNCTUATION = "，。、；！？"
@@ -93,77 +93,20 @@ def constraints_for(lines: Sequence[Sequence[str]], vocab: Vocab, device=None) -
     return Constraints(lengths.to(device), forced.to(device), banned)
 
 
-class CoupletModel:
-    """A trained (or training) couplet model with its vocabulary: batched generate and force."""
+class CoupletModel(Seq2SeqRunner):
+    """A couplet model with its one character vocabulary; the search keeps the couplet rule."""
 
     def __init__(
         self, model: Seq2Seq, vocab: Vocab, device: torch.device | str = "cpu", batch_size: int = 256
     ):
-        self.model, self.vocab, self.device = model, vocab, torch.device(device)
-        self.batch_size = batch_size
+        super().__init__(model, vocab, vocab, device, batch_size)
+        self.vocab = vocab
 
-    def _src(self, lines: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
-        src, lens = pad([self.vocab.encode(x) for x in lines], self.vocab.pad_id)
-        return src.to(self.device), lens.to(self.device)
-
-    def _chunks(self, n: int):
-        for start in range(0, n, self.batch_size):
-            yield slice(start, start + self.batch_size)
-
-    @torch.no_grad()
-    def generate(self, lines: Sequence[Sequence[str]], beam: int = 1, top_k: int = 0) -> list[Decoded]:
-        """Lower lines for upper ``lines`` (lists of characters), with their attention."""
-        out: list[Decoded] = []
-        for part in self._chunks(len(lines)):
-            chunk = lines[part]
-            src, lens = self._src(chunk)
-            out += decode(
-                self.model,
-                src,
-                lens,
-                beam=beam,
-                bos_id=self.vocab.bos_id,
-                eos_id=self.vocab.eos_id,
-                pad_id=self.vocab.pad_id,
-                constraints=constraints_for(chunk, self.vocab, self.device),
-                top_k=top_k,
-            )
-        return out
-
-    @torch.no_grad()
-    def force(
-        self, lines: Sequence[Sequence[str]], targets: Sequence[Sequence[str]], top_k: int = 0
-    ) -> list[Decoded]:
-        """Teacher-force ``targets``: the attention while the model reads each target character."""
-        out: list[Decoded] = []
-        v = self.vocab
-        for part in self._chunks(len(lines)):
-            src, lens = self._src(lines[part])
-            batch = make_batch(
-                [v.encode(x) for x in lines[part]],
-                [v.encode(t) for t in targets[part]],
-                bos_id=v.bos_id,
-                pad_id=v.pad_id,
-            ).to(self.device)
-            logits, weights = self.model(src, lens, batch.tgt_in)  # [b, q, vocab], [b, q, k]
-            logp = torch.log_softmax(logits.float(), -1)
-            gold = logp.gather(-1, batch.tgt_out.unsqueeze(-1)).squeeze(-1)  # [b, q]
-            tops = logp.topk(top_k, dim=-1) if top_k else None
-            for i in range(src.shape[0]):
-                n, s = int(batch.tgt_lens[i]), int(lens[i])
-                out.append(
-                    Decoded(
-                        batch.tgt_out[i, :n].tolist(),
-                        weights[i, :n, :s].float().cpu(),
-                        float(gold[i, :n].sum()),
-                        tops.indices[i, :n].cpu() if tops else None,
-                        tops.values[i, :n].exp().cpu() if tops else None,
-                    )
-                )
-        return out
+    def constraints(self, lines: Sequence[Sequence[str]]) -> Constraints:
+        return constraints_for(lines, self.vocab, self.device)
 
     def text(self, d: Decoded) -> str:
-        return "".join(self.vocab.decode(d.tokens))
+        return "".join(self.tokens(d))
 
 
 # -- data for training ---------------------------------------------------------------------
@@ -184,8 +127,8 @@ def build_vocab(train: Sequence[tuple[str, str]], max_size: int = 6000) -> Vocab
     return Vocab.build((u + low for u, low in train), max_size=max_size, reserved=PUNCTUATION)
 
 
-class CoupletBatches:
-    """Deterministic batches per epoch: ``batches(epoch)`` is the same list on every call.
+class CoupletBatches(PairBatches):
+    """Training batches of couplets, shuffled anew each epoch.
 
     With probability ``join_prob`` an example joins 2–3 training couplets with punctuation
     (上联1，上联2 → 下联1，下联2), so that the model also meets punctuation and lines longer
@@ -200,10 +143,10 @@ class CoupletBatches:
         seed: int = 0,
         join_prob: float = 0.1,
     ):
-        self.ids = [(vocab.encode(u), vocab.encode(low)) for u, low in train]
-        self.vocab, self.batch_size, self.seed, self.join_prob = vocab, batch_size, seed, join_prob
+        ids = [(vocab.encode(u), vocab.encode(low)) for u, low in train]
+        super().__init__(ids, bos_id=vocab.bos_id, pad_id=vocab.pad_id, batch_size=batch_size, seed=seed)
+        self.vocab, self.join_prob = vocab, join_prob
         self.punct = [vocab.index[p] for p in PUNCTUATION]
-        self._cache: tuple[int, list[Batch]] | None = None
 
     def examples(self, epoch: int) -> list[tuple[list[int], list[int]]]:
         rng = random.Random(self.seed * 1_000_003 + epoch)
@@ -223,34 +166,6 @@ class CoupletBatches:
                 tgt += [mark, *t]
             out.append((src, tgt))
         return out
-
-    def __call__(self, epoch: int) -> list[Batch]:
-        if self._cache and self._cache[0] == epoch:
-            return self._cache[1]
-        examples = self.examples(epoch)
-        rng = random.Random(self.seed * 7_919 + epoch)
-        groups = bucketed_batches([len(s) for s, _ in examples], self.batch_size, rng)
-        v = self.vocab
-        batches = [
-            make_batch(
-                [examples[i][0] for i in g], [examples[i][1] for i in g], bos_id=v.bos_id, pad_id=v.pad_id
-            )
-            for g in groups
-        ]
-        self._cache = (epoch, batches)
-        return batches
-
-
-def loss_fn(model: Seq2Seq, batch: Batch, teacher_forcing: float = 1.0) -> tuple[torch.Tensor, int]:
-    # Only the RNN decoder can feed back its own guesses; the Transformer always sees the gold prefix.
-    extra = {"teacher_forcing": teacher_forcing} if teacher_forcing < 1 else {}
-    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in, **extra)
-    return masked_cross_entropy(logits, batch.tgt_out, pad_id=0)
-
-
-def make_loss(teacher_forcing: float = 1.0):
-    """``loss_fn`` with a teacher-forcing ratio, for the trainer."""
-    return lambda model, batch: loss_fn(model, batch, teacher_forcing)
 
 
 # -- evaluation ----------------------------------------------------------------------------

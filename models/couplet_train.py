@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import platform
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +26,11 @@ from models.couplet import (
     evaluate,
     forced_metrics,
     load_split,
-    make_loss,
 )
 from models.device import describe, pick_device
+from models.runs import check_same_run, logger, record_command
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
-from models.training import TrainConfig, Trainer
+from models.training import TrainConfig, Trainer, make_loss
 from models.vocab import Vocab
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,8 +78,9 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
     run_dir = Path(args.run_dir or REPO / "cache" / "runs" / model_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     device = pick_device(args.device)
-    log = _logger(run_dir / "train.log")
+    log = logger(run_dir / "train.log")
     log(f"{model_id}: device {describe(device)}, data {args.data}")
+    commands = record_command(run_dir, command, args.fresh)
 
     train_pairs, valid_pairs = load_split(args.data)
     vocab_file = run_dir / "vocab.json"
@@ -99,7 +99,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         share_embeddings=True,
         key_activation=args.keys,
     )
-    _check_same_run(run_dir / "model_config.json", cfg, args.fresh)
+    check_same_run(run_dir / "model_config.json", cfg, args.fresh)
     if args.fresh:
         (run_dir / "train_state.safetensors").unlink(missing_ok=True)
     model = Seq2Seq(cfg)
@@ -141,6 +141,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         "data": f"{Path(args.data).name} ({len(train_pairs):,} training pairs; {VALID_SIZE:,} "
         f"held out by a shuffle with seed {SPLIT_SEED})",
         "command": command,
+        "commands": commands,  # every invocation on this run folder, in order (resumes included)
         "steps": result.step,
         "epochs": round(result.step * args.batch_size / max(1, len(train_pairs)), 2),
         "train_seconds": round(result.seconds, 1),
@@ -219,8 +220,9 @@ input is familiar.
 
 ## Training
 ```
-{info["command"]}
+{chr(10).join(info.get("commands") or [info["command"]])}
 ```
+{"(One command per line: the later ones resumed the run from its saved state with new options.)" if len(info.get("commands") or []) > 1 else ""}
 {info["steps"]:,} steps of {info["batch_size"]} pairs ({info["epochs"]} epochs), Adam {info["lr"]:g}{decay}, {tf},
 gradient clipping 1.0; {info["train_seconds"] / 60:.1f} min of training on {info["device"]}
 ({info["cpu"]}, torch {info["torch"]}) at {info["chars_per_s"]:,.0f} target characters/s.
@@ -244,26 +246,3 @@ Example: 两个黄鹂鸣翠柳 → {example}
 Limitations: trained on Tang verse only; it writes plausible characters in the right
 places, not poetry. The length and punctuation rule is enforced by the search, not learned.
 """
-
-
-def _check_same_run(path: Path, cfg: Seq2SeqConfig, fresh: bool) -> None:
-    """A run folder belongs to one architecture; resuming with another would be a silent mix."""
-    if path.is_file() and not fresh:
-        old = json.loads(path.read_text(encoding="utf-8"))
-        if old != cfg.to_dict():
-            changed = sorted(k for k in old if old[k] != cfg.to_dict().get(k))
-            raise ValueError(
-                f"{path.parent} holds a run with another config ({', '.join(changed)}); "
-                f"use --fresh or another --run-dir"
-            )
-    path.write_text(json.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
-
-
-def _logger(path: Path):
-    def log(msg: str) -> None:
-        stamp = dt.datetime.now().strftime("%H:%M:%S")
-        print(f"[{stamp}] {msg}", file=sys.stderr, flush=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(f"[{stamp}] {msg}\n")
-
-    return log

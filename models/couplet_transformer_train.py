@@ -25,9 +25,7 @@ from models.couplet import (
     CoupletBatches,
     build_vocab,
     load_split,
-    loss_fn,
 )
-from models.couplet_train import _check_same_run, _logger
 from models.couplet_transformer import (
     CoupletTransformer,
     TransformerBundle,
@@ -35,7 +33,8 @@ from models.couplet_transformer import (
     forced_layer_metrics,
 )
 from models.device import describe, pick_device
-from models.training import TrainConfig, Trainer
+from models.runs import check_same_run, logger
+from models.training import TrainConfig, Trainer, loss_fn
 from models.transformer import Transformer, TransformerConfig
 from models.vocab import Vocab
 
@@ -79,7 +78,7 @@ def train(args: TransformerTrainArgs, command: str = "") -> dict:
     run_dir = Path(args.run_dir or REPO / "cache" / "runs" / MODEL_ID)
     run_dir.mkdir(parents=True, exist_ok=True)
     device = pick_device(args.device)
-    log = _logger(run_dir / "train.log")
+    log = logger(run_dir / "train.log")
     log(f"{MODEL_ID}: device {describe(device)}, data {args.data}")
 
     train_pairs, valid_pairs = load_split(args.data)
@@ -100,7 +99,7 @@ def train(args: TransformerTrainArgs, command: str = "") -> dict:
         dropout=args.dropout,
         share_embeddings=True,
     )
-    _check_same_run(run_dir / "model_config.json", cfg, args.fresh)
+    check_same_run(run_dir / "model_config.json", cfg, args.fresh)
     if args.fresh:
         (run_dir / "train_state.safetensors").unlink(missing_ok=True)
     torch.manual_seed(args.seed)  # the initial weights (a resumed run overwrites them)

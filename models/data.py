@@ -118,3 +118,47 @@ def bucketed_batches(
         batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     rng.shuffle(batches)
     return batches
+
+
+class PairBatches:
+    """Deterministic padded batches per epoch: ``batches(epoch)`` is the same list on every call.
+
+    ``examples(epoch)`` gives ``(source ids, target ids)`` pairs; a task may override it to
+    vary them per epoch (couplets join some lines). Batches group similar lengths.
+    """
+
+    def __init__(
+        self,
+        ids: Sequence[tuple[list[int], list[int]]],
+        *,
+        bos_id: int,
+        eos_id: int | None = None,
+        pad_id: int = 0,
+        batch_size: int = 128,
+        seed: int = 0,
+    ):
+        self.ids, self.batch_size, self.seed = list(ids), batch_size, seed
+        self.bos_id, self.eos_id, self.pad_id = bos_id, eos_id, pad_id
+        self._cache: tuple[int, list[Batch]] | None = None
+
+    def examples(self, epoch: int) -> list[tuple[list[int], list[int]]]:
+        return self.ids
+
+    def __call__(self, epoch: int) -> list[Batch]:
+        if self._cache and self._cache[0] == epoch:
+            return self._cache[1]
+        examples = self.examples(epoch)
+        rng = random.Random(self.seed * 7_919 + epoch)
+        groups = bucketed_batches([len(s) for s, _ in examples], self.batch_size, rng)
+        batches = [
+            make_batch(
+                [examples[i][0] for i in g],
+                [examples[i][1] for i in g],
+                bos_id=self.bos_id,
+                eos_id=self.eos_id,
+                pad_id=self.pad_id,
+            )
+            for g in groups
+        ]
+        self._cache = (epoch, batches)
+        return batches

@@ -239,6 +239,18 @@ def masked_cross_entropy(
     return loss, n
 
 
+def loss_fn(model: nn.Module, batch, teacher_forcing: float = 1.0) -> tuple[torch.Tensor, int]:
+    # Only the RNN decoder can feed back its own guesses; the Transformer always sees the gold prefix.
+    extra = {"teacher_forcing": teacher_forcing} if teacher_forcing < 1 else {}
+    logits, _ = model(batch.src, batch.src_lens, batch.tgt_in, **extra)
+    return masked_cross_entropy(logits, batch.tgt_out, pad_id=0)
+
+
+def make_loss(teacher_forcing: float = 1.0):
+    """``loss_fn`` with a teacher-forcing ratio, for the trainer."""
+    return lambda model, batch: loss_fn(model, batch, teacher_forcing)
+
+
 def _progress(total: int, initial: int, enabled: bool):
     from tqdm import tqdm
 

@@ -15,13 +15,12 @@ from models.couplet import (
     PUNCTUATION,
     CoupletBatches,
     CoupletModel,
-    loss_fn,
     prepare_line,
 )
 from models.data import make_batch
 from models.decoding import Constraints, beam_search, greedy
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
-from models.training import TrainConfig, Trainer
+from models.training import TrainConfig, Trainer, loss_fn
 from models.vocab import Vocab
 
 PAIRS = [

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from models.couplet import PUNCTUATION, CoupletBatches, loss_fn
+from models.couplet import PUNCTUATION, CoupletBatches
 from models.couplet_transformer import CoupletTransformer, TransformerBundle, layer_alignment
 from models.data import make_batch
 from models.decoding import beam_search, greedy
-from models.training import TrainConfig, Trainer
+from models.training import TrainConfig, Trainer, loss_fn
 from models.transformer import Transformer, TransformerConfig
 from tests.test_couplet_model import PAIRS, UPPERS, tiny_vocab
 
