@@ -223,6 +223,7 @@ def _add_train(sub) -> None:
     c.add_argument("--min-steps", type=int, help="never stop early before this step")
     c.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
     c.add_argument("--keys", choices=["tanh", "linear"], help="encoder states through tanh (seed 000) or not")
+    c.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.0)")
     c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
     c.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
     c.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")

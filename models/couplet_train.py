@@ -63,6 +63,7 @@ class CoupletTrainArgs:
     min_steps: int = 0
     decay_from: int = 0  # from this step the learning rate falls linearly to lr/10 at --steps
     keys: str = "tanh"  # "tanh" (seed 000) or "linear": the encoder states' activation
+    dropout: float = 0.0  # on embeddings (and between stacked layers) while training
     teacher_forcing: float = 1.0  # seed 000 uses 0.5: steps read the model's own guess otherwise
     dtype: str = "float16"  # storage of the bundled weights (loaded as float32)
     device: str | None = None
@@ -98,6 +99,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         attention=ATTENTION_NAMES[args.attention],
         share_embeddings=True,
         key_activation=args.keys,
+        dropout=args.dropout,
     )
     check_same_run(run_dir / "model_config.json", cfg, args.fresh)
     if args.fresh:
