@@ -53,9 +53,10 @@ def adapter(model_id: str):
 
 
 @st.cache_data(show_spinner="Running the model…", max_entries=64)
-def run_model(model_id: str, text: str, target: str | None = None):
+def run_model(model_id: str, text: str, target: str | None = None, beam: int = 1):
     """Records for one input, cached: switching layer or head never re-runs the model."""
-    return adapter(model_id).run(text, target=target)
+    options = {"beam": beam} if beam != 1 else {}  # only seq2seq adapters search
+    return adapter(model_id).run(text, target=target, **options)
 
 
 def model_choices(families: tuple[str, ...]) -> list[str]:

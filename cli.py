@@ -5,6 +5,7 @@
                           [--json | --out FILE.npz] [--beam N]
     python cli.py export  --model ID --out FILE
     python cli.py train   couplet-rnn --attention additive|dot [--steps N ...]
+    python cli.py train   translate --rnn gru|lstm --attention additive|dot [--steps N ...]
 
 Errors go to stderr as one line, with a non-zero exit; never a traceback.
 """
@@ -202,6 +203,44 @@ def cmd_train_transformer(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_translate(args: argparse.Namespace) -> int:
+    from models.translation_train import TranslationTrainArgs, train
+
+    fields = TranslationTrainArgs.__dataclass_fields__
+    options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
+    metrics = train(TranslationTrainArgs(**options), command=command)
+    print(json.dumps(metrics, ensure_ascii=False))
+    return 0
+
+
+def _add_train_translate(fam) -> None:
+    t = fam.add_parser("translate", help="seed 004's English → French GRU/LSTM with attention")
+    t.add_argument("--rnn", required=True, choices=["gru", "lstm"])
+    t.add_argument("--attention", required=True, choices=["additive", "dot"])
+    t.add_argument("--steps", type=int, help="batches to train for (default 3000)")
+    t.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
+    t.add_argument("--lr", type=float, help="Adam learning rate (default 2e-3)")
+    t.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
+    t.add_argument("--embed", type=int, help="embedding size (default 256)")
+    t.add_argument("--hidden", type=int, help="hidden size (default 256)")
+    t.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.2)")
+    t.add_argument("--min-freq", type=int, help="words seen fewer times become unk (2)")
+    t.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
+    t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
+    t.add_argument("--eval-every", type=int, help="steps between validation checks (200)")
+    t.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
+    t.add_argument("--target-bleu", type=float, help="stop once validation BLEU ≥ this")
+    t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
+    t.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
+    t.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
+    t.add_argument("--data", type=Path, help="english<TAB>french pairs (.tsv or .tsv.gz)")
+    t.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
+    t.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
+    t.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
+    t.set_defaults(func=cmd_train_translate)
+
+
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train a model and bundle its weights")
     fam = p.add_subparsers(dest="family", required=True, parser_class=_Parser)
@@ -260,6 +299,7 @@ def _add_train(sub) -> None:
     t.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
     t.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
     t.set_defaults(func=cmd_train_transformer)
+    _add_train_translate(fam)
 
 
 # -- figure --------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.results import machine, write_section  # noqa: E402
-from models.couplet import CoupletBatches, load_split, loss_fn  # noqa: E402
+from models.couplet import CoupletBatches, load_split  # noqa: E402
 from models.registry import load  # noqa: E402
+from models.training import loss_fn  # noqa: E402
 
 MODELS = ("couplet-rnn-additive", "couplet-rnn-dot")
 
@@ -43,7 +44,7 @@ def interleaved(fns: dict, repeat: int) -> dict[str, float]:
 
 
 def extraction(adapter, lines: list[str], repeat: int) -> dict[str, float]:
-    cm = adapter.cm
+    cm = adapter.runner
     chars = [list(x) for x in lines]
     items = [(x, None) for x in lines]
 

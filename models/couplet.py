@@ -47,6 +47,10 @@ class Line:
     def text(self) -> str:
         return "".join(self.chars)
 
+    @property
+    def tokens(self) -> list[str]:
+        return self.chars
+
 
 def prepare_line(text: str | None, what: str = "upper line") -> Line:
     """Clean a typed line: drop whitespace, use Chinese punctuation, cut at ``MAX_CHARS``.

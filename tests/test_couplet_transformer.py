@@ -315,7 +315,7 @@ def test_bundled_model_reaches_its_card_alignment_on_the_check_sample(bundled):
 
     _, valid = load_split()
     sample = valid[:CHECK_SIZE]
-    got = forced_layer_metrics(bundled.cm, sample)
+    got = forced_layer_metrics(bundled.runner, sample)
     card = json.loads((BUNDLED / "metrics.json").read_text(encoding="utf-8"))["metrics"]
     assert got["alignment_best"] >= 0.85
     assert got["best_layer"] == card["best_layer"] == bundled.best_layer

@@ -34,19 +34,18 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
     couplet RNN adapter's; only loading and the records differ.
     """
 
-    def __init__(self, model_id: str, path: str | Path, device=None):  # no super(): another bundle
-        from models.couplet_transformer import CoupletTransformer, TransformerBundle
-        from models.device import pick_device
+    def load_bundle(self):
+        from models.couplet_transformer import TransformerBundle
 
-        self.model_id, self.path = model_id, Path(path)
-        self.device = device if device is not None else pick_device()
-        self.bundle = TransformerBundle.load(self.path, self.device)
-        if self.bundle.task != "couplet":
-            raise ValueError(f"{self.path.name} is a {self.bundle.task!r} model, not a couplet model")
+        return TransformerBundle.load(self.path, self.device)
+
+    def make_runner(self):
+        from models.couplet_transformer import CoupletTransformer
+
         self.best_layer = int(self.bundle.info.get("best_layer", -1))
-        self.cm = CoupletTransformer(self.bundle.model, self.vocab, self.device, layer=self.best_layer)
+        return CoupletTransformer(self.bundle.model, self.vocab, self.device, layer=self.best_layer)
 
-    def _result(self, upper, lower, d, strategy: str, notices: list[str]) -> RunResult:
+    def result(self, upper, lower, d, strategy: str, notices: list[str]) -> RunResult:
         from models.metrics import diagonal_hits
         from models.vocab import BOS
 
@@ -57,22 +56,10 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
         for layer in cross:
             hits, rows = diagonal_hits(layer.mean(0))
             alignment.append(hits / rows if rows else None)
-        meta = {
-            "strategy": strategy,
-            "device": str(self.device),
-            "checkpoint_sha256": self.bundle.sha256,
-            "best_layer": self.best_layer % len(cross),  # the layer to show first (0-based)
-            "alignment": alignment[self.best_layer],  # of that layer, heads averaged
-            "alignment_layers": alignment,
-            "log_prob": d.score,
-            "unk_positions": [j for j, ch in enumerate(upper.chars) if ch not in self.vocab],
-            "truncated": upper.truncated or bool(lower and lower.truncated),
-        }
-        if d.top_ids is not None:  # the model's own top candidates at each step
-            meta["top_candidates"] = [
-                [[self.vocab.tokens[int(t)], round(float(p), 4)] for t, p in zip(ids, probs, strict=True)]
-                for ids, probs in zip(d.top_ids, d.top_probs, strict=True)
-            ]
+        meta = self.base_meta(upper, lower, d, strategy, self.vocab)
+        meta["best_layer"] = self.best_layer % len(cross)  # the layer to show first (0-based)
+        meta["alignment"] = alignment[self.best_layer]  # of that layer, heads averaged
+        meta["alignment_layers"] = alignment
         common = {"model_id": self.model_id, "scoring": "scaled_dot"}
         records = {
             "encoder_self": AttentionRecord(

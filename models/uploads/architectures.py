@@ -4,11 +4,11 @@ An ``Architecture`` says how to rebuild a model from a bundle's config (the bund
 names the format, config and model classes), what sane config values are, which tensor
 names and shapes that config implies, how to guess the config from a bare state dict's
 shapes, and which adapter runs the result. Adding one is a ``register_architecture``
-call; translation's GRU/LSTM models register ``(seq2seq-rnn format, "translation")`` the
-same way, with their own adapter and bundled ids to compare with.
+call; translation's GRU/LSTM models register ``(seq2seq-rnn format, "translation")``,
+with their own adapter, two vocabularies and bundled ids to compare with.
 
 >>> sorted(a.name for a in ARCHITECTURES.values())
-['couplet-rnn', 'couplet-transformer']
+['couplet-rnn', 'couplet-transformer', 'translation-rnn']
 """
 
 from __future__ import annotations
@@ -373,3 +373,41 @@ def bundled_vocab(model_id: str) -> tuple[list[str], list[str] | None] | None:
 
 
 _register_couplets()
+
+
+def _translation_adapter(model_id: str, path: Path, device):
+    from models.adapters.translation import TranslationAdapter
+
+    return TranslationAdapter(model_id, path, device)
+
+
+def _translation_compare(cfg) -> tuple[str, ...]:
+    first = "translate-gru-additive" if cfg.attention == "additive" else "translate-lstm-dot"
+    return tuple(dict.fromkeys((first, "translate-gru-additive", "translate-lstm-dot")))
+
+
+def _register_translation() -> None:
+    from models.bundle import Seq2SeqBundle
+
+    register_architecture(
+        Architecture(
+            name="translation-rnn",
+            title="translation RNN",
+            bundle=Seq2SeqBundle,
+            task="translation",
+            tokenizer="word",
+            adapter=_translation_adapter,
+            infer=lambda shapes: infer_rnn(shapes, "translation RNN"),
+            ranges={**RNN_RANGES, "rnn": ("lstm", "gru"), "attention": _scorers()},
+            describe=_rnn_describe,
+            layers_heads=lambda cfg: ("1", 1),
+            compare=_translation_compare,
+            example="I'm home.",
+            how_to="python cli.py export --model translate-gru-additive --out my.safetensors  "
+            "(or: python cli.py train translate --rnn gru --attention additive --out weights/mine)",
+            shared_vocab=False,
+        )
+    )
+
+
+_register_translation()
