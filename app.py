@@ -20,7 +20,10 @@ PAGES = {
     "Transformers": [
         st.Page("views/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
     ],
-    "Seq2seq": [st.Page("views/couplets.py", title="Couplets", icon="🏮", url_path="couplets")],
+    "Seq2seq": [
+        st.Page("views/couplets.py", title="Couplets", icon="🏮", url_path="couplets"),
+        st.Page("views/translation.py", title="Translation", icon="🗼", url_path="translation"),
+    ],
     "Your models": [
         st.Page("views/checkpoint.py", title="Checkpoint inspector", icon="🧳", url_path="checkpoint"),
     ],

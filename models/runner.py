@@ -51,6 +51,10 @@ class Seq2SeqRunner:
         for start in range(0, n, self.batch_size):
             yield slice(start, start + self.batch_size)
 
+    def max_len_for(self, lines: Sequence[Sequence[str]]) -> int:
+        """The most tokens a search may emit for these inputs."""
+        return self.max_len
+
     def constraints(self, lines: Sequence[Sequence[str]]) -> Constraints | None:
         """What the search must obey for these inputs (none: stop at eos or ``max_len``)."""
         return None
@@ -71,7 +75,7 @@ class Seq2SeqRunner:
                 bos_id=v.bos_id,
                 eos_id=v.eos_id,
                 pad_id=v.pad_id,
-                max_len=self.max_len,
+                max_len=self.max_len_for(chunk),
                 constraints=self.constraints(chunk),
                 top_k=top_k,
             )

@@ -100,6 +100,10 @@ class Translator(Seq2SeqRunner):
     def constraints(self, lines: Sequence[Sequence[str]]) -> Constraints:
         return Constraints(banned=(self.tgt_vocab.pad_id, self.tgt_vocab.bos_id))
 
+    def max_len_for(self, lines: Sequence[Sequence[str]]) -> int:
+        """French runs a little longer than English; a model that never says eos stops here."""
+        return min(self.max_len, 2 * max(len(x) for x in lines) + 10)
+
     def text(self, d: Decoded) -> str:
         """Space-joined output words (``<unk>`` kept), as BLEU reads them."""
         return " ".join(self.tgt_vocab.decode(d.tokens, strip_specials=False)).split(" <eos>")[0]

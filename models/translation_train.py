@@ -35,7 +35,7 @@ from models.translation import (
     load_split,
     quick_metrics,
 )
-from models.vocab import Vocab
+from models.vocab import EOS, Vocab
 
 REPO = Path(__file__).resolve().parents[1]
 ATTENTION_NAMES = {"dot": "scaled_dot", "additive": "additive"}  # CLI name -> scorer name
@@ -177,20 +177,33 @@ def _bundle(model, src_vocab, tgt_vocab, info, history, test, out: Path, args, d
     metrics = evaluate(tr, test, beam=args.beam)
     metrics["size_mb"] = round((out / "model.safetensors").stat().st_size / 1e6, 2)
     metrics["parameters"] = model.n_parameters()
-    examples = {
-        en: tr.text(d)
-        for en, d in zip(SEED_EXAMPLES, tr.generate([s.split() for s in SEED_EXAMPLES]), strict=True)
-    }
+    found = tr.generate([s.split() for s in SEED_EXAMPLES])
+    examples = {en: tr.text(d) for en, d in zip(SEED_EXAMPLES, found, strict=True)}
+    heatmaps = [
+        attention_table([*en.split(), EOS], [tr.tgt_vocab.tokens[i] for i in d.tokens], d.weights.numpy())
+        for en, d in zip(SEED_EXAMPLES, found, strict=True)
+    ]
     full = {"metrics": metrics, "examples": examples, "training": info, "history": history}
     (out / "metrics.json").write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "MODEL_CARD.md").write_text(
-        model_card(loaded.model.config, info, metrics, examples), encoding="utf-8"
+        model_card(loaded.model.config, info, metrics, examples, heatmaps), encoding="utf-8"
     )
     log(json.dumps(metrics, ensure_ascii=False))
     return metrics
 
 
-def model_card(cfg: Seq2SeqConfig, info: dict, m: dict, examples: dict) -> str:
+def attention_table(keys: list[str], queries: list[str], weights) -> str:
+    """A heatmap as a Markdown table: rows are output words, columns input words, each row's peak in bold."""
+    head = "| | " + " | ".join(f"`{k}`" for k in keys) + " |\n|---|" + "---|" * len(keys)
+    rows = []
+    for q, row in zip(queries, weights, strict=True):
+        peak = int(row.argmax())
+        cells = [f"**{w:.2f}**" if j == peak else f"{w:.2f}" for j, w in enumerate(row)]
+        rows.append(f"| `{q}` | " + " | ".join(cells) + " |")
+    return head + "\n" + "\n".join(rows)
+
+
+def model_card(cfg: Seq2SeqConfig, info: dict, m: dict, examples: dict, heatmaps: list[str]) -> str:
     scorer = {
         "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
         "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)",
@@ -203,6 +216,9 @@ def model_card(cfg: Seq2SeqConfig, info: dict, m: dict, examples: dict) -> str:
     )
     beam = next(k for k in m if k.startswith("bleu_beam"))
     rows = "\n".join(f"| {en} | {fr} |" for en, fr in examples.items())
+    maps = "\n\n".join(
+        f"**{en}** → {fr}\n\n{table}" for (en, fr), table in zip(examples.items(), heatmaps, strict=True)
+    )
     return f"""# {info["model_id"]}
 
 Seed 004's English → French translator: a bidirectional {rnn} encoder whose states are
@@ -242,6 +258,11 @@ full teacher forcing, gradient clipping 1.0; {info["train_seconds"] / 60:.1f} mi
 | English | French |
 | --- | --- |
 {rows}
+
+Their attention (rows: the French words written, columns: the English words read; each row sums
+to 1, its largest weight in bold):
+
+{maps}
 
 Limitations: Tatoeba sentences are short and everyday; long or technical input falls
 outside what it has seen, and rare words are unk.

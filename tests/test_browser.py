@@ -8,7 +8,7 @@ from tests.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_miss
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(__file__).parent / "screenshots"
-PAGES = ["scoring", "positional", "pooling", "transformer", "couplets"]
+PAGES = ["scoring", "positional", "pooling", "transformer", "couplets", "translation"]
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +39,7 @@ def test_home_page_lists_every_page(page):
         "Attention pooling",
         "Transformer heads",
         "Couplets",
+        "Translation",
     ):
         assert page.get_by_text(title).first.is_visible()
     assert page.get_by_text("Device:").first.is_visible()

@@ -123,7 +123,7 @@ def test_generation_stops_at_eos_or_the_cap_and_beam_one_is_greedy():
     assert [d.tokens for d in tr.generate(sources, beam=1)] == [d.tokens for d in greedy]
     for d in greedy + tr.generate(sources, beam=3):
         eos = [i for i, t in enumerate(d.tokens) if t == tr.tgt_vocab.eos_id]
-        assert eos == [len(d.tokens) - 1] or (not eos and len(d.tokens) == tr.max_len)
+        assert eos == [len(d.tokens) - 1] or (not eos and len(d.tokens) == 2 * 3 + 10)
         assert tr.tgt_vocab.pad_id not in d.tokens and tr.tgt_vocab.bos_id not in d.tokens
         np.testing.assert_allclose(d.weights.numpy().sum(-1), 1.0, atol=1e-5)
 

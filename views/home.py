@@ -42,6 +42,12 @@ st.page_link(
     icon="🏮",
 )
 st.page_link(
+    "views/translation.py",
+    label="**Translation**: English in, French out (seed 004's GRU with additive attention, or an LSTM "
+    "with the dot product); where the decoder looked for each word, and what the swap costs in training.",
+    icon="🗼",
+)
+st.page_link(
     "views/checkpoint.py",
     label="**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
     "its code, and shown beside ours.",

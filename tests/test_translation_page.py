@@ -1,0 +1,64 @@
+"""The Translation page under AppTest, with the bundled models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+pytestmark = pytest.mark.slow  # loads the bundled weights
+PAGE = "../views/translation.py"
+K = "translate_"
+
+
+def run(at: AppTest | None = None) -> AppTest:
+    at = (at or AppTest.from_file(PAGE, default_timeout=180)).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def tokens(axis: list[str]) -> list[str]:
+    return [t.split(" · ", 1)[1] for t in axis]
+
+
+def test_first_load_translates_the_default_and_shows_the_cost_comparison():
+    at = run()
+    heat = charts(at)[0]["data"][0]
+    assert heat["type"] == "heatmap"
+    assert tokens(heat["x"]) == ["i'm", "home", ".", "<eos>"]
+    assert tokens(heat["y"])[-1] == "<eos>"
+    assert any(m.value.startswith("### ") and len(m.value) > 4 for m in at.markdown)
+    assert len(at.dataframe) == 1 and "variant" in at.dataframe[0].value.columns
+    assert len(charts(at)) >= 3  # the heatmap, the loss curves, the BLEU curves
+
+
+def test_seed_sentence_button_forced_french_and_both_models():
+    at = run()
+    at.button(key=K + "ex_He's calm.").click()
+    at = run(at)
+    assert tokens(charts(at)[0]["data"][0]["x"]) == ["he's", "calm", ".", "<eos>"]
+    at.text_input(key=K + "french").set_value("Il est calme.")
+    at = run(at)
+    assert tokens(charts(at)[0]["data"][0]["y"]) == ["il", "est", "calme", ".", "<eos>"]
+    at.toggle(key=K + "both").set_value(True)
+    at = run(at)
+    titles = [f["layout"].get("title", {}).get("text") for f in charts(at)[:2]]
+    assert titles == ["translate-gru-additive", "translate-lstm-dot"]
+
+
+def test_unknown_chinese_long_and_empty_input():
+    at = run()
+    at.text_input(key=K + "english").set_value("I love 你 zyxxyq")
+    at = run(at)
+    assert any("vocabulary" in w.value for w in at.warning)
+    at.text_input(key=K + "english").set_value("word " * 500)
+    at = run(at)
+    assert any("first 50" in w.value for w in at.warning)
+    at.text_input(key=K + "english").set_value("   ")
+    at = run(at)
+    assert at.info and not at.get("plotly_chart")
