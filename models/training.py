@@ -157,7 +157,7 @@ class Trainer:
             torch.manual_seed(cfg.seed)
         r = self.result  # after loading: load_state replaces it
         if r.step >= cfg.max_steps:
-            r.stopped = f"already trained {r.step} steps"
+            r.stopped = f"max_steps {cfg.max_steps} reached"  # earlier; this call only re-bundles
             return r
         bar = _progress(cfg.max_steps, r.step, self.progress)
         smooth_loss = None
