@@ -12,6 +12,8 @@ from viz_core import heatmap, lines, record_frame, series_frame
 K = "translate_"
 DEFAULT = "translate-gru-additive"
 AXES = {"x_title": "English (keys)", "y_title": "French (queries)"}
+FONT = 16  # words must read from the back of a classroom
+SMOOTH = 20  # training-loss curves: mean over this many steps
 SEED_SENTENCES = ("Go.", "I lost.", "He's calm.", "I'm home.")
 COST_FILE = Path(__file__).resolve().parents[1] / "bench" / "translation_cost.json"
 
@@ -31,12 +33,10 @@ def run(model_id: str, english: str, french: str, beam: int):
 
 def alignment_chart(model_id: str, result, key: str, title: str = "") -> None:
     rec = result.records["cross"]
-    chart(
-        heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, **AXES),
-        record_frame(rec),
-        key,
-        model_id,
-    )
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, **AXES)
+    fig.update_xaxes(tickfont_size=FONT)
+    fig.update_yaxes(tickfont_size=FONT)
+    chart(fig, record_frame(rec), key, model_id)
 
 
 def caption(model_id: str, result, how: str) -> str:
@@ -65,11 +65,13 @@ for col, sentence in zip(
 ):
     col.button(sentence, key=K + "ex_" + sentence, on_click=use_example, args=(sentence,))
 
+# Defaults through session state, since the example buttons also set these boxes.
+st.session_state.setdefault(K + "english", "I'm home.")
+st.session_state.setdefault(K + "french", "")
 c1, c2 = st.columns([3, 2])
-english = c1.text_input("English", "I'm home.", key=K + "english", max_chars=5000)
+english = c1.text_input("English", key=K + "english", max_chars=5000)
 french = c1.text_input(
     "Force a French sentence (optional; empty: the model translates)",
-    "",
     key=K + "french",
     placeholder="Je suis chez moi.",
 ).strip()
@@ -120,13 +122,13 @@ st.caption(cost["setup"])
 c1, c2 = st.columns(2)
 with c1:
     curves = {v["name"]: pd.Series(v["loss"], index=v["steps"]) for v in cost["variants"]}
-    frame = pd.DataFrame(curves)
+    frame = pd.DataFrame(curves).rolling(SMOOTH, min_periods=1).mean()
     chart(
         lines(
             frame.index.to_numpy(),
             {k: frame[k].to_numpy() for k in frame},
             "step",
-            "training loss (per word)",
+            f"training loss per word (mean of {SMOOTH} steps)",
         ),
         series_frame(frame.index.to_numpy(), {k: frame[k].to_numpy() for k in frame}, "step"),
         K + "loss",
