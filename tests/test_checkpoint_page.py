@@ -86,6 +86,29 @@ def test_upload_of_a_couplet_rnn_shows_its_alignment_and_summary(rnn_bytes):
     assert [y.split(" · ")[1] for y in charts(at)[0]["data"][0]["y"]] == list("一行白鹭上青天")
 
 
+def test_upload_of_an_exported_translation_model_matches_the_bundled_one():
+    path = ROOT / "weights" / "translate-gru-additive" / "model.safetensors"
+    if not path.is_file():
+        pytest.skip("the bundled translate-gru-additive weights are not installed")
+    at = upload(run(), "mine.safetensors", path.read_bytes())
+    assert metrics(at)["architecture"] == "translation-rnn"
+    figs = charts(at)
+    mine, theirs = figs[0]["data"][0], figs[-1]["data"][0]
+    assert [x.split(" · ")[1] for x in mine["x"]] == ["i'm", "home", ".", "<eos>"]
+    assert theirs["x"] == mine["x"] and theirs["y"] == mine["y"] and theirs["z"] == mine["z"]
+    assert figs[-1]["layout"]["title"]["text"] == "translate-gru-additive"
+    at.text_input(key=K + "target").set_value("Je suis chez moi.")
+    at = run(at)
+    assert [y.split(" · ")[1] for y in charts(at)[0]["data"][0]["y"]] == [
+        "je",
+        "suis",
+        "chez",
+        "moi",
+        ".",
+        "<eos>",
+    ]
+
+
 def test_upload_of_a_couplet_transformer_shows_model_and_head_views(tmp_path):
     cm = tiny_transformer_couplet(seed=3)
     data = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"best_layer": 1}).save(

@@ -88,7 +88,8 @@ with st.expander("How to produce a checkpoint"):
     st.markdown(
         "\n".join(lines)
         + "\n- **PyTorch**: `torch.save({'state_dict': model.state_dict(), 'config': cfg.to_dict(), "
-        "'src_vocab': vocab.tokens, 'format': ..., 'task': 'couplet'}, 'mine.pt')`; a bare "
+        "'src_vocab': vocab.tokens, 'format': ..., 'task': 'couplet'}, 'mine.pt')` (translation: "
+        "`'task': 'translation'` and a `'tgt_vocab'` too); a bare "
         "`model.state_dict()` works too: pick the architecture, the rest is read from the shapes."
         "\n- **Hugging Face**: zip the folder `save_pretrained` wrote (config.json, "
         "model.safetensors, tokenizer files); encoders, causal LMs and encoder–decoders."
