@@ -6,6 +6,9 @@ turns in one process (so machine load hits all alike) and each step is timed; pe
 is measured per variant in a fresh subprocess. Writes bench/translation_cost.json (the
 Translation page shows it) and its section of bench/RESULTS.md.
 
+Also: ``cli.py extract --input-file`` lines/s for the bundled models (goal ≥ 50 short
+sentences/s, process start included).
+
 Run: python bench/bench_translation.py [--steps 300] [--threads 1]
 """
 
@@ -26,6 +29,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.bench_couplet import cli_rate  # noqa: E402
 from bench.results import machine, write_section  # noqa: E402
 from models.device import pick_device  # noqa: E402
 from models.seq2seq import Seq2Seq, Seq2SeqConfig  # noqa: E402
@@ -173,7 +177,19 @@ def main() -> None:
         f"(medians after 10 warm-up steps); training memory: peak resident memory (CUDA: peak allocated) of a fresh process per variant over 30 steps, above the process with its data loaded (weights, Adam state, activations). "
         f"{device.type.upper()}, {machine()}; {date.today().isoformat()}."
     )
-    result = {"setup": setup, "table": table, "variants": variants, "summary": summary(table)}
+    sentences = [" ".join(en) for en, _ in split.test[:500]]
+    rates = {
+        mid: round(cli_rate(mid, sentences)[0], 1)
+        for mid in ("translate-gru-additive", "translate-lstm-dot")
+        if (ROOT / "weights" / mid / "model.safetensors").is_file()
+    }
+    result = {
+        "setup": setup,
+        "table": table,
+        "variants": variants,
+        "summary": summary(table),
+        "extract_lines_per_s": rates,
+    }
     OUT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     write_section("translation", report(result))
     print(report(result))
@@ -220,7 +236,14 @@ def report(result: dict) -> str:
         lines.append(
             "| " + " | ".join(f"{r[c]:,}" if isinstance(r[c], int) else str(r[c]) for c in cols) + " |"
         )
-    lines += ["", result["summary"]]
+    lines += ["", result["summary"], ""]
+    rates = (
+        ", ".join(f"{m} {r:,.0f}" for m, r in result["extract_lines_per_s"].items()) or "no bundled weights"
+    )
+    lines.append(
+        f"`cli.py extract --input-file` on 500 test sentences, JSON Lines, process start included "
+        f"(goal ≥ 50 lines/s): {rates} lines/s."
+    )
     return "\n".join(lines)
 
 

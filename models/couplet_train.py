@@ -6,10 +6,7 @@ file only wires the couplet data, the evaluation and the model card to it.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import platform
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +25,7 @@ from models.couplet import (
     load_split,
 )
 from models.device import describe, pick_device
-from models.runs import check_same_run, logger, record_command
+from models.runs import check_same_run, fit_logged, logger, record_command, run_facts
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
 from models.training import TrainConfig, Trainer, make_loss
 from models.vocab import Vocab
@@ -131,12 +128,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
     trainer = Trainer(
         model, tcfg, run_dir, device, batches, make_loss(args.teacher_forcing), quick_eval, stop, log=log
     )
-    t0 = time.time()
-    result = trainer.fit()
-    log(
-        f"stopped: {result.stopped}; {result.step} steps in {result.seconds:.0f} s of training "
-        f"({result.tokens_per_s:,.0f} chars/s); this session {time.time() - t0:.0f} s"
-    )
+    result = fit_logged(trainer, log, "chars")
 
     info = {
         "model_id": model_id,
@@ -146,7 +138,6 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         "commands": commands,  # every invocation on this run folder, in order (resumes included)
         "steps": result.step,
         "epochs": round(result.step * args.batch_size / max(1, len(train_pairs)), 2),
-        "train_seconds": round(result.seconds, 1),
         "chars_per_s": round(result.tokens_per_s, 1),
         "threads": args.threads,
         "batch_size": args.batch_size,
@@ -155,11 +146,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         "teacher_forcing": args.teacher_forcing,
         "join_prob": args.join_prob,
         "stored_dtype": args.dtype,
-        "device": describe(device),
-        "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__,
-        "date": dt.date.today().isoformat(),
-        "stopped": result.stopped,
+        **run_facts(result, device),
         "history": result.history,
     }
     bundle = Seq2SeqBundle(model.eval(), vocab, vocab, "couplet", "char", info)

@@ -8,10 +8,7 @@ alignment of every layer, so a run can stop once its best layer is diagonal enou
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import platform
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +30,7 @@ from models.couplet_transformer import (
     forced_layer_metrics,
 )
 from models.device import describe, pick_device
-from models.runs import check_same_run, logger
+from models.runs import check_same_run, fit_logged, logger, run_facts
 from models.training import TrainConfig, Trainer, loss_fn
 from models.transformer import Transformer, TransformerConfig
 from models.vocab import Vocab
@@ -128,12 +125,7 @@ def train(args: TransformerTrainArgs, command: str = "") -> dict:
     )
     batches = CoupletBatches(train_pairs, vocab, args.batch_size, args.seed, args.join_prob)
     trainer = Trainer(model, tcfg, run_dir, device, batches, loss_fn, quick_eval, stop, log=log)
-    t0 = time.time()
-    result = trainer.fit()
-    log(
-        f"stopped: {result.stopped}; {result.step} steps in {result.seconds:.0f} s of training "
-        f"({result.tokens_per_s:,.0f} chars/s); this session {time.time() - t0:.0f} s"
-    )
+    result = fit_logged(trainer, log, "chars")
 
     info = {
         "model_id": MODEL_ID,
@@ -145,14 +137,9 @@ def train(args: TransformerTrainArgs, command: str = "") -> dict:
         "lr": args.lr,
         "warmup": args.warmup,
         "epochs": round(result.step * args.batch_size / max(1, len(train_pairs)), 2),
-        "train_seconds": round(result.seconds, 1),
         "chars_per_s": round(result.tokens_per_s, 1),
         "threads": args.threads,
-        "device": describe(device),
-        "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__,
-        "date": dt.date.today().isoformat(),
-        "stopped": result.stopped,
+        **run_facts(result, device),
     }
     # Save, then measure the file as bundled (float16 weights upcast on load).
     TransformerBundle(model.eval(), vocab, vocab, "couplet", "char", info).save_dir(out, dtype=args.dtype)

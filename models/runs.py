@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +54,30 @@ def logger(path: Path):
             f.write(f"[{stamp}] {msg}\n")
 
     return log
+
+
+def fit_logged(trainer, log, unit: str):
+    """Run (or resume) ``trainer`` and log how it ended; returns its ``TrainResult``."""
+    t0 = time.time()
+    result = trainer.fit()
+    log(
+        f"stopped: {result.stopped}; {result.step} steps in {result.seconds:.0f} s of training "
+        f"({result.tokens_per_s:,.0f} {unit}/s); this session {time.time() - t0:.0f} s"
+    )
+    return result
+
+
+def run_facts(result, device) -> dict:
+    """What every model card says about where and how long a run trained."""
+    import torch
+
+    from models.device import describe
+
+    return {
+        "train_seconds": round(result.seconds, 1),
+        "device": describe(device),
+        "cpu": platform.processor() or platform.machine(),
+        "torch": torch.__version__,
+        "date": dt.date.today().isoformat(),
+        "stopped": result.stopped,
+    }

@@ -8,10 +8,7 @@ progress bar are ``models.training``'s; the network is ``models.seq2seq``'s, the
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import platform
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +16,7 @@ import torch
 
 from models.bundle import Seq2SeqBundle
 from models.device import describe, pick_device
-from models.runs import check_same_run, logger, record_command
+from models.runs import check_same_run, fit_logged, logger, record_command, run_facts
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
 from models.training import TrainConfig, Trainer, make_loss
 from models.translation import (
@@ -124,12 +121,7 @@ def train(args: TranslationTrainArgs, command: str = "") -> dict:
     data = batches(split.train, src_vocab, tgt_vocab, args.batch_size, args.seed)
     per_epoch = len(data(0))
     trainer = Trainer(model, tcfg, run_dir, device, data, make_loss(), quick_eval, stop, log=log)
-    t0 = time.time()
-    result = trainer.fit()
-    log(
-        f"stopped: {result.stopped}; {result.step} steps in {result.seconds:.0f} s of training "
-        f"({result.tokens_per_s:,.0f} words/s); this session {time.time() - t0:.0f} s"
-    )
+    result = fit_logged(trainer, log, "words")
     info = {
         "model_id": model_id,
         "data": f"{Path(args.data).name} ({len(split.train):,} training pairs; {args.test_size:,} test and "
@@ -138,7 +130,6 @@ def train(args: TranslationTrainArgs, command: str = "") -> dict:
         "steps": result.step,
         "epochs": round(result.step / per_epoch, 2),
         "seconds_per_epoch": round(result.seconds * per_epoch / max(1, result.step), 1),
-        "train_seconds": round(result.seconds, 1),
         "words_per_s": round(result.tokens_per_s, 1),
         "batch_size": args.batch_size,
         "lr": args.lr,
@@ -147,11 +138,7 @@ def train(args: TranslationTrainArgs, command: str = "") -> dict:
         "min_freq": args.min_freq,
         "threads": args.threads,
         "stored_dtype": args.dtype,
-        "device": describe(device),
-        "cpu": platform.processor() or platform.machine(),
-        "torch": torch.__version__,
-        "date": dt.date.today().isoformat(),
-        "stopped": result.stopped,
+        **run_facts(result, device),
     }
     return _bundle(model, src_vocab, tgt_vocab, info, result.history, split.test, out, args, device, log)
 
