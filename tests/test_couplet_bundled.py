@@ -46,6 +46,16 @@ def test_bundle_is_small_and_describes_itself(adapter):
     )
 
 
+def test_card_shows_its_commands_and_reaches_the_goal(adapter):
+    folder = WEIGHTS / adapter.model_id
+    training = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))["training"]
+    text = (folder / "MODEL_CARD.md").read_text(encoding="utf-8")
+    for command in training.get("commands") or [training["command"]]:
+        assert command.startswith("python cli.py train couplet-rnn") and command in text
+    alignment = card(adapter.model_id)["alignment"]  # all held-out pairs (issue 3: at least 0.90)
+    assert alignment >= 0.9 and f"{alignment:.4f}" in text
+
+
 def test_alignment_reproduces_the_model_card(adapter, check_pairs):
     results = adapter.run_batch([(u, low) for u, low in check_pairs])
     hits = rows = 0
