@@ -197,7 +197,11 @@ def test_uploaded_translation_bundle_gives_the_same_attention(adapter, tmp_path)
     bare = Seq2SeqBundle.load(adapter.bundle_file).model.state_dict()
     buf = tmp_path / "bare.pt"
     torch.save(bare, buf)
-    answers = {"architecture": "translation-rnn", "vocabulary": adapter.bundle.src_vocab.tokens}
+    answers = {
+        "architecture": "translation-rnn",
+        "key_activation": "tanh",
+        "vocabulary": adapter.bundle.src_vocab.tokens,
+    }
     with pytest.raises(Exception, match="target vocabulary"):
         load_bytes(buf.read_bytes(), "bare.pt", answers, device=torch.device("cpu"), cache=cache)
     answers["vocabulary"] = {"src": adapter.bundle.src_vocab.tokens, "tgt": adapter.bundle.tgt_vocab.tokens}
@@ -209,7 +213,10 @@ def test_uploaded_translation_bundle_gives_the_same_attention(adapter, tmp_path)
             device=torch.device("cpu"),
             cache=cache,
         )
-    assert {m.field for m in need.value.missing} == {"vocabulary"}  # the additive scorer shows in the shapes
+    assert {m.field for m in need.value.missing} == {
+        "key_activation",
+        "vocabulary",
+    }  # additive shows in the shapes
     up = load_bytes(buf.read_bytes(), "bare.pt", answers, device=torch.device("cpu"), cache=cache)
     assert up.summary.architecture == "translation-rnn"
     again = up.adapter.run("he's calm .", target="il est calme .").records["cross"]

@@ -281,9 +281,9 @@ def test_bare_state_dict_asks_for_what_shapes_cannot_tell(rnn, transformer):
     assert [m.field for m in need.value.missing] == ["architecture"]
     with pytest.raises(NeedsAnswers) as need:
         load_bytes(bare, "bare.pt", {"architecture": "couplet-rnn"}, device=CPU, cache=cache)
-    assert [m.field for m in need.value.missing] == ["vocabulary"]
+    assert [m.field for m in need.value.missing] == ["key_activation", "vocabulary"]
     assert need.value.inferred["hidden_size"] == 16 and need.value.inferred["attention"] == "additive"
-    answers = {"architecture": "couplet-rnn", "vocabulary": tiny_vocab().tokens}
+    answers = {"architecture": "couplet-rnn", "key_activation": "tanh", "vocabulary": tiny_vocab().tokens}
     up = load_bytes(bare, "bare.pt", answers, device=CPU, cache=cache)
     np.testing.assert_array_equal(cross(up).head(), cm.force([list(UPPER)], [list(LOWER)])[0].weights.numpy())
 
@@ -317,7 +317,14 @@ def test_bare_safetensors_of_a_bundled_model_takes_its_vocabulary_and_a_scorer_b
         load_bytes(bare, "dot.safetensors", {"architecture": "couplet-rnn"}, device=CPU, cache=cache)
     missing = {m.field: m.choices for m in need.value.missing}
     assert missing["attention"][0] == "scaled_dot" and "couplet-rnn-dot" in missing["vocabulary"]
-    answers = {"architecture": "couplet-rnn", "attention": "scaled_dot", "vocabulary": "couplet-rnn-dot"}
+    assert missing["key_activation"] == ("tanh", "linear")
+    keys = json.loads((weights.parent / "config.json").read_text())["config"]["key_activation"]
+    answers = {
+        "architecture": "couplet-rnn",
+        "attention": "scaled_dot",
+        "key_activation": keys,
+        "vocabulary": "couplet-rnn-dot",
+    }
     up = load_bytes(bare, "dot.safetensors", answers, device=CPU, cache=cache)
     assert up.summary.source == "bare state dict (safetensors)"
     mine, theirs = cross(up), load("couplet-rnn-dot", CPU).run(UPPER, target=LOWER).records["cross"]

@@ -201,12 +201,13 @@ PARAMETER_FREE = ("scaled_dot", "dot", "cosine", "gaussian")  # scorers that lea
 
 
 def infer_rnn(shapes: dict[str, tuple[int, ...]], title: str = "seq2seq RNN") -> tuple[dict, list[Missing]]:
-    """A ``Seq2SeqConfig`` dict from tensor shapes; the scorer is missing when it has no parameters.
+    """A ``Seq2SeqConfig`` dict from tensor shapes; the scorer is missing when it has no parameters,
+    and the keys' activation always is (a linear layer looks the same with or without tanh after it).
 
     >>> cfg, missing = infer_rnn({"encoder.embedding.weight": (50, 8), "encoder.rnn.weight_hh_l0": (64, 16),
     ...     "decoder.out.weight": (50, 16)})
     >>> cfg["rnn"], cfg["hidden_size"], [m.field for m in missing]
-    ('lstm', 16, ['attention'])
+    ('lstm', 16, ['attention', 'key_activation'])
     """
     _need(shapes, ("encoder.embedding.weight", "encoder.rnn.weight_hh_l0", "decoder.out.weight"), title)
     v_src, embed = shapes["encoder.embedding.weight"]
@@ -239,6 +240,8 @@ def infer_rnn(shapes: dict[str, tuple[int, ...]], title: str = "seq2seq RNN") ->
         raise UploadError(
             f"decoder.attention has parameters {sorted(params)}, which match no scoring function"
         )
+    why = "no tensor records whether the encoder states pass through tanh (seed 000) or stay linear"
+    missing.append(Missing("key_activation", why, ("tanh", "linear")))
     return cfg, missing
 
 
