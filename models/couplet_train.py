@@ -199,7 +199,7 @@ projected back to {cfg.hidden_size} dimensions {squash}, an LSTM decoder that re
 [character embedding; attention context], and {scorer}. Character vocabulary of
 {vocab_size:,} (pad, bos, eos, unk, the six punctuation marks, then the most frequent
 characters; rarer ones read as unk). Embeddings {cfg.embed_size} (shared by both lines),
-hidden {cfg.hidden_size}, {m["parameters"]:,} parameters, stored as {info["stored_dtype"]}
+hidden {cfg.hidden_size}{f", dropout {cfg.dropout:g} on the embeddings while training" if cfg.dropout else ""}, {m["parameters"]:,} parameters, stored as {info["stored_dtype"]}
 ({m["size_mb"]} MB), loaded as float32.
 
 ## Data
