@@ -110,10 +110,19 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--memory-of", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--report-only", action="store_true", help="rewrite the words and RESULTS.md from the JSON"
+    )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.memory_of:
         memory_child(args.memory_of, min(args.steps, 30))
+        return
+    if args.report_only:
+        result = json.loads(OUT.read_text(encoding="utf-8"))
+        result["summary"] = summary(result["table"])
+        OUT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_section("translation", report(result))
         return
 
     split = load_split()
@@ -200,6 +209,7 @@ def summary(table: list[dict]) -> str:
     row = {r["variant"]: r for r in table}
     add, dot, lstm = row["GRU + additive"], row["GRU + scaled dot"], row["LSTM + scaled dot"]
     ratio = dot["× GRU + additive"]
+    memory = dot["training memory MB"] - add["training memory MB"]
     speed = (
         "about the same time per step (within 5%)"
         if abs(ratio - 1) < 0.05
@@ -212,8 +222,8 @@ def summary(table: list[dict]) -> str:
     return (
         f"**What the numbers show.** Holding the network fixed (GRU), the scaled dot product takes {speed} "
         f"than additive attention (×{ratio:.2f}), has no attention parameters instead of "
-        f"{add['attention parameters']:,} (of {add['parameters']:,} in all), and peaks at "
-        f"{dot['training memory MB'] - add['training memory MB']:+.0f} MB of training memory. After the same budget it has {quality} "
+        f"{add['attention parameters']:,} (of {add['parameters']:,} in all), and needs "
+        f"{abs(memory):.0f} MB {'less' if memory < 0 else 'more'} training memory. After the same budget it has {quality} "
         f"on the test split ({dot['test BLEU']:.1f} vs {add['test BLEU']:.1f}). The LSTM with the dot product "
         f"(seed 004's variant) takes ×{lstm['× GRU + additive']:.2f} the GRU + additive time per step and "
         f"reaches {lstm['test BLEU']:.1f}. Everything else in a step is shared by the variants: the "

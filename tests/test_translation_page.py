@@ -33,7 +33,10 @@ def test_first_load_translates_the_default_and_shows_the_cost_comparison():
     assert tokens(heat["x"]) == ["i'm", "home", ".", "<eos>"]
     assert tokens(heat["y"])[-1] == "<eos>"
     assert any(m.value.startswith("### ") and len(m.value) > 4 for m in at.markdown)
-    assert len(at.dataframe) == 1 and "variant" in at.dataframe[0].value.columns
+    bundled, cost = (d.value for d in at.dataframe)
+    assert list(bundled["model"]) == ["translate-gru-additive", "translate-lstm-dot"]
+    assert bundled["test BLEU (greedy)"].iloc[0] >= 30
+    assert "variant" in cost.columns and len(cost) == 3
     assert len(charts(at)) >= 3  # the heatmap, the loss curves, the BLEU curves
 
 

@@ -15,7 +15,9 @@ AXES = {"x_title": "English (keys)", "y_title": "French (queries)"}
 FONT = 16  # words must read from the back of a classroom
 SMOOTH = 20  # training-loss curves: mean over this many steps
 SEED_SENTENCES = ("Go.", "I lost.", "He's calm.", "I'm home.")
-COST_FILE = Path(__file__).resolve().parents[1] / "bench" / "translation_cost.json"
+ROOT = Path(__file__).resolve().parents[1]
+COST_FILE = ROOT / "bench" / "translation_cost.json"
+WEIGHTS = ROOT / "weights"
 
 
 def use_example(sentence: str) -> None:
@@ -43,6 +45,30 @@ def caption(model_id: str, result, how: str) -> str:
     rec = result.records["cross"]
     unfinished = "" if rec.meta.get("finished", True) else " · stopped at the length cap before <eos>"
     return f"{model_id}, {how} · log-probability {rec.meta['log_prob']:.2f}{unfinished}"
+
+
+def bundled_table(model_ids: list[str]) -> pd.DataFrame:
+    """Each bundled model's training budget and test scores, from its metrics.json."""
+    rows = []
+    for m in model_ids:
+        card = WEIGHTS / m / "metrics.json"
+        if not card.is_file():
+            continue
+        data = json.loads(card.read_text(encoding="utf-8"))
+        t, k = data["training"], data["metrics"]
+        beam_key = next(x for x in k if x.startswith("bleu_beam"))
+        rows.append(
+            {
+                "model": m,
+                "steps": t["steps"],
+                "epochs": t["epochs"],
+                "test pairs": k["n_pairs"],
+                "test BLEU (greedy)": k["bleu"],
+                f"test BLEU (beam {beam_key[9:]})": k[beam_key],
+                "exact match": f"{k['exact_match']:.1%}",
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 st.title("🗼 Translation")
@@ -109,12 +135,19 @@ with st.expander("The seed's four sentences, translated by " + ", ".join(shown),
                 alignment_chart(m, r, K + "seed_" + m + sentence)
 
 st.header("Additive or dot product: what does the swap cost?")
+bundled = bundled_table(ids)
+if not bundled.empty:
+    st.markdown("**The bundled models**, each trained for the same budget, on the held-out test pairs:")
+    st.dataframe(bundled, hide_index=True, width="stretch")
 if not COST_FILE.is_file():
     st.info(
         "No measurements yet: run `python bench/bench_translation.py` to make bench/translation_cost.json."
     )
     st.stop()
 cost = json.loads(COST_FILE.read_text(encoding="utf-8"))
+st.markdown(
+    "**A controlled comparison** (`bench/bench_translation.py`): the same batches, the same steps, timed in turns."
+)
 st.markdown(cost["summary"])
 table = pd.DataFrame(cost["table"])
 st.dataframe(table, hide_index=True, width="stretch")
