@@ -31,6 +31,9 @@ def run(model_id: str, english: str, french: str, beam: int):
     except FileNotFoundError as err:
         st.info(f"The bundled weights are missing: {err}")
         st.stop()
+    except ValueError as err:  # input with no words left after cleaning
+        st.warning(str(err))
+        st.stop()
 
 
 def alignment_chart(model_id: str, result, key: str, title: str = "") -> None:
