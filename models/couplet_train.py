@@ -25,9 +25,9 @@ from models.couplet import (
     load_split,
 )
 from models.device import describe, pick_device
-from models.runs import check_same_run, fit_logged, logger, record_command, run_facts
+from models.runs import check_same_run, fit_logged, logger, record_command, run_facts, train_config
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
-from models.training import TrainConfig, Trainer, make_loss
+from models.training import Trainer, make_loss
 from models.vocab import Vocab
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,15 +115,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
     def stop(metrics: dict) -> bool:
         return args.target_alignment is not None and metrics["alignment"] >= args.target_alignment
 
-    tcfg = TrainConfig(
-        max_steps=args.steps,
-        lr=args.lr,
-        seed=args.seed,
-        eval_every=args.eval_every,
-        save_every=args.save_every,
-        min_steps=args.min_steps,
-        decay_from=args.decay_from,
-    )
+    tcfg = train_config(args)
     batches = CoupletBatches(train_pairs, vocab, args.batch_size, args.seed, args.join_prob)
     trainer = Trainer(
         model, tcfg, run_dir, device, batches, make_loss(args.teacher_forcing), quick_eval, stop, log=log

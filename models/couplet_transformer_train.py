@@ -30,8 +30,8 @@ from models.couplet_transformer import (
     forced_layer_metrics,
 )
 from models.device import describe, pick_device
-from models.runs import check_same_run, fit_logged, logger, run_facts
-from models.training import TrainConfig, Trainer, loss_fn
+from models.runs import check_same_run, fit_logged, logger, run_facts, train_config
+from models.training import Trainer, loss_fn
 from models.transformer import Transformer, TransformerConfig
 from models.vocab import Vocab
 
@@ -114,15 +114,7 @@ def train(args: TransformerTrainArgs, command: str = "") -> dict:
     def stop(metrics: dict) -> bool:
         return args.target_alignment is not None and metrics["alignment_best"] >= args.target_alignment
 
-    tcfg = TrainConfig(
-        max_steps=args.steps,
-        lr=args.lr,
-        seed=args.seed,
-        eval_every=args.eval_every,
-        save_every=args.save_every,
-        min_steps=args.min_steps,
-        warmup_steps=args.warmup,
-    )
+    tcfg = train_config(args, warmup_steps=args.warmup)
     batches = CoupletBatches(train_pairs, vocab, args.batch_size, args.seed, args.join_prob)
     trainer = Trainer(model, tcfg, run_dir, device, batches, loss_fn, quick_eval, stop, log=log)
     result = fit_logged(trainer, log, "chars")

@@ -81,3 +81,12 @@ def run_facts(result, device) -> dict:
         "date": dt.date.today().isoformat(),
         "stopped": result.stopped,
     }
+
+
+def train_config(args, **extra):
+    """The loop's settings from a training command's arguments (same names; ``steps`` is ``max_steps``)."""
+    from models.training import TrainConfig
+
+    names = ("lr", "seed", "eval_every", "save_every", "min_steps", "decay_from")
+    given = {k: getattr(args, k) for k in names if hasattr(args, k)}
+    return TrainConfig(max_steps=args.steps, **given, **extra)

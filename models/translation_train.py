@@ -16,9 +16,9 @@ import torch
 
 from models.bundle import Seq2SeqBundle
 from models.device import describe, pick_device
-from models.runs import check_same_run, fit_logged, logger, record_command, run_facts
+from models.runs import check_same_run, fit_logged, logger, record_command, run_facts, train_config
 from models.seq2seq import Seq2Seq, Seq2SeqConfig
-from models.training import TrainConfig, Trainer, make_loss
+from models.training import Trainer, make_loss
 from models.translation import (
     DATA_PATH,
     SEED_EXAMPLES,
@@ -110,14 +110,7 @@ def train(args: TranslationTrainArgs, command: str = "") -> dict:
     def stop(metrics: dict) -> bool:
         return args.target_bleu is not None and metrics["bleu"] >= args.target_bleu
 
-    tcfg = TrainConfig(
-        max_steps=args.steps,
-        lr=args.lr,
-        seed=args.seed,
-        eval_every=args.eval_every,
-        save_every=args.save_every,
-        decay_from=args.decay_from,
-    )
+    tcfg = train_config(args)
     data = batches(split.train, src_vocab, tgt_vocab, args.batch_size, args.seed)
     per_epoch = len(data(0))
     trainer = Trainer(model, tcfg, run_dir, device, data, make_loss(), quick_eval, stop, log=log)
