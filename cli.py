@@ -182,36 +182,28 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from models.couplet_train import CoupletTrainArgs, train
+    """Any ``train`` family: its parser names the module (``train``) and the arguments' dataclass."""
+    import importlib
 
-    fields = CoupletTrainArgs.__dataclass_fields__
+    module = importlib.import_module(args.train_module)
+    args_class = getattr(module, args.args_class)
+    fields = args_class.__dataclass_fields__
     options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
-    metrics = train(CoupletTrainArgs(**options), command=command)
+    metrics = module.train(args_class(**options), command=command)
     print(json.dumps(metrics, ensure_ascii=False))
     return 0
 
 
-def cmd_train_transformer(args: argparse.Namespace) -> int:
-    from models.couplet_transformer_train import TransformerTrainArgs, train
-
-    fields = TransformerTrainArgs.__dataclass_fields__
-    options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
-    metrics = train(TransformerTrainArgs(**options), command=command)
-    print(json.dumps(metrics, ensure_ascii=False))
-    return 0
-
-
-def cmd_train_translate(args: argparse.Namespace) -> int:
-    from models.translation_train import TranslationTrainArgs, train
-
-    fields = TranslationTrainArgs.__dataclass_fields__
-    options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
-    command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
-    metrics = train(TranslationTrainArgs(**options), command=command)
-    print(json.dumps(metrics, ensure_ascii=False))
-    return 0
+def _run_options(p, module: str, args_class: str) -> None:
+    """The options every training family shares, and which code trains it."""
+    p.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
+    p.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
+    p.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
+    p.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
+    p.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
+    p.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
+    p.set_defaults(func=cmd_train, train_module=module, args_class=args_class)
 
 
 def _add_train_translate(fam) -> None:
@@ -226,19 +218,13 @@ def _add_train_translate(fam) -> None:
     t.add_argument("--hidden", type=int, help="hidden size (default 256)")
     t.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.2)")
     t.add_argument("--min-freq", type=int, help="words seen fewer times become unk (2)")
-    t.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
     t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
     t.add_argument("--eval-every", type=int, help="steps between validation checks (200)")
-    t.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
     t.add_argument("--target-bleu", type=float, help="stop once validation BLEU ≥ this")
     t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
-    t.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
-    t.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
     t.add_argument("--data", type=Path, help="english<TAB>french pairs (.tsv or .tsv.gz)")
     t.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
-    t.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
-    t.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
-    t.set_defaults(func=cmd_train_translate)
+    _run_options(t, "models.translation_train", "TranslationTrainArgs")
 
 
 def _add_train(sub) -> None:
@@ -253,26 +239,18 @@ def _add_train(sub) -> None:
     c.add_argument("--hidden", type=int, help="hidden size (default 256)")
     c.add_argument("--vocab-size", type=int, help="characters kept, specials included (default 6000)")
     c.add_argument("--join-prob", type=float, help="share of joined, punctuated examples (0.1)")
-    c.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
     c.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
     c.add_argument("--eval-every", type=int, help="steps between validation checks (100)")
     c.add_argument("--eval-pairs", type=int, help="validation pairs checked during training (500)")
-    c.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
     c.add_argument("--target-alignment", type=float, help="stop once validation alignment ≥ this")
     c.add_argument("--min-steps", type=int, help="never stop early before this step")
     c.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
     c.add_argument("--keys", choices=["tanh", "linear"], help="encoder states through tanh (seed 000) or not")
     c.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.0)")
     c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
-    c.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
-    c.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
     c.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
-    c.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
-    c.add_argument(
-        "--fresh", action="store_true", default=None, help="start over instead of resuming the run folder"
-    )
-    c.set_defaults(func=cmd_train)
+    _run_options(c, "models.couplet_train", "CoupletTrainArgs")
     t = fam.add_parser("couplet-transformer", help="our encoder–decoder Transformer on couplets")
     t.add_argument("--steps", type=int, help="batches to train for (default 4000)")
     t.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
@@ -284,21 +262,15 @@ def _add_train(sub) -> None:
     t.add_argument("--decoder-layers", type=int, help="decoder layers (default 3)")
     t.add_argument("--ffn", type=int, help="feed-forward size (default 1024)")
     t.add_argument("--dropout", type=float, help="dropout while training (default 0.1)")
-    t.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
     t.add_argument("--threads", type=int, help="torch CPU threads (default 2)")
     t.add_argument("--eval-every", type=int, help="steps between validation checks (100)")
     t.add_argument("--eval-pairs", type=int, help="validation pairs checked during training (500)")
-    t.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
     t.add_argument("--target-alignment", type=float, help="stop once the best layer's alignment ≥ this")
     t.add_argument("--min-steps", type=int, help="never stop early before this step")
     t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
-    t.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
-    t.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
     t.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
     t.add_argument("--out", type=Path, help="bundle folder (default weights/couplet-transformer)")
-    t.add_argument("--run-dir", type=Path, help="training state folder (default cache/runs/<id>)")
-    t.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
-    t.set_defaults(func=cmd_train_transformer)
+    _run_options(t, "models.couplet_transformer_train", "TransformerTrainArgs")
     _add_train_translate(fam)
 
 
