@@ -25,13 +25,20 @@ from models.couplet import (
     load_split,
 )
 from models.device import describe, pick_device
-from models.runs import check_same_run, fit_logged, logger, record_command, run_facts, train_config
-from models.seq2seq import Seq2Seq, Seq2SeqConfig
+from models.runs import (
+    check_same_run,
+    decay_words,
+    fit_logged,
+    logger,
+    record_command,
+    run_facts,
+    train_config,
+)
+from models.seq2seq import ATTENTION_WORDS, Seq2Seq, Seq2SeqConfig, scorer_for
 from models.training import Trainer, make_loss
 from models.vocab import Vocab
 
 REPO = Path(__file__).resolve().parents[1]
-ATTENTION_NAMES = {"dot": "scaled_dot", "additive": "additive"}  # CLI name -> scorer name
 
 
 def model_id_for(attention: str) -> str:
@@ -68,8 +75,7 @@ class CoupletTrainArgs:
 
 
 def train(args: CoupletTrainArgs, command: str = "") -> dict:
-    if args.attention not in ATTENTION_NAMES:
-        raise ValueError(f"--attention must be one of {sorted(ATTENTION_NAMES)}, got {args.attention!r}")
+    scorer = scorer_for(args.attention)
     torch.set_num_threads(args.threads)
     model_id = model_id_for(args.attention)
     out = Path(args.out or REPO / "weights" / model_id)
@@ -93,7 +99,7 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
         embed_size=args.embed,
         hidden_size=args.hidden,
         rnn="lstm",
-        attention=ATTENTION_NAMES[args.attention],
+        attention=scorer,
         share_embeddings=True,
         key_activation=args.keys,
         dropout=args.dropout,
@@ -164,15 +170,8 @@ def train(args: CoupletTrainArgs, command: str = "") -> dict:
 
 
 def model_card(model_id: str, cfg: Seq2SeqConfig, vocab_size: int, info: dict, m: dict, example: str) -> str:
-    scorer = {
-        "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
-        "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)",
-    }[cfg.attention]
-    decay = (
-        f" (falling linearly to {info['lr'] / 10:g} from step {info['decay_from']:,})"
-        if info.get("decay_from")
-        else ""
-    )
+    scorer = ATTENTION_WORDS[cfg.attention]
+    decay = decay_words(info)
     squash = (
         "through tanh"
         if cfg.key_activation == "tanh"

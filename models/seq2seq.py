@@ -38,6 +38,18 @@ State = Tensor | tuple[Tensor, Tensor]  # GRU: h; LSTM: (h, c); each [layers, ba
 
 RNNS = {"lstm": nn.LSTM, "gru": nn.GRU}
 ATTENTIONS = ("scaled_dot", "additive")  # seed 000's two modules; any name in SCORERS works
+CLI_ATTENTIONS = {"dot": "scaled_dot", "additive": "additive"}  # what training commands take -> scorer
+ATTENTION_WORDS = {  # for model cards
+    "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
+    "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)",
+}
+
+
+def scorer_for(cli_name: str) -> str:
+    """The scorer a training command's ``--attention`` names, or a ``ValueError`` listing the choices."""
+    if cli_name not in CLI_ATTENTIONS:
+        raise ValueError(f"--attention must be one of {sorted(CLI_ATTENTIONS)}, got {cli_name!r}")
+    return CLI_ATTENTIONS[cli_name]
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,16 @@ import torch
 
 from models.bundle import Seq2SeqBundle
 from models.device import describe, pick_device
-from models.runs import check_same_run, fit_logged, logger, record_command, run_facts, train_config
-from models.seq2seq import Seq2Seq, Seq2SeqConfig
+from models.runs import (
+    check_same_run,
+    decay_words,
+    fit_logged,
+    logger,
+    record_command,
+    run_facts,
+    train_config,
+)
+from models.seq2seq import ATTENTION_WORDS, Seq2Seq, Seq2SeqConfig, scorer_for
 from models.training import Trainer, make_loss
 from models.translation import (
     DATA_PATH,
@@ -35,7 +43,6 @@ from models.translation import (
 from models.vocab import EOS, Vocab
 
 REPO = Path(__file__).resolve().parents[1]
-ATTENTION_NAMES = {"dot": "scaled_dot", "additive": "additive"}  # CLI name -> scorer name
 
 
 def model_id_for(rnn: str, attention: str) -> str:
@@ -71,8 +78,7 @@ class TranslationTrainArgs:
 
 
 def train(args: TranslationTrainArgs, command: str = "") -> dict:
-    if args.attention not in ATTENTION_NAMES:
-        raise ValueError(f"--attention must be one of {sorted(ATTENTION_NAMES)}, got {args.attention!r}")
+    scorer = scorer_for(args.attention)
     torch.set_num_threads(args.threads)
     model_id = model_id_for(args.rnn, args.attention)
     out = Path(args.out or REPO / "weights" / model_id)
@@ -91,7 +97,7 @@ def train(args: TranslationTrainArgs, command: str = "") -> dict:
         embed_size=args.embed,
         hidden_size=args.hidden,
         rnn=args.rnn,
-        attention=ATTENTION_NAMES[args.attention],
+        attention=scorer,
         dropout=args.dropout,
     )
     check_same_run(run_dir / "model_config.json", cfg, args.fresh)
@@ -184,16 +190,9 @@ def attention_table(keys: list[str], queries: list[str], weights) -> str:
 
 
 def model_card(cfg: Seq2SeqConfig, info: dict, m: dict, examples: dict, heatmaps: list[str]) -> str:
-    scorer = {
-        "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
-        "additive": "Bahdanau additive attention vᵀ tanh(W_q q + W_k k)",
-    }[cfg.attention]
+    scorer = ATTENTION_WORDS[cfg.attention]
     rnn = cfg.rnn.upper()
-    decay = (
-        f" (falling linearly to {info['lr'] / 10:g} from step {info['decay_from']:,})"
-        if info.get("decay_from")
-        else ""
-    )
+    decay = decay_words(info)
     beam = next(k for k in m if k.startswith("bleu_beam"))
     rows = "\n".join(f"| {en} | {fr} |" for en, fr in examples.items())
     maps = "\n\n".join(
