@@ -11,9 +11,7 @@ st.markdown(
 st.subheader("Pages")
 st.page_link(
     "views/scoring.py",
-    label="**Scoring functions**: dot, scaled dot, additive, general, "
-    "cosine and Gaussian scores on the same queries and keys, side by side; why we divide "
-    "by √d; masks (causal, local window, strided, padding).",
+    label="**Scoring functions**: six scores on the same queries and keys, side by side; why ÷√d; masks.",
     icon="🎯",
 )
 st.page_link(
@@ -31,8 +29,7 @@ st.page_link(
 
 st.page_link(
     "views/transformer.py",
-    label="**Transformer heads**: every layer and head of minilm, SmolLM2 or our couplet Transformer; "
-    "click a head to open it; what each head does; rollout and attention flow.",
+    label="**Transformer heads**: every layer and head of minilm, SmolLM2 or our Transformer; rollout and flow.",
     icon="🧠",
 )
 st.page_link(
@@ -43,8 +40,8 @@ st.page_link(
 )
 st.page_link(
     "views/translation.py",
-    label="**Translation**: English in, French out (seed 004's GRU with additive attention, or an LSTM "
-    "with the dot product); where the decoder looked for each word, and what the swap costs in training.",
+    label="**Translation**: English in, French out, and where the decoder looked for each word; "
+    "additive vs dot product.",
     icon="🗼",
 )
 st.page_link(
