@@ -5,6 +5,8 @@ Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit t
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -34,6 +36,11 @@ def sidebar_device() -> None:
 def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
     """A Plotly chart with a CSV download of the numbers behind it underneath."""
     st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=f"{key}_chart")
+    csv_button(frame, key, filename)
+
+
+def csv_button(frame: pd.DataFrame, key: str, filename: str) -> None:
+    """A download of ``frame`` as ``filename``.csv (the numbers behind a chart)."""
     st.download_button(
         f"⬇ CSV: {filename}",
         to_csv(frame),
@@ -80,6 +87,7 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
 
     Switching layer or head then only builds one heatmap.
     """
+    from live_heads import all_heads
     from viz_core.derive import hide_special, merge_words, special_share
     from viz_core.model_view import model_view
     from viz_core.stats import head_table, offset_profile, rollout
@@ -89,8 +97,11 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
     share = special_share(record)
     record = hide_special(record) if hide else record
     offsets, profile = offset_profile(record.weights)
+    record_id = f"{model_id}|{kind}|{merge}|{hide}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     return {
         "record": record,
+        "record_id": record_id,
+        "heads": all_heads(record, record_id),
         "special_share": share,
         "model_view": model_view(record),
         "table": head_table(record.weights, record.meta.get("key_special")),

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
@@ -81,9 +82,23 @@ def test_model_view_click_opens_that_head(page):
     page.mouse.down()
     page.mouse.up()
     page.locator(".gtitle", has_text="layer 1, head 2").first.wait_for(timeout=30_000)
+    # Python heard the click: the head widget moved and the download is that head's numbers.
+    page.get_by_text("CSV: minilm_layer1_2").wait_for(timeout=30_000)
     assert page.locator(EXCEPTION_BOX).count() == 0
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SHOTS / "transformer.png")
+
+    # What the browser drew for the clicked head is exactly the head Python would draw.
+    drawn = page.evaluate(
+        "() => { const t = document.querySelectorAll('.js-plotly-plot')[1].data[0];"
+        " return {z: Array.from(t.z, (row) => Array.from(row)), zmax: t.zmax}; }"
+    )
+    from models.registry import load
+    from viz_core.figures import display_precision
+
+    record = next(iter(load("minilm").run(page.get_by_label("text").input_value()).records.values()))
+    assert np.array_equal(np.array(drawn["z"], dtype=np.float32), display_precision(record.head(1, 2)))
+    assert drawn["zmax"] == pytest.approx(float(record.head(1, 2).max()), rel=1e-6)
 
 
 def test_html_in_the_text_is_shown_never_run(page):

@@ -15,7 +15,13 @@ def run(at: AppTest | None = None) -> AppTest:
 
 
 def figures(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    """The model view and head view (drawn in the page by live_heads), then the other charts."""
+    live = [json.loads(json.loads(c.proto.json)["figure"]) for c in at.get("bidi_component")]
+    return live + [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def head_view_data(at: AppTest) -> dict:
+    return json.loads(at.get("bidi_component")[1].proto.json)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +52,10 @@ def test_changing_head_rerenders_without_rerunning_the_model(first_load):
     at.selectbox(key="tf_head").set_value("5").run()
     assert not at.exception
     assert "layer 3, head 5" in figures(at)[1]["layout"]["title"]["text"]
+    assert head_view_data(at)["heads"]["shape"][:2] == [6, 12]  # a click can redraw any head in the browser
     at.selectbox(key="tf_head").set_value("all side by side").run()
     assert len(figures(at)[1]["data"]) == 12
+    assert head_view_data(at)["heads"] is None  # twelve panels: a click waits for Python's figure
 
 
 def test_merge_and_hide_special_tokens(first_load):

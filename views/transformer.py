@@ -3,7 +3,8 @@
 import numpy as np
 import streamlit as st
 
-from atlas_ui import chart, induction, model_choices, run_model, transformer_view
+from atlas_ui import chart, csv_button, induction, model_choices, run_model, transformer_view
+from live_heads import head_view_chart, model_view_chart, picked
 from models.positional import sinusoidal
 from viz_core import heatmap, heatmap_row, lines, matrix_frame, matrix_heatmap, record_frame, series_frame
 from viz_core.figures import head_view, scatter_groups
@@ -59,11 +60,10 @@ L, H = record.n_layers, record.n_heads
 
 
 def open_head():
-    """Model-view click → head view: marker i sits on layer i // heads, head i % heads."""
-    points = st.session_state[K + "modelview"]["selection"]["points"]
-    if points:
-        layer, head = divmod(int(points[0]["point_index"]), H)
-        st.session_state[K + "layer"], st.session_state[K + "head"] = layer, str(head)
+    """Model-view click → head view (which the browser has redrawn already): move the widgets."""
+    pick = picked(K + "heads", L, H)
+    if pick:
+        st.session_state[K + "layer"], st.session_state[K + "head"] = pick[0], str(pick[1])
 
 
 @st.fragment
@@ -71,35 +71,23 @@ def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {L} layers × {H} heads")
     st.caption("Each tile is one head, scaled to its own maximum. Click a tile to open it below.")
-    st.plotly_chart(
-        view["model_view"],
-        key=K + "modelview",
-        on_select=open_head,
-        selection_mode="points",
-        config={"displaylogo": False},
-    )
+    model_view_chart(view["model_view"], K + "heads", on_pick=open_head)
 
     st.subheader("Head view")
     c1, c2, c3 = st.columns(3)
     layer = c1.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "layer")
     head = c2.selectbox("head", [str(h) for h in range(H)] + ["average", "all side by side"], key=K + "head")
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
+    shown = f"{view['record_id']}|{layer}|{head}"
     if head == "all side by side":
         panels = {f"head {h}": record.head(layer, h) for h in range(H)}
-        chart(
-            heatmap_row(panels, *tokens, zmax=1.0),
-            record_frame(record).query(f"layer == {layer}"),
-            K + "heads",
-            f"{model_id}_layer{layer}_heads",
-        )
+        head_view_chart(heatmap_row(panels, *tokens, zmax=1.0), K + "heads", shown)
+        frame = record_frame(record).query(f"layer == {layer}")
     else:
+        head_view_chart(head_view(record, layer, head), K + "heads", shown, view["heads"])
         matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
-        chart(
-            head_view(record, layer, head),
-            matrix_frame(matrix, "query_pos", "key_pos", "weight"),
-            K + "head",
-            f"{model_id}_layer{layer}_{head}",
-        )
+        frame = matrix_frame(matrix, "query_pos", "key_pos", "weight")
+    csv_button(frame, K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
 
 
 tokens = (record.query_tokens, record.key_tokens)

@@ -19,17 +19,20 @@ FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Aria
 ATTENTION_SCALE = "Blues"
 DIVERGING_SCALE = "RdBu_r"
 MAX_TICKS = 48  # beyond this, label every k-th position so labels stay legible
+TINY = np.float32(2.0**-62)  # smaller magnitudes are sent to the browser as 0
 
 
 def display_precision(values: np.ndarray) -> np.ndarray:
     """float32 rounded to 10 mantissa bits (≈ 3.3 significant digits) for sending to the browser.
 
     The hover shows 3 significant digits, so nothing visible changes, but the base64
-    payload shrinks (a 512 × 512 heatmap stays under 1.5 MB). Records keep full precision.
+    payload shrinks (a 512 × 512 heatmap stays under 1.5 MB). Magnitudes below ``TINY``
+    (2⁻⁶² ≈ 2e-19) are sent as 0, which lets every attention weight travel in 16 bits
+    (``live_heads``). Records keep full precision.
     """
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
-    return rounded.view(np.float32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.abs(rounded) < TINY, np.float32(0), rounded)
 
 
 def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
@@ -42,7 +45,8 @@ def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Fi
     return fig
 
 
-def _axis_ticks(tokens: list[str]) -> dict:
+def _axis_ticks(tokens: list[str], turn: bool = True) -> dict:
+    """Token tick labels; a long row of key labels (``turn``) stands vertical so they never overlap."""
     labels, shown = hover_labels(tokens), clean_tokens(tokens)
     step = max(1, -(-len(tokens) // MAX_TICKS))
     return dict(
@@ -52,7 +56,7 @@ def _axis_ticks(tokens: list[str]) -> dict:
         tickmode="array",
         tickvals=labels[::step],
         ticktext=shown[::step],
-        tickangle=0 if len(tokens) <= 24 else -90,
+        tickangle=-90 if turn and len(tokens) > 24 else 0,
         automargin=True,
     )
 
@@ -99,7 +103,7 @@ def heatmap(
     """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
     fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label))
     fig.update_xaxes(title=x_title, side="top", **_axis_ticks(key_tokens))
-    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens))
+    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens, turn=False))
     n = max(len(query_tokens), 4)
     return _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
 
@@ -133,7 +137,11 @@ def heatmap_row(
         )
         fig.update_xaxes(row=1, col=col, **_axis_ticks(key_tokens))
         fig.update_yaxes(
-            row=1, col=col, autorange="reversed", showticklabels=col == 1, **_axis_ticks(query_tokens)
+            row=1,
+            col=col,
+            autorange="reversed",
+            showticklabels=col == 1,
+            **_axis_ticks(query_tokens, turn=False),
         )
     fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top, colorbar=dict(title=label)))
     return _base_layout(fig, title, height=170 + 22 * min(len(query_tokens), 24))
@@ -268,10 +276,12 @@ def scatter_groups(frame, x: str, y: str, group: str, label_columns: list[str], 
     return _base_layout(fig, title, height=420)
 
 
+def head_title(layer: int, head: int | str) -> str:
+    """The head view's title: ``layer 3, head 0`` or ``layer 3, heads averaged``."""
+    return f"layer {layer}, " + ("heads averaged" if head == "average" else f"head {int(head)}")
+
+
 def head_view(record: AttentionRecord, layer: int, head: int | str = 0) -> go.Figure:
     """One head (or ``"average"`` of a layer's heads) with its title: the page's and the CLI's figure."""
-    if head == "average":
-        matrix, name = record.weights[layer].mean(0), "heads averaged"
-    else:
-        matrix, name = record.head(layer, int(head)), f"head {int(head)}"
-    return heatmap(matrix, record.query_tokens, record.key_tokens, title=f"layer {layer}, {name}")
+    matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
+    return heatmap(matrix, record.query_tokens, record.key_tokens, title=head_title(layer, head))

@@ -97,6 +97,6 @@ def model_view(record: AttentionRecord, size: int = TILE, title: str = "") -> go
         font=dict(family=FONT, size=14),
         margin=dict(l=10, r=10, t=60, b=10),
         height=min(1400, 120 + image.shape[0] * cell),
-        clickmode="event+select",
+        clickmode="event",  # a click opens the head; no selection to redraw
     )
     return fig

@@ -1,0 +1,137 @@
+// Model view and head view of one record, drawn with Plotly.js in the page itself.
+//
+// st.plotly_chart mounts a new chart whenever its figure changes, so every head switch
+// cost a server round trip plus a fresh plot. Here a click on a model-view tile redraws
+// the head view at once from the weights the head view already holds (when the page sent
+// them), then tells Python, which moves the layer and head widgets to match. A figure
+// that does arrive from Python is drawn into the same chart with Plotly.react.
+const CONFIG = { displaylogo: false, responsive: true, toImageButtonOptions: { format: "png", scale: 2 } };
+const groups = (window.__atlasHeadGroups ||= {}); // group id → the head view's show(layer, head)
+
+function loadPlotly(url) {
+  // Our own copy of plotly.min.js (served from static/), loaded once per page. The global it
+  // sets is put back as it was, so whatever else on the page uses window.Plotly keeps it.
+  window.__atlasPlotly ||= new Promise((resolve, reject) => {
+    const before = window.Plotly;
+    const script = document.createElement("script");
+    script.src = url;
+    script.onload = () => {
+      const ours = window.Plotly;
+      window.Plotly = before;
+      ours ? resolve(ours) : reject(new Error(`${url} did not define Plotly`));
+    };
+    script.onerror = () => {
+      window.__atlasPlotly = null;
+      reject(new Error(`could not load ${url}`));
+    };
+    document.head.appendChild(script);
+  });
+  return window.__atlasPlotly;
+}
+
+function chartBox(parent) {
+  // One chart per mount; Streamlit may also empty the element, and then we start afresh.
+  if (!parent.__atlas?.div.isConnected) {
+    const note = document.createElement("div");
+    note.textContent = "Drawing the chart…";
+    const div = document.createElement("div");
+    parent.append(note, div);
+    parent.__atlas = { div, note };
+  }
+  return parent.__atlas;
+}
+
+function unpack16(b64) {
+  // live_heads.pack16 backwards: 16-bit codes → the float32 weights Python's figures hold.
+  const text = atob(b64);
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  const codes = new Uint16Array(bytes.buffer);
+  const bits = new Uint32Array(codes.length);
+  for (let i = 0; i < codes.length; i++) {
+    const c = codes[i];
+    bits[i] = c && (((c >> 10) + 64) << 23) | ((c & 1023) << 13);
+  }
+  return new Float32Array(bits.buffer);
+}
+
+function pageTheme(element) {
+  // What st.plotly_chart's theme does for these figures: the page's text colour, muted tick
+  // labels, transparent backgrounds (light or dark theme alike), margins that fit the labels.
+  const color = getComputedStyle(element).color || "rgb(49, 51, 63)";
+  const muted = color.replace(/^rgb\((.*)\)$/, "rgba($1, 0.75)");
+  const axis = { automargin: true, ticks: "", tickfont: { color: muted }, title: { font: { color } }, zeroline: false };
+  return {
+    layout: {
+      font: { color },
+      title: { font: { size: 16, weight: 600 } },
+      paper_bgcolor: "rgba(0,0,0,0)",
+      plot_bgcolor: "rgba(0,0,0,0)",
+      xaxis: axis,
+      yaxis: axis,
+    },
+  };
+}
+
+function drawFigure(Plotly, box, text) {
+  const fig = JSON.parse(text);
+  fig.layout.template = pageTheme(box.div); // instead of whichever template Python had as default
+  box.note.textContent = "";
+  return Plotly.react(box.div, fig.data, fig.layout, CONFIG);
+}
+
+async function drawModelView(Plotly, box, data, setTriggerValue) {
+  box.group = data.group;
+  box.pick = setTriggerValue;
+  if (box.figure !== data.figure) {
+    box.figure = data.figure;
+    await drawFigure(Plotly, box, data.figure);
+  }
+  if (!box.listening) {
+    box.listening = true;
+    box.div.on("plotly_click", (event) => {
+      const point = event.points.find((p) => p.customdata?.length === 2); // a tile's (layer, head)
+      if (!point) return;
+      const [layer, head] = Array.from(point.customdata, Number);
+      box.pick("pick", { layer, head }); // Python starts on the widgets while we draw
+      groups[box.group]?.(layer, head);
+    });
+  }
+}
+
+function showHead(Plotly, box, layer, head) {
+  // Redraw from the weights already here: same matrix, colour range and title as Python's figure.
+  const heads = box.heads;
+  if (!heads) return; // this view is not one head of a record whose weights are here
+  const [layers, perLayer, q, k] = heads.shape;
+  if (layer >= layers || head >= perLayer) return;
+  const i = layer * perLayer + head;
+  const z = Array.from({ length: q }, (_, r) => box.weights.subarray((i * q + r) * k, (i * q + r + 1) * k));
+  box.shown = `${heads.id}|${layer}|${head}`;
+  Plotly.update(box.div, { z: [z], zmax: [heads.zmax[i]] }, { "title.text": heads.titles[i] });
+}
+
+async function drawHeadView(Plotly, box, data) {
+  const heads = data.heads;
+  if (heads && box.weightsText !== heads.weights) {
+    box.weightsText = heads.weights;
+    box.weights = unpack16(heads.weights);
+  }
+  box.heads = heads;
+  groups[data.group] = (layer, head) => showHead(Plotly, box, layer, head);
+  if (box.shown === data.shown) return; // on screen already, perhaps drawn from the weights here
+  box.shown = data.shown;
+  await drawFigure(Plotly, box, data.figure);
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const box = chartBox(parentElement);
+  loadPlotly(data.plotly)
+    .then((Plotly) =>
+      data.role === "model" ? drawModelView(Plotly, box, data, setTriggerValue) : drawHeadView(Plotly, box, data),
+    )
+    .catch((err) => {
+      box.note.textContent = `The chart could not be drawn: ${err.message}`;
+    });
+}

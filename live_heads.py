@@ -1,0 +1,116 @@
+"""Model view + head view that switch heads in the browser (a Streamlit v2 component).
+
+``st.plotly_chart`` mounts a new chart whenever its figure changes, so a click on a
+model-view tile cost a server round trip and a fresh plot (~0.6 s here). Both views are
+drawn by ``live_heads.js`` with Plotly.js instead: the head view keeps every head's
+weights (when they fit in ``MAX_HEADS_BYTES``) and redraws a clicked head at once; Python
+then hears of the click and moves the layer and head widgets to match. The figures are
+exactly those ``cli.py figure`` writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import plotly
+import plotly.graph_objects as go
+import plotly.io as pio
+import streamlit as st
+
+from viz_core.figures import display_precision, head_title
+from viz_core.record import AttentionRecord
+
+ROOT = Path(__file__).resolve().parent
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+STATIC = ROOT / "static"  # served at /app/static/ (server.enableStaticServing)
+# All heads' weights travel with the head view up to this size (16 bits a weight, the same
+# 3 significant digits as every heatmap): minilm's 72 heads up to 83 tokens, smollm2's 270
+# up to 43, couplet-transformer's 12 up to 204. Beyond it a click asks Python for the head.
+MAX_HEADS_BYTES = 1_000_000
+
+_component = st.components.v2.component(
+    "atlas_live_heads", js=(ROOT / "live_heads.js").read_text(encoding="utf-8"), isolate_styles=False
+)
+
+
+@functools.cache
+def plotly_url() -> str:
+    """The URL of plotly.js for the page: the plotly package's own copy, put in static/ once."""
+    target = STATIC / PLOTLY_JS.name
+    if not target.exists() or target.stat().st_size != PLOTLY_JS.stat().st_size:
+        STATIC.mkdir(exist_ok=True)
+        partial = target.with_suffix(".partial")
+        shutil.copyfile(PLOTLY_JS, partial)
+        partial.replace(target)  # never serve a half-copied file
+    base = st.get_option("server.baseUrlPath").strip("/")
+    return "/".join(["", *([base] if base else []), "app", "static", PLOTLY_JS.name])
+
+
+def pack16(weights: np.ndarray) -> np.ndarray:
+    """Attention weights in [0, 1] at display precision, losslessly in 16 bits each.
+
+    ``display_precision`` leaves 10 mantissa bits and no magnitude below 2⁻⁶², so the
+    float32 exponent (65…127) fits in 6 bits: code = (exponent − 64) · 2¹⁰ + mantissa,
+    0 for 0. ``live_heads.js`` turns the codes back into the same float32 values.
+    """
+    bits = display_precision(np.clip(weights, 0, 1)).view(np.uint32).astype(np.int64)
+    code = ((bits >> 23) - 64) << 10 | (bits >> 13) & 0x3FF
+    return np.where(bits == 0, 0, code).astype("<u2")
+
+
+def all_heads(record: AttentionRecord, record_id: str) -> dict | None:
+    """Every head's weights, colour range and title for redrawing in the browser, or None if too big."""
+    if record.weights.size * 2 > MAX_HEADS_BYTES:
+        return None
+    layers, heads = record.n_layers, record.n_heads
+    return {
+        "id": record_id,
+        "shape": list(record.weights.shape),
+        "weights": base64.b64encode(pack16(record.weights).tobytes()).decode("ascii"),
+        "zmax": record.weights.max(axis=(-2, -1)).ravel().tolist(),  # as heatmap() sets it
+        "titles": [head_title(layer, head) for layer in range(layers) for head in range(heads)],
+    }
+
+
+def model_view_chart(fig: go.Figure, key: str, on_pick: Callable[[], None]) -> None:
+    """The model view; a click on a tile opens it in the head view of the same ``key``."""
+    _component(
+        data={
+            "role": "model",
+            "group": key,
+            "figure": pio.to_json(fig, validate=False),
+            "plotly": plotly_url(),
+        },
+        key=key + "_model",
+        on_pick_change=on_pick,
+    )
+
+
+def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
+    """The (layer, head) of the tile just clicked in ``model_view_chart(key=key)``, if valid."""
+    pick = getattr(st.session_state.get(key + "_model"), "pick", None)
+    try:
+        layer, head = int(pick["layer"]), int(pick["head"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
+
+
+def head_view_chart(fig: go.Figure, key: str, shown: str, heads: dict | None = None) -> None:
+    """The head view showing ``shown`` (``record id|layer|head``); with ``heads``, clicks redraw it here."""
+    _component(
+        data={
+            "role": "head",
+            "group": key,
+            "figure": pio.to_json(fig, validate=False),
+            "shown": shown,
+            "heads": heads,
+            "plotly": plotly_url(),
+        },
+        key=key + "_head",
+    )

@@ -1,0 +1,87 @@
+"""live_heads: what the browser gets to redraw a head by itself, and what a click may ask for."""
+
+import base64
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import plotly.io as pio
+import pytest
+
+import live_heads
+from viz_core.figures import display_precision, head_view
+from viz_core.record import AttentionRecord
+
+
+def record(layers: int, heads: int, n: int, seed: int = 0) -> AttentionRecord:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=(layers, heads, n, n)) * 3
+    weights = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    tokens = [f"t{i}" for i in range(n)]
+    return AttentionRecord(weights.astype(np.float32), tokens, tokens, "self", "test")
+
+
+def unpack16(codes: np.ndarray) -> np.ndarray:
+    """What live_heads.js does with the codes, in numpy."""
+    codes = codes.astype(np.uint32)
+    bits = np.where(codes == 0, 0, ((codes >> 10) + 64) << 23 | (codes & 1023) << 13)
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_16_bit_codes_hold_display_precision_weights_exactly():
+    rng = np.random.default_rng(1)
+    weights = np.concatenate([rng.random(50_000) ** 30, [0.0, 1.0, 2.0**-62, 2.0**-63, 1e-30, 0.5]])
+    weights = weights.astype(np.float32)
+    assert np.array_equal(unpack16(live_heads.pack16(weights)), display_precision(weights))
+
+
+def test_every_head_redrawn_from_the_payload_matches_pythons_figure():
+    rec = record(3, 4, 9)
+    payload = live_heads.all_heads(rec, "rid")
+    codes = np.frombuffer(base64.b64decode(payload["weights"]), "<u2")
+    weights = unpack16(codes).reshape(payload["shape"])
+    for layer in range(3):
+        for head in range(4):
+            fig = json.loads(pio.to_json(head_view(rec, layer, head), validate=False))
+            trace, i = fig["data"][0], layer * 4 + head
+            z = np.frombuffer(base64.b64decode(trace["z"]["bdata"]), trace["z"]["dtype"]).reshape(9, 9)
+            assert np.array_equal(weights[layer, head], z)  # the same bytes, not just close
+            assert payload["zmax"][i] == trace["zmax"]
+            assert payload["titles"][i] == fig["layout"]["title"]["text"]
+
+
+def test_records_too_big_to_send_whole_get_no_payload():
+    rec = record(2, 2, 8)
+    assert live_heads.all_heads(rec, "rid") is not None
+    n = int((live_heads.MAX_HEADS_BYTES / (2 * 2 * 2)) ** 0.5) + 1  # 2 layers × 2 heads × 2 bytes
+    assert live_heads.all_heads(record(2, 2, n), "rid") is None
+
+
+@pytest.mark.parametrize(
+    "pick, expected",
+    [
+        ({"layer": 1, "head": 2}, (1, 2)),
+        ({"layer": "1", "head": "2"}, (1, 2)),
+        ({"layer": 6, "head": 0}, None),  # no layer 6
+        ({"layer": 0, "head": -1}, None),
+        ({"layer": "<script>", "head": 0}, None),
+        ({"head": 0}, None),
+        ("layer 1", None),
+        (None, None),
+    ],
+)
+def test_a_click_from_the_browser_is_checked_before_use(monkeypatch, pick, expected):
+    monkeypatch.setattr(live_heads.st, "session_state", {"k_model": SimpleNamespace(pick=pick)})
+    assert live_heads.picked("k", layers=6, heads=12) == expected
+
+
+def test_plotly_js_is_copied_once_into_the_served_folder(monkeypatch, tmp_path):
+    monkeypatch.setattr(live_heads, "STATIC", tmp_path / "static")
+    live_heads.plotly_url.cache_clear()
+    try:
+        url = live_heads.plotly_url()
+    finally:
+        live_heads.plotly_url.cache_clear()
+    copied = tmp_path / "static" / "plotly.min.js"
+    assert url == "/app/static/plotly.min.js"
+    assert copied.read_bytes() == live_heads.PLOTLY_JS.read_bytes()
