@@ -2,11 +2,12 @@
 //
 // st.plotly_chart mounts a new chart whenever its figure changes, so every head switch
 // cost a server round trip plus a fresh plot. Here a click on a model-view tile redraws
-// the head view at once from the weights the head view already holds (when the page sent
-// them), then tells Python, which moves the layer and head widgets to match. A figure
-// that does arrive from Python is drawn into the same chart with Plotly.react.
+// the head view at once from every head's weights, which came with the model view (when
+// the page sent them), then tells Python, which moves the layer and head widgets to
+// match. A figure that does arrive from Python is drawn into the same chart with
+// Plotly.react.
 const CONFIG = { displaylogo: false, responsive: true, toImageButtonOptions: { format: "png", scale: 2 } };
-const groups = (window.__atlasHeadGroups ||= {}); // group id → the head view's show(layer, head)
+const groups = (window.__atlasHeadGroups ||= {}); // group id → {heads, weights, show(layer, head)}
 
 function loadPlotly(url) {
   // Our own copy of plotly.min.js (served from static/), loaded once per page. The global it
@@ -81,7 +82,12 @@ function drawFigure(Plotly, box, text) {
 }
 
 async function drawModelView(Plotly, box, data, setTriggerValue) {
-  box.group = data.group;
+  const group = (groups[data.group] ||= {});
+  if (group.heads?.weights !== data.heads?.weights) {
+    group.weights = data.heads && unpack16(data.heads.weights);
+  }
+  group.heads = data.heads;
+  box.group = group;
   box.pick = setTriggerValue;
   if (box.figure !== data.figure) {
     box.figure = data.figure;
@@ -94,33 +100,29 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
       if (!point) return;
       const [layer, head] = Array.from(point.customdata, Number);
       box.pick("pick", { layer, head }); // Python starts on the widgets while we draw
-      groups[box.group]?.(layer, head);
+      box.group.show?.(layer, head);
     });
   }
 }
 
-function showHead(Plotly, box, layer, head) {
+function showHead(Plotly, box, group, layer, head) {
   // Redraw from the weights already here: same matrix, colour range and title as Python's figure.
-  const heads = box.heads;
-  if (!heads) return; // this view is not one head of a record whose weights are here
+  const heads = group.heads;
+  if (!heads || !box.single || !box.shown?.startsWith(`${heads.id}|`)) return; // ask Python instead
   const [layers, perLayer, q, k] = heads.shape;
   if (layer >= layers || head >= perLayer) return;
   const i = layer * perLayer + head;
-  const z = Array.from({ length: q }, (_, r) => box.weights.subarray((i * q + r) * k, (i * q + r + 1) * k));
+  const z = Array.from({ length: q }, (_, r) => group.weights.subarray((i * q + r) * k, (i * q + r + 1) * k));
   box.shown = `${heads.id}|${layer}|${head}`;
   Plotly.update(box.div, { z: [z], zmax: [heads.zmax[i]] }, { "title.text": heads.titles[i] });
 }
 
 async function drawHeadView(Plotly, box, data) {
-  const heads = data.heads;
-  if (heads && box.weightsText !== heads.weights) {
-    box.weightsText = heads.weights;
-    box.weights = unpack16(heads.weights);
-  }
-  box.heads = heads;
-  groups[data.group] = (layer, head) => showHead(Plotly, box, layer, head);
+  const group = (groups[data.group] ||= {});
+  group.show = (layer, head) => showHead(Plotly, box, group, layer, head);
   if (box.shown === data.shown) return; // on screen already, perhaps drawn from the weights here
   box.shown = data.shown;
+  box.single = data.single;
   await drawFigure(Plotly, box, data.figure);
 }
 

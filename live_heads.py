@@ -2,9 +2,9 @@
 
 ``st.plotly_chart`` mounts a new chart whenever its figure changes, so a click on a
 model-view tile cost a server round trip and a fresh plot (~0.6 s here). Both views are
-drawn by ``live_heads.js`` with Plotly.js instead: the head view keeps every head's
-weights (when they fit in ``MAX_HEADS_BYTES``) and redraws a clicked head at once; Python
-then hears of the click and moves the layer and head widgets to match. The figures are
+drawn by ``live_heads.js`` with Plotly.js instead: the page keeps every head's weights
+(when they fit in ``MAX_HEADS_BYTES``) and redraws a clicked head at once; Python then
+hears of the click and moves the layer and head widgets to match. The figures are
 exactly those ``cli.py figure`` writes.
 """
 
@@ -28,10 +28,10 @@ from viz_core.record import AttentionRecord
 ROOT = Path(__file__).resolve().parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 STATIC = ROOT / "static"  # served at /app/static/ (server.enableStaticServing)
-# All heads' weights travel with the head view up to this size (16 bits a weight, the same
-# 3 significant digits as every heatmap): minilm's 72 heads up to 83 tokens, smollm2's 270
-# up to 43, couplet-transformer's 12 up to 204. Beyond it a click asks Python for the head.
-MAX_HEADS_BYTES = 1_000_000
+# All heads' weights travel with the model view up to this size (16 bits a weight, the same
+# 3 significant digits as every heatmap): minilm's 72 heads up to 131 tokens, smollm2's 270
+# up to 68, couplet-transformer's 12 up to 322. Beyond it a click asks Python for the head.
+MAX_HEADS_BYTES = 2_500_000
 
 _component = st.components.v2.component(
     "atlas_live_heads", js=(ROOT / "live_heads.js").read_text(encoding="utf-8"), isolate_styles=False
@@ -77,13 +77,20 @@ def all_heads(record: AttentionRecord, record_id: str) -> dict | None:
     }
 
 
-def model_view_chart(fig: go.Figure, key: str, on_pick: Callable[[], None]) -> None:
-    """The model view; a click on a tile opens it in the head view of the same ``key``."""
+def model_view_chart(
+    fig: go.Figure, key: str, on_pick: Callable[[], None], heads: dict | None = None
+) -> None:
+    """The model view; a click on a tile opens it in the head view of the same ``key``.
+
+    ``heads`` (``all_heads``) rides with the model view, not the head view: its message is
+    the same on every rerun of the tab, so Streamlit sends it once and a hash after that.
+    """
     _component(
         data={
             "role": "model",
             "group": key,
             "figure": pio.to_json(fig, validate=False),
+            "heads": heads,
             "plotly": plotly_url(),
         },
         key=key + "_model",
@@ -101,15 +108,16 @@ def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
     return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
 
 
-def head_view_chart(fig: go.Figure, key: str, shown: str, heads: dict | None = None) -> None:
-    """The head view showing ``shown`` (``record id|layer|head``); with ``heads``, clicks redraw it here."""
+def head_view_chart(fig: go.Figure, key: str, shown: str, single: bool) -> None:
+    """The head view showing ``shown`` (``record id|layer|head``); a ``single`` head's heatmap
+    can be redrawn in the browser with any other head of the record."""
     _component(
         data={
             "role": "head",
             "group": key,
             "figure": pio.to_json(fig, validate=False),
             "shown": shown,
-            "heads": heads,
+            "single": single,
             "plotly": plotly_url(),
         },
         key=key + "_head",

@@ -6,6 +6,7 @@ Run: python bench/bench_transformer.py
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import tempfile
@@ -22,7 +23,7 @@ from plotly.subplots import make_subplots
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.results import machine, median_seconds, paired_medians, write_section  # noqa: E402
-from live_heads import MAX_HEADS_BYTES  # noqa: E402
+from live_heads import MAX_HEADS_BYTES, all_heads  # noqa: E402
 from models.registry import load  # noqa: E402
 from tests.browser import PLOT_DRAWN, browser_page, streamlit_server  # noqa: E402
 from viz_core import heatmap  # noqa: E402
@@ -107,6 +108,10 @@ def payloads() -> list[str]:
         f"| one head, minilm | {head512.weights.shape[-1]} | {mb(heatmap(head512.head(3, 0), head512.query_tokens, head512.key_tokens)):.2f} "
         f"| {median_seconds(lambda: heatmap(head512.head(3, 0), head512.query_tokens, head512.key_tokens)) * 1e3:.0f} "
         f"| | | ≤ 1.5 MB, ≤ 50 ms |",
+        f"| every head's weights for the browser (`live_heads.all_heads`), minilm 6 × 12 | {rec128.weights.shape[-1]} "
+        f"| {len(json.dumps(all_heads(rec128, 'id'))) / 1e6:.2f} | {median_seconds(lambda: all_heads(rec128, 'id')) * 1e3:.0f} "
+        f"| the same weights as float32 JSON lists | {len(json.dumps(rec128.weights.tolist())) / 1e6:.1f} "
+        f"| sent once per input (≤ {MAX_HEADS_BYTES / 1e6:.1f} MB of 16-bit codes) |",
     ]
     return rows
 
@@ -155,9 +160,18 @@ st.plotly_chart(go.Figure(go.Heatmap(z=[[int(h), 1], [2, 3]])).update_layout(tit
 """
 
 
-def click_times(page, url: str, text: str | None, repeats: int) -> tuple[list[float], list[float]]:
+def count_received(page) -> list[int]:
+    """Sizes of the websocket frames the page receives from now on (Streamlit's messages)."""
+    sizes: list[int] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda data: sizes.append(len(data))))
+    return sizes
+
+
+def click_times(page, url: str, text: str | None, repeats: int) -> tuple[list[float], list[float], list[int]]:
     """Seconds from a click on a model-view tile to the head view's new title, and to the
-    head widget showing that head (Python has heard the click), for ``repeats`` tiles."""
+    head widget showing that head (Python has heard the click), and the bytes the page
+    received for each click, for ``repeats`` tiles."""
+    received = count_received(page)
     page.goto(f"{url}/transformer")
     page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
     if text:
@@ -168,9 +182,10 @@ def click_times(page, url: str, text: str | None, repeats: int) -> tuple[list[fl
             f"document.querySelectorAll('.js-plotly-plot')[1]?.data?.[0]?.x?.length > {n}", timeout=120_000
         )
     tiles = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point")
-    drawn, synced = [], []
+    drawn, synced, sent = [], [], []
     for i in range(repeats):
         layer, head = 1 + i % 5, (3 + 2 * i) % 12
+        before = sum(received)
         box = tiles.nth(layer * 12 + head).bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_timeout(300)
@@ -182,15 +197,19 @@ def click_times(page, url: str, text: str | None, repeats: int) -> tuple[list[fl
         page.get_by_text(f"CSV: minilm_layer{layer}_{head}").wait_for(timeout=30_000)
         synced.append(time.perf_counter() - start)
         page.wait_for_timeout(500)
-    return drawn, synced
+        sent.append(sum(received) - before)
+    return drawn, synced, sent
 
 
 def select_times(page, repeats: int) -> list[float]:
     """Seconds from choosing a head in the head selectbox to the head view's new title (through Python)."""
     times = []
     for i in range(repeats):
+        shown = page.locator(".gtitle").first.text_content()  # "layer L, head H"
         target = str((5 + 3 * i) % 12)
-        page.get_by_label("head").first.click()
+        if shown.endswith(f"head {target}"):
+            target = str((int(target) + 1) % 12)
+        page.get_by_label("head", exact=True).click()
         start = time.perf_counter()
         page.get_by_role("option", name=target, exact=True).click()
         page.locator(".gtitle", has_text=f", head {target}").first.wait_for(timeout=30_000)
@@ -227,15 +246,14 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
     browser) and one that does not (the click asks Python), beside the framework's floor."""
     inputs = {
         "default sentence (13 tokens)": None,
-        f"{70} words ({72} tokens)": text_of(70),
-        f"{110} words ({112} tokens)": text_of(110),
+        "120 words (122 tokens)": text_of(120),
+        "200 words (202 tokens)": text_of(200),
     }
     rows = []
     with browser_page(height=2600) as page:
         with streamlit_server() as url:
             for name, text in inputs.items():
-                drawn, synced = click_times(page, url, text, repeats)
-                rows.append((name, text, drawn, synced))
+                rows.append((name, text, *click_times(page, url, text, repeats)))
             selected = select_times(page, repeats)  # on the last input
         floor = floor_times(page, repeats)
     f = statistics.median(floor)
@@ -243,22 +261,24 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         "",
         f"Click on a model-view tile → head view redrawn in chromium (minilm), median of {repeats}:",
         "",
-        "| input | every head's weights in the page | click → head view redrawn | click → widgets moved by Python |",
-        "|---|---|---|---|",
+        "| input | every head's weights in the page | click → head view redrawn | click → widgets moved by Python "
+        "| received per click |",
+        "|---|---|---|---|---:|",
     ]
-    for name, text, drawn, synced in rows:
+    for name, text, drawn, synced, sent in rows:
         n = 72 * (len(text.split()) + 2 if text else 13) ** 2 * 2
         fits = (
             f"yes ({n / 1e6:.2f} MB)"
             if n <= MAX_HEADS_BYTES
-            else f"no ({n / 1e6:.1f} MB > {MAX_HEADS_BYTES / 1e6:.0f} MB)"
+            else f"no ({n / 1e6:.1f} MB > {MAX_HEADS_BYTES / 1e6:.1f} MB)"
         )
         lines.append(
-            f"| {name} | {fits} | **{ms(drawn)}**, {statistics.median(drawn) / f:.2f}× the floor | {ms(synced)} |"
+            f"| {name} | {fits} | **{ms(drawn)}**, {statistics.median(drawn) / f:.2f}× the floor | {ms(synced)} "
+            f"| {statistics.median(sent) / 1e3:.0f} kB |"
         )
     return [
         *lines,
-        f"| baseline: a one-widget Streamlit app, selectbox → redrawn chart | | {ms(floor)} | |",
+        f"| baseline: a one-widget Streamlit app, selectbox → redrawn chart | | {ms(floor)} | | |",
         "",
         f"The head selectbox instead of a click (Python draws the head; {list(inputs)[-1]}): {ms(selected)}, "
         f"{statistics.median(selected) / f:.2f}× the floor.",
@@ -273,7 +293,7 @@ def main() -> None:
     lines = [
         "## Transformer views (bench/bench_transformer.py)",
         "",
-        f"{date.today()}, {machine()}. Payload = `plotly.io.to_json`, what `st.plotly_chart` sends; build times are "
+        f"{date.today()}, {machine()}. Payload = `plotly.io.to_json`, what the page sends (through `st.plotly_chart` or `live_heads`); build times are "
         "medians of 20 unless noted. For scale, issue 4 quotes BertViz at 47.9 MB (12 × 12 heads, 128 tokens).",
         "",
         *payloads(),

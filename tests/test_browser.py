@@ -74,13 +74,8 @@ def test_heatmap_hover_names_both_tokens(page):
 def test_model_view_click_opens_that_head(page):
     page.goto(f"{page.base_url}/transformer")
     page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
-    tiles = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point")
-    assert tiles.count() == 6 * 12
-    box = tiles.nth(1 * 12 + 2).bounding_box()  # layer 1, head 2
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(300)
-    page.mouse.down()
-    page.mouse.up()
+    assert page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").count() == 6 * 12
+    click_tile(page, 1, 2)
     page.locator(".gtitle", has_text="layer 1, head 2").first.wait_for(timeout=30_000)
     # Python heard the click: the head widget moved and the download is that head's numbers.
     page.get_by_text("CSV: minilm_layer1_2").wait_for(timeout=30_000)
@@ -99,6 +94,28 @@ def test_model_view_click_opens_that_head(page):
     record = next(iter(load("minilm").run(page.get_by_label("text").input_value()).records.values()))
     assert np.array_equal(np.array(drawn["z"], dtype=np.float32), display_precision(record.head(1, 2)))
     assert drawn["zmax"] == pytest.approx(float(record.head(1, 2).max()), rel=1e-6)
+
+
+def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
+    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
+    box = tile.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)
+    page.mouse.down()
+    page.mouse.up()
+
+
+def test_model_view_click_on_an_input_too_long_to_send_whole_asks_python(page):
+    page.goto(f"{page.base_url}/transformer")
+    page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+    text = " ".join(["every token looks at every other token"] * 20)  # 142 tokens: 72 heads > 2.5 MB
+    page.get_by_label("text").fill(text)
+    page.get_by_label("text").press("Enter")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot')[1]?.data?.[0]?.x?.length > 130")
+    click_tile(page, 4, 7)
+    page.locator(".gtitle", has_text="layer 4, head 7").first.wait_for(timeout=30_000)
+    page.get_by_text("CSV: minilm_layer4_7").wait_for(timeout=30_000)
+    assert page.locator(EXCEPTION_BOX).count() == 0
 
 
 def test_html_in_the_text_is_shown_never_run(page):

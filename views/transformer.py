@@ -71,7 +71,7 @@ def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {L} layers × {H} heads")
     st.caption("Each tile is one head, scaled to its own maximum. Click a tile to open it below.")
-    model_view_chart(view["model_view"], K + "heads", on_pick=open_head)
+    model_view_chart(view["model_view"], K + "heads", on_pick=open_head, heads=view["heads"])
 
     st.subheader("Head view")
     c1, c2, c3 = st.columns(3)
@@ -81,10 +81,10 @@ def heads_tab():
     shown = f"{view['record_id']}|{layer}|{head}"
     if head == "all side by side":
         panels = {f"head {h}": record.head(layer, h) for h in range(H)}
-        head_view_chart(heatmap_row(panels, *tokens, zmax=1.0), K + "heads", shown)
+        head_view_chart(heatmap_row(panels, *tokens, zmax=1.0), K + "heads", shown, single=False)
         frame = record_frame(record).query(f"layer == {layer}")
     else:
-        head_view_chart(head_view(record, layer, head), K + "heads", shown, view["heads"])
+        head_view_chart(head_view(record, layer, head), K + "heads", shown, single=True)
         matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
         frame = matrix_frame(matrix, "query_pos", "key_pos", "weight")
     csv_button(frame, K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
