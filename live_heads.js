@@ -58,7 +58,8 @@ function unpack16(b64) {
 
 function pageTheme(element) {
   // What st.plotly_chart's theme does for these figures: the page's text colour, muted tick
-  // labels, transparent backgrounds (light or dark theme alike), margins that fit the labels.
+  // labels, transparent backgrounds (light or dark theme alike), margins that fit the labels,
+  // and one plain hover box (the tiles' invisible markers would lend it the trace colour).
   const color = getComputedStyle(element).color || "rgb(49, 51, 63)";
   const muted = color.replace(/^rgb\((.*)\)$/, "rgba($1, 0.75)");
   const axis = { automargin: true, ticks: "", tickfont: { color: muted }, title: { font: { color } }, zeroline: false };
@@ -68,6 +69,7 @@ function pageTheme(element) {
       title: { font: { size: 16, weight: 600 } },
       paper_bgcolor: "rgba(0,0,0,0)",
       plot_bgcolor: "rgba(0,0,0,0)",
+      hoverlabel: { bgcolor: "white", bordercolor: "rgb(160, 160, 170)", font: { color: "rgb(49, 51, 63)" } },
       xaxis: axis,
       yaxis: axis,
     },
