@@ -5,8 +5,6 @@ Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit t
 
 from __future__ import annotations
 
-import hashlib
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -87,7 +85,7 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
 
     Switching layer or head then only builds one heatmap.
     """
-    from live_heads import all_heads
+    from live_heads import all_heads, record_id
     from viz_core.derive import hide_special, merge_words, special_share
     from viz_core.model_view import model_view
     from viz_core.stats import head_table, offset_profile, rollout
@@ -97,11 +95,11 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
     share = special_share(record)
     record = hide_special(record) if hide else record
     offsets, profile = offset_profile(record.weights)
-    record_id = f"{model_id}|{kind}|{merge}|{hide}|{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    rid = record_id(model_id, text, kind, merge, hide)
     return {
         "record": record,
-        "record_id": record_id,
-        "heads": all_heads(record, record_id),
+        "record_id": rid,
+        "heads": all_heads(record, rid),
         "special_share": share,
         "model_view": model_view(record),
         "table": head_table(record.weights, record.meta.get("key_special")),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +52,11 @@ def plotly_url() -> str:
     return "/".join(["", *([base] if base else []), "app", "static", PLOTLY_JS.name])
 
 
+def record_id(*inputs: object) -> str:
+    """A short id of the record that these inputs (model, text, options…) produce."""
+    return hashlib.sha256("\x1f".join(map(str, inputs)).encode()).hexdigest()[:16]
+
+
 def pack16(weights: np.ndarray) -> np.ndarray:
     """Attention weights in [0, 1] at display precision, losslessly in 16 bits each.
 
@@ -63,13 +69,13 @@ def pack16(weights: np.ndarray) -> np.ndarray:
     return np.where(bits == 0, 0, code).astype("<u2")
 
 
-def all_heads(record: AttentionRecord, record_id: str) -> dict | None:
+def all_heads(record: AttentionRecord, rid: str) -> dict | None:
     """Every head's weights, colour range and title for redrawing in the browser, or None if too big."""
     if record.weights.size * 2 > MAX_HEADS_BYTES:
         return None
     layers, heads = record.n_layers, record.n_heads
     return {
-        "id": record_id,
+        "id": rid,
         "shape": list(record.weights.shape),
         "weights": base64.b64encode(pack16(record.weights).tobytes()).decode("ascii"),
         "zmax": record.weights.max(axis=(-2, -1)).ravel().tolist(),  # as heatmap() sets it

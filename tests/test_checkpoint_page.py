@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from models.bundle import Seq2SeqBundle
 from models.couplet_transformer import TransformerBundle
+from tests.apptest import charts, page_runner
 from tests.test_couplet_model import tiny_couplet, tiny_vocab
 from tests.test_couplet_transformer import tiny_couplet as tiny_transformer_couplet
 from tests.test_uploads import SystemCall, torch_bytes, zip_bytes
@@ -27,19 +28,12 @@ BUNDLED = ROOT / "weights" / "couplet-rnn-additive" / "model.safetensors"
 UPPER = "两个黄鹂鸣翠柳"
 
 
-def run(at: AppTest | None = None) -> AppTest:
-    at = (at or AppTest.from_file(PAGE, default_timeout=120)).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+run = page_runner(PAGE, 120)
 
 
 def upload(at: AppTest, name: str, data: bytes, key: str = K + "file") -> AppTest:
     at.file_uploader(key=key).set_value((name, data, "application/octet-stream"))
     return run(at)
-
-
-def charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -119,6 +113,8 @@ def test_upload_of_a_couplet_transformer_shows_model_and_head_views(tmp_path):
     assert at.radio(key=K + "kind").value == "cross"
     figs = charts(at)
     assert figs[1]["layout"]["title"]["text"] == "layer 2, head 0"  # the head view, last layer first
+    model_view = json.loads(at.get("bidi_component")[0].proto.json)
+    assert model_view["heads"]["shape"][:2] == [3, 4]  # a click on a tile redraws the head in the browser
     at.radio(key=K + "kind").set_value("encoder_self")
     next(box for box in at.selectbox if box.label == "head").set_value("average")
     at = run(at)

@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from streamlit.testing.v1 import AppTest
+
+from tests.apptest import charts, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "../views/couplets.py"
 K = "couplet_"
 
 
-def run(at: AppTest | None = None) -> AppTest:
-    at = (at or AppTest.from_file(PAGE, default_timeout=120)).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
-def charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+run = page_runner(PAGE, 120)
 
 
 def test_default_line_shows_a_seven_by_seven_heatmap_and_the_step_view():

@@ -1,21 +1,15 @@
 """Every page under streamlit's AppTest: renders without exception, shows its charts, reacts to a widget."""
 
-import json
-
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from tests.apptest import charts, page_runner
 
 TIMEOUT = 120
 
 
 def run(page: str) -> AppTest:
-    at = AppTest.from_file(f"../{page}", default_timeout=TIMEOUT).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
-def charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return page_runner(f"../{page}", TIMEOUT)()
 
 
 def test_app_shell_shows_home_and_device():

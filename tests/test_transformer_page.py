@@ -5,19 +5,12 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import charts, page_runner
+
 PAGE = "../views/transformer.py"
 
 
-def run(at: AppTest | None = None) -> AppTest:
-    at = (at or AppTest.from_file(PAGE, default_timeout=300)).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
-def figures(at: AppTest) -> list[dict]:
-    """The model view and head view (drawn in the page by live_heads), then the other charts."""
-    live = [json.loads(json.loads(c.proto.json)["figure"]) for c in at.get("bidi_component")]
-    return live + [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+run = page_runner(PAGE, 300)
 
 
 def live_data(at: AppTest) -> list[dict]:
@@ -30,7 +23,7 @@ def first_load():
 
 
 def test_first_load_shows_model_view_head_view_and_statistics(first_load):
-    figs = figures(first_load)
+    figs = charts(first_load)
     model_view = figs[0]
     assert [t["type"] for t in model_view["data"]] == ["heatmap", "scatter"]
     assert len(model_view["data"][1]["customdata"]["shape"].split(",")) == 2 or model_view["data"][1]["x"]
@@ -51,22 +44,22 @@ def test_changing_head_rerenders_without_rerunning_the_model(first_load):
     at = first_load
     at.selectbox(key="tf_head").set_value("5").run()
     assert not at.exception
-    assert "layer 3, head 5" in figures(at)[1]["layout"]["title"]["text"]
+    assert "layer 3, head 5" in charts(at)[1]["layout"]["title"]["text"]
     model, head = live_data(at)
     assert model["heads"]["shape"][:2] == [6, 12] and head["single"]  # the browser can redraw any head
     at.selectbox(key="tf_head").set_value("all side by side").run()
-    assert len(figures(at)[1]["data"]) == 12
+    assert len(charts(at)[1]["data"]) == 12
     assert not live_data(at)[1]["single"]  # twelve panels: a click waits for Python's figure
 
 
 def test_merge_and_hide_special_tokens(first_load):
     at = first_load
     at.text_input(key="tf_text_minilm").set_value("Tokenization is unbelievably subtle").run()
-    pieces = figures(at)[1]["data"][0]["x"]
+    pieces = charts(at)[1]["data"][0]["x"]
     at.toggle(key="tf_merge").set_value(True)
     at.toggle(key="tf_hide").set_value(True).run()
     assert not at.exception
-    merged = figures(at)[1]["data"][0]["x"]
+    merged = charts(at)[1]["data"][0]["x"]
     assert len(merged) < len(pieces) and not any("[CLS]" in label for label in merged)
     assert any(label.endswith("tokenization") for label in merged)
 
@@ -81,7 +74,7 @@ def test_html_and_odd_scripts_are_plain_labels():
     at = run()
     at.text_input(key="tf_text_minilm").set_value('<img src=x onerror="alert(1)"> مرحبا 😀\x07 风').run()
     assert not at.exception
-    assert any("<" in label for label in figures(at)[1]["data"][0]["x"])
+    assert any("<" in label for label in charts(at)[1]["data"][0]["x"])
 
 
 @pytest.mark.slow
@@ -90,7 +83,7 @@ def test_smollm2_shows_induction_heads():
     at.selectbox(key="tf_model").set_value("smollm2").run()
     assert not at.exception
     assert any("Strongest: layer" in c.value for c in at.caption)
-    assert figures(at)[0]["data"][1]["x"]  # 30 × 9 tiles
+    assert charts(at)[0]["data"][1]["x"]  # 30 × 9 tiles
 
 
 def test_couplet_transformer_shows_three_kinds_of_attention():
@@ -104,8 +97,8 @@ def test_couplet_transformer_shows_three_kinds_of_attention():
 
 def test_exact_flow_on_request_for_a_short_input():
     at = run()
-    n_before = len(figures(at))
+    n_before = len(charts(at))
     at.toggle(key="tf_flow").set_value(True).run()
     assert not at.exception
-    titles = [f["layout"].get("title", {}).get("text", "") for f in figures(at)]
+    titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
     assert len(titles) == n_before + 1 and any("attention flow" in t for t in titles)

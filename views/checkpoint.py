@@ -10,7 +10,8 @@ import json
 
 import streamlit as st
 
-from atlas_ui import PLOTLY_CONFIG, chart, run_model
+from atlas_ui import chart, csv_button, run_model
+from live_heads import all_heads, head_view_chart, model_view_chart, picked, record_id
 from models.registry import available
 from models.uploads import Limits, NeedsAnswers, UploadError, export_bytes, load_bytes, parse_vocab
 from models.uploads.architectures import ARCHITECTURES
@@ -201,22 +202,24 @@ if s.view == "alignment":
     chart(alignment_figure(rec), record_frame(rec), K + "heat", "upload_alignment")
 else:
     st.subheader(f"Model view: {rec.n_layers} layers × {rec.n_heads} heads ({kind})")
-    st.plotly_chart(model_view(rec), key=K + "modelview", config=PLOTLY_CONFIG)
+    st.caption("Each tile is one head, scaled to its own maximum. Click a tile to open it below.")
+    layer_key, head_key = f"{K}layer_{s.model_id}_{kind}", f"{K}head_{s.model_id}"  # head counts differ
+
+    def open_head():
+        pick = picked(K + "heads", rec.n_layers, rec.n_heads)
+        if pick:
+            st.session_state[layer_key], st.session_state[head_key] = pick[0], str(pick[1])
+
+    rid = record_id(cache_key, kind, text, target)
+    model_view_chart(model_view(rec), K + "heads", on_pick=open_head, heads=all_heads(rec, rid))
     c1, c2 = st.columns(2)
     layer = (
-        c1.slider("layer", 0, rec.n_layers - 1, rec.n_layers - 1, key=f"{K}layer_{s.model_id}_{kind}")
-        if rec.n_layers > 1
-        else 0
+        c1.slider("layer", 0, rec.n_layers - 1, rec.n_layers - 1, key=layer_key) if rec.n_layers > 1 else 0
     )
-    heads = [str(h) for h in range(rec.n_heads)] + ["average"]
-    head = c2.selectbox("head", heads, key=f"{K}head_{s.model_id}")  # per upload: head counts differ
+    head = c2.selectbox("head", [str(h) for h in range(rec.n_heads)] + ["average"], key=head_key)
+    head_view_chart(head_view(rec, layer, head), K + "heads", f"{rid}|{layer}|{head}", single=True)
     matrix = rec.weights[layer].mean(0) if head == "average" else rec.head(layer, int(head))
-    chart(
-        head_view(rec, layer, head),
-        matrix_frame(matrix, "query_pos", "key_pos", "weight"),
-        K + "headview",
-        "upload_head",
-    )
+    csv_button(matrix_frame(matrix, "query_pos", "key_pos", "weight"), K + "headview", "upload_head")
 
 st.subheader("Beside the bundled model")
 registered = {m.id for m in available()}
