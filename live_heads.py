@@ -43,11 +43,15 @@ _component = st.components.v2.component(
 def plotly_url() -> str:
     """The URL of plotly.js for the page: the plotly package's own copy, put in static/ once."""
     target = STATIC / PLOTLY_JS.name
-    if not target.exists() or target.stat().st_size != PLOTLY_JS.stat().st_size:
-        STATIC.mkdir(exist_ok=True)
-        partial = target.with_suffix(".partial")
-        shutil.copyfile(PLOTLY_JS, partial)
-        partial.replace(target)  # never serve a half-copied file
+    try:
+        if not target.exists() or target.stat().st_size != PLOTLY_JS.stat().st_size:
+            STATIC.mkdir(exist_ok=True)
+            partial = target.with_suffix(".partial")
+            shutil.copyfile(PLOTLY_JS, partial)
+            partial.replace(target)  # never serve a half-copied file
+    except OSError as err:
+        st.error(f"The model and head views need plotly.js in {STATIC}, which cannot be written here: {err}")
+        st.stop()
     base = st.get_option("server.baseUrlPath").strip("/")
     return "/".join(["", *([base] if base else []), "app", "static", PLOTLY_JS.name])
 
@@ -83,6 +87,16 @@ def all_heads(record: AttentionRecord, rid: str) -> dict | None:
     }
 
 
+def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callable[[], None]) -> None:
+    """One view of the group ``key``: its figure exactly as ``cli.py figure`` writes it."""
+    figure = pio.to_json(fig, validate=False)
+    _component(
+        data={"role": role, "group": key, "figure": figure, "plotly": plotly_url(), **data},
+        key=f"{key}_{role}",
+        **callbacks,
+    )
+
+
 def model_view_chart(
     fig: go.Figure, key: str, on_pick: Callable[[], None], heads: dict | None = None
 ) -> None:
@@ -91,17 +105,7 @@ def model_view_chart(
     ``heads`` (``all_heads``) rides with the model view, not the head view: its message is
     the same on every rerun of the tab, so Streamlit sends it once and a hash after that.
     """
-    _component(
-        data={
-            "role": "model",
-            "group": key,
-            "figure": pio.to_json(fig, validate=False),
-            "heads": heads,
-            "plotly": plotly_url(),
-        },
-        key=key + "_model",
-        on_pick_change=on_pick,
-    )
+    _mount("model", fig, key, {"heads": heads}, on_pick_change=on_pick)
 
 
 def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
@@ -117,14 +121,4 @@ def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
 def head_view_chart(fig: go.Figure, key: str, shown: str, single: bool) -> None:
     """The head view showing ``shown`` (``record id|layer|head``); a ``single`` head's heatmap
     can be redrawn in the browser with any other head of the record."""
-    _component(
-        data={
-            "role": "head",
-            "group": key,
-            "figure": pio.to_json(fig, validate=False),
-            "shown": shown,
-            "single": single,
-            "plotly": plotly_url(),
-        },
-        key=key + "_head",
-    )
+    _mount("head", fig, key, {"shown": shown, "single": single})

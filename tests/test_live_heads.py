@@ -85,3 +85,24 @@ def test_plotly_js_is_copied_once_into_the_served_folder(monkeypatch, tmp_path):
     copied = tmp_path / "static" / "plotly.min.js"
     assert url == "/app/static/plotly.min.js"
     assert copied.read_bytes() == live_heads.PLOTLY_JS.read_bytes()
+
+
+def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(live_heads, "STATIC", blocker / "static")  # cannot be made: a file is in the way
+
+    def app():
+        import live_heads
+
+        live_heads.plotly_url()
+
+    live_heads.plotly_url.cache_clear()
+    try:
+        at = AppTest.from_function(app).run()
+    finally:
+        live_heads.plotly_url.cache_clear()
+    assert not at.exception
+    assert "cannot be written" in at.error[0].value
