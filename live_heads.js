@@ -89,8 +89,10 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
     group.weights = data.heads && unpack16(data.heads.weights);
   }
   group.heads = data.heads;
+  group.grid = data.grid;
   box.group = group;
   box.pick = setTriggerValue;
+  group.pick = (layer, head) => box.pick("pick", { layer, head });
   if (box.figure !== data.figure) {
     box.figure = data.figure;
     await drawFigure(Plotly, box, data.figure);
@@ -101,7 +103,7 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
       const point = event.points.find((p) => p.customdata?.length === 2); // a tile's (layer, head)
       if (!point) return;
       const [layer, head] = Array.from(point.customdata, Number);
-      box.pick("pick", { layer, head }); // Python starts on the widgets while we draw
+      box.group.pick(layer, head); // Python starts on the widgets while we draw
       box.group.show?.(layer, head);
     });
   }
@@ -119,9 +121,30 @@ function showHead(Plotly, box, group, layer, head) {
   Plotly.update(box.div, { z: [z], zmax: [heads.zmax[i]] }, { "title.text": heads.titles[i] });
 }
 
+const ARROWS = { ArrowLeft: [0, -1], ArrowRight: [0, 1], ArrowUp: [-1, 0], ArrowDown: [1, 0] };
+
+function stepHead(group, box, event) {
+  // With the head view focused, ←/→ open the previous/next head and ↑/↓ the layer above/below.
+  const [dLayer, dHead] = ARROWS[event.key] || [];
+  const [, layer, head] = (box.shown || "").split("|").map(Number);
+  const [layers, perLayer] = group.grid || [];
+  const to = [layer + dLayer, head + dHead];
+  if (dLayer === undefined || !box.single || !(to[0] >= 0 && to[0] < layers && to[1] >= 0 && to[1] < perLayer)) return;
+  event.preventDefault(); // the page does not scroll
+  group.pick?.(...to);
+  group.show(...to);
+}
+
 async function drawHeadView(Plotly, box, data) {
   const group = (groups[data.group] ||= {});
   group.show = (layer, head) => showHead(Plotly, box, group, layer, head);
+  if (!box.keys) {
+    box.keys = true;
+    box.div.tabIndex = 0;
+    // Plotly's drag layer swallows the click's default focus, so a click focuses the chart here.
+    box.div.addEventListener("pointerdown", () => box.div.focus({ preventScroll: true }), true);
+    box.div.addEventListener("keydown", (event) => stepHead(groups[data.group], box, event));
+  }
   if (box.shown === data.shown) return; // on screen already, perhaps drawn from the weights here
   box.shown = data.shown;
   box.single = data.single;

@@ -34,6 +34,11 @@ STATIC = ROOT / "static"  # served at /app/static/ (server.enableStaticServing)
 # up to 68, couplet-transformer's 12 up to 322. Beyond it a click asks Python for the head.
 MAX_HEADS_BYTES = 2_500_000
 
+HINT = (
+    "Each tile is one head, scaled to its own maximum. Click a tile to open it below; in the head "
+    "view (click it first), ←/→ step through the heads and ↑/↓ through the layers."
+)
+
 _component = st.components.v2.component(
     "atlas_live_heads", js=(ROOT / "live_heads.js").read_text(encoding="utf-8"), isolate_styles=False
 )
@@ -98,14 +103,15 @@ def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callabl
 
 
 def model_view_chart(
-    fig: go.Figure, key: str, on_pick: Callable[[], None], heads: dict | None = None
+    fig: go.Figure, key: str, grid: tuple[int, int], on_pick: Callable[[], None], heads: dict | None = None
 ) -> None:
-    """The model view; a click on a tile opens it in the head view of the same ``key``.
+    """The model view of ``grid`` = (layers, heads); a click on a tile opens it in the head view
+    of the same ``key``, as do the arrow keys in a focused head view.
 
     ``heads`` (``all_heads``) rides with the model view, not the head view: its message is
     the same on every rerun of the tab, so Streamlit sends it once and a hash after that.
     """
-    _mount("model", fig, key, {"heads": heads}, on_pick_change=on_pick)
+    _mount("model", fig, key, {"grid": grid, "heads": heads}, on_pick_change=on_pick)
 
 
 def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:

@@ -95,6 +95,14 @@ def test_model_view_click_opens_that_head(page):
     assert np.array_equal(np.array(drawn["z"], dtype=np.float32), display_precision(record.head(1, 2)))
     assert drawn["zmax"] == pytest.approx(float(record.head(1, 2).max()), rel=1e-6)
 
+    # The arrow keys step through heads and layers from the focused head view.
+    page.locator(".js-plotly-plot").nth(1).focus()
+    page.keyboard.press("ArrowRight")
+    page.locator(".gtitle", has_text="layer 1, head 3").first.wait_for(timeout=30_000)
+    page.keyboard.press("ArrowDown")
+    page.locator(".gtitle", has_text="layer 2, head 3").first.wait_for(timeout=30_000)
+    page.get_by_text("CSV: minilm_layer2_3").wait_for(timeout=30_000)
+
 
 def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
     tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
@@ -115,6 +123,9 @@ def test_model_view_click_on_an_input_too_long_to_send_whole_asks_python(page):
     click_tile(page, 4, 7)
     page.locator(".gtitle", has_text="layer 4, head 7").first.wait_for(timeout=30_000)
     page.get_by_text("CSV: minilm_layer4_7").wait_for(timeout=30_000)
+    page.locator(".js-plotly-plot").nth(1).focus()
+    page.keyboard.press("ArrowLeft")  # drawn by Python this time, as the click was
+    page.locator(".gtitle", has_text="layer 4, head 6").first.wait_for(timeout=30_000)
     assert page.locator(EXCEPTION_BOX).count() == 0
 
 

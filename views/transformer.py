@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from atlas_ui import chart, csv_button, induction, model_choices, run_model, transformer_view
-from live_heads import head_view_chart, model_view_chart, picked
+from live_heads import HINT, head_view_chart, model_view_chart, picked
 from models.positional import sinusoidal
 from viz_core import heatmap, heatmap_row, lines, matrix_frame, matrix_heatmap, record_frame, series_frame
 from viz_core.figures import head_view, scatter_groups
@@ -70,8 +70,8 @@ def open_head():
 def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {L} layers × {H} heads")
-    st.caption("Each tile is one head, scaled to its own maximum. Click a tile to open it below.")
-    model_view_chart(view["model_view"], K + "heads", on_pick=open_head, heads=view["heads"])
+    st.caption(HINT)
+    model_view_chart(view["model_view"], K + "heads", (L, H), on_pick=open_head, heads=view["heads"])
 
     st.subheader("Head view")
     c1, c2, c3 = st.columns(3)
