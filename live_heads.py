@@ -103,19 +103,26 @@ def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callabl
 
 
 def model_view_chart(
-    fig: go.Figure, key: str, grid: tuple[int, int], on_pick: Callable[[], None], heads: dict | None = None
+    fig: go.Figure, key: str, grid: tuple[int, int], widgets: tuple[str, str], heads: dict | None = None
 ) -> None:
-    """The model view of ``grid`` = (layers, heads); a click on a tile opens it in the head view
-    of the same ``key``, as do the arrow keys in a focused head view.
+    """The model view of ``grid`` = (layers, heads). A click on a tile (or an arrow key in the
+    focused head view) opens that head in the head view of the same ``key``, and the layer
+    and head widgets (their keys: ``widgets``) move to it.
 
     ``heads`` (``all_heads``) rides with the model view, not the head view: its message is
     the same on every rerun of the tab, so Streamlit sends it once and a hash after that.
     """
-    _mount("model", fig, key, {"grid": grid, "heads": heads}, on_pick_change=on_pick)
+
+    def follow() -> None:
+        pick = picked(key, *grid)
+        if pick:
+            st.session_state[widgets[0]], st.session_state[widgets[1]] = pick[0], str(pick[1])
+
+    _mount("model", fig, key, {"grid": grid, "heads": heads}, on_pick_change=follow)
 
 
 def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
-    """The (layer, head) of the tile just clicked in ``model_view_chart(key=key)``, if valid."""
+    """The (layer, head) just picked in ``model_view_chart(key=key)``, if valid."""
     pick = getattr(st.session_state.get(key + "_model"), "pick", None)
     try:
         layer, head = int(pick["layer"]), int(pick["head"])

@@ -7,6 +7,7 @@ Run: python bench/bench_transformer.py
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -218,6 +219,21 @@ def select_times(page, repeats: int) -> list[float]:
     return times
 
 
+def key_times(page, repeats: int) -> list[float]:
+    """Seconds from → in the focused head view to the next head's title (after click_times)."""
+    page.locator(".js-plotly-plot").nth(1).focus()
+    times = []
+    for _ in range(repeats):
+        layer, head = map(int, re.findall(r"\d+", page.locator(".gtitle").first.text_content()))
+        key, head = ("ArrowRight", head + 1) if head < 11 else ("ArrowLeft", head - 1)
+        start = time.perf_counter()
+        page.keyboard.press(key)
+        page.locator(".gtitle", has_text=f"layer {layer}, head {head}").first.wait_for(timeout=30_000)
+        times.append(time.perf_counter() - start)
+        page.wait_for_timeout(800)
+    return times
+
+
 def floor_times(page, repeats: int) -> list[float]:
     """A one-widget Streamlit app: selectbox change → its redrawn chart (the framework's floor)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -254,6 +270,8 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         with streamlit_server() as url:
             for name, text in inputs.items():
                 rows.append((name, text, *click_times(page, url, text, repeats)))
+                if text is None:
+                    keyed = key_times(page, repeats)
             selected = select_times(page, repeats)  # on the last input
         floor = floor_times(page, repeats)
     f = statistics.median(floor)
@@ -280,6 +298,8 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         *lines,
         f"| baseline: a one-widget Streamlit app, selectbox → redrawn chart | | {ms(floor)} | | |",
         "",
+        f"→ / ← in the focused head view (default sentence, redrawn in the page): {ms(keyed)}, "
+        f"{statistics.median(keyed) / f:.2f}× the floor. "
         f"The head selectbox instead of a click (Python draws the head; {list(inputs)[-1]}): {ms(selected)}, "
         f"{statistics.median(selected) / f:.2f}× the floor.",
         "",

@@ -11,7 +11,7 @@ import json
 import streamlit as st
 
 from atlas_ui import chart, csv_button, run_model
-from live_heads import HINT, all_heads, head_view_chart, model_view_chart, picked, record_id
+from live_heads import HINT, all_heads, head_view_chart, model_view_chart, record_id
 from models.registry import available
 from models.uploads import Limits, NeedsAnswers, UploadError, export_bytes, load_bytes, parse_vocab
 from models.uploads.architectures import ARCHITECTURES
@@ -204,15 +204,9 @@ else:
     st.subheader(f"Model view: {rec.n_layers} layers × {rec.n_heads} heads ({kind})")
     st.caption(HINT)
     layer_key, head_key = f"{K}layer_{s.model_id}_{kind}", f"{K}head_{s.model_id}"  # head counts differ
-
-    def open_head():
-        pick = picked(K + "heads", rec.n_layers, rec.n_heads)
-        if pick:
-            st.session_state[layer_key], st.session_state[head_key] = pick[0], str(pick[1])
-
     rid = record_id(cache_key, kind, text, target)
     grid = (rec.n_layers, rec.n_heads)
-    model_view_chart(model_view(rec), K + "heads", grid, on_pick=open_head, heads=all_heads(rec, rid))
+    model_view_chart(model_view(rec), K + "heads", grid, (layer_key, head_key), heads=all_heads(rec, rid))
     c1, c2 = st.columns(2)
     layer = (
         c1.slider("layer", 0, rec.n_layers - 1, rec.n_layers - 1, key=layer_key) if rec.n_layers > 1 else 0

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from atlas_ui import chart, csv_button, induction, model_choices, run_model, transformer_view
-from live_heads import HINT, head_view_chart, model_view_chart, picked
+from live_heads import HINT, head_view_chart, model_view_chart
 from models.positional import sinusoidal
 from viz_core import heatmap, heatmap_row, lines, matrix_frame, matrix_heatmap, record_frame, series_frame
 from viz_core.figures import head_view, scatter_groups
@@ -59,19 +59,12 @@ record, share = view["record"], view["special_share"]
 L, H = record.n_layers, record.n_heads
 
 
-def open_head():
-    """Model-view click → head view (which the browser has redrawn already): move the widgets."""
-    pick = picked(K + "heads", L, H)
-    if pick:
-        st.session_state[K + "layer"], st.session_state[K + "head"] = pick[0], str(pick[1])
-
-
 @st.fragment
 def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {L} layers × {H} heads")
     st.caption(HINT)
-    model_view_chart(view["model_view"], K + "heads", (L, H), on_pick=open_head, heads=view["heads"])
+    model_view_chart(view["model_view"], K + "heads", (L, H), (K + "layer", K + "head"), heads=view["heads"])
 
     st.subheader("Head view")
     c1, c2, c3 = st.columns(3)
