@@ -6,7 +6,6 @@
 // the page sent them), then tells Python, which moves the layer and head widgets to
 // match. A figure that does arrive from Python is drawn into the same chart with
 // Plotly.react.
-const CONFIG = { displaylogo: false, responsive: true, toImageButtonOptions: { format: "png", scale: 2 } };
 const groups = (window.__atlasHeadGroups ||= {}); // group id → {heads, weights, show(layer, head)}
 
 function loadPlotly(url) {
@@ -76,11 +75,11 @@ function pageTheme(element) {
   };
 }
 
-function drawFigure(Plotly, box, text) {
+function drawFigure(Plotly, box, text, config) {
   const fig = JSON.parse(text);
   fig.layout.template = pageTheme(box.div); // instead of whichever template Python had as default
   box.note.textContent = "";
-  return Plotly.react(box.div, fig.data, fig.layout, CONFIG);
+  return Plotly.react(box.div, fig.data, fig.layout, config);
 }
 
 async function drawModelView(Plotly, box, data, setTriggerValue) {
@@ -95,7 +94,7 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
   group.pick = (layer, head) => box.pick("pick", { layer, head });
   if (box.figure !== data.figure) {
     box.figure = data.figure;
-    await drawFigure(Plotly, box, data.figure);
+    await drawFigure(Plotly, box, data.figure, data.config);
   }
   if (!box.listening) {
     box.listening = true;
@@ -148,7 +147,7 @@ async function drawHeadView(Plotly, box, data) {
   if (box.shown === data.shown) return; // on screen already, perhaps drawn from the weights here
   box.shown = data.shown;
   box.single = data.single;
-  await drawFigure(Plotly, box, data.figure);
+  await drawFigure(Plotly, box, data.figure, data.config);
 }
 
 export default function (component) {

@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
+from atlas_ui import PLOTLY_CONFIG
 from viz_core.figures import display_precision, head_title
 from viz_core.record import AttentionRecord
 
@@ -95,8 +96,9 @@ def all_heads(record: AttentionRecord, rid: str) -> dict | None:
 def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callable[[], None]) -> None:
     """One view of the group ``key``: its figure exactly as ``cli.py figure`` writes it."""
     figure = pio.to_json(fig, validate=False)
+    config = {**PLOTLY_CONFIG, "responsive": True}  # as every st.plotly_chart, and fit the column
     _component(
-        data={"role": role, "group": key, "figure": figure, "plotly": plotly_url(), **data},
+        data={"role": role, "group": key, "figure": figure, "config": config, "plotly": plotly_url(), **data},
         key=f"{key}_{role}",
         **callbacks,
     )
@@ -131,7 +133,8 @@ def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
     return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
 
 
-def head_view_chart(fig: go.Figure, key: str, shown: str, single: bool) -> None:
-    """The head view showing ``shown`` (``record id|layer|head``); a ``single`` head's heatmap
-    can be redrawn in the browser with any other head of the record."""
+def head_view_chart(fig: go.Figure, key: str, rid: str, layer: int, head: str, single: bool) -> None:
+    """The head view of record ``rid`` at ``layer`` and ``head`` (a head, "average"…); a
+    ``single`` heatmap can be redrawn in the browser with any other head of the record."""
+    shown = f"{rid}|{layer}|{head}"  # live_heads.js writes the same for a head it draws itself
     _mount("head", fig, key, {"shown": shown, "single": single})

@@ -260,16 +260,14 @@ def ms(times: list[float]) -> str:
 def click_to_redraw(repeats: int = 7) -> list[str]:
     """Click → redrawn head view for inputs whose heads all fit in the page (redrawn in the
     browser) and one that does not (the click asks Python), beside the framework's floor."""
-    inputs = {
-        "default sentence (13 tokens)": None,
-        "120 words (122 tokens)": text_of(120),
-        "200 words (202 tokens)": text_of(200),
-    }
+    inputs = {"default sentence": None, "120 words": text_of(120), "200 words": text_of(200)}
     rows = []
     with browser_page(height=2600) as page:
         with streamlit_server() as url:
             for name, text in inputs.items():
-                rows.append((name, text, *click_times(page, url, text, repeats)))
+                drawn, synced, sent = click_times(page, url, text, repeats)
+                tokens = page.evaluate("document.querySelectorAll('.js-plotly-plot')[1].data[0].x.length")
+                rows.append((f"{name} ({tokens} tokens)", drawn, synced, sent, tokens))
                 if text is None:
                     keyed = key_times(page, repeats)
             selected = select_times(page, repeats)  # on the last input
@@ -283,8 +281,8 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         "| received per click |",
         "|---|---|---|---|---:|",
     ]
-    for name, text, drawn, synced, sent in rows:
-        n = 72 * (len(text.split()) + 2 if text else 13) ** 2 * 2
+    for name, drawn, synced, sent, tokens in rows:
+        n = 6 * 12 * tokens**2 * 2  # minilm's heads at 16 bits a weight, as live_heads.all_heads sends them
         fits = (
             f"yes ({n / 1e6:.2f} MB)"
             if n <= MAX_HEADS_BYTES
@@ -300,7 +298,7 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         "",
         f"→ / ← in the focused head view (default sentence, redrawn in the page): {ms(keyed)}, "
         f"{statistics.median(keyed) / f:.2f}× the floor. "
-        f"The head selectbox instead of a click (Python draws the head; {list(inputs)[-1]}): {ms(selected)}, "
+        f"The head selectbox instead of a click (Python draws the head; {rows[-1][0]}): {ms(selected)}, "
         f"{statistics.median(selected) / f:.2f}× the floor.",
         "",
         "Goal ≤ 300 ms. No model runs on a click: the heads tab is a fragment over cached records. Before the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apptest import charts, page_runner
+from tests.apptest import charts, check_unknown_long_and_empty, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "../views/couplets.py"
@@ -45,13 +45,4 @@ def test_side_by_side_draws_both_models_and_their_difference():
 
 
 def test_unknown_characters_long_and_empty_input():
-    at = run()
-    at.text_input(key=K + "upper").set_value("abc😀两个")
-    at = run(at)
-    assert any("vocabulary" in w.value for w in at.warning)
-    at.text_input(key=K + "upper").set_value("风" * 40)
-    at = run(at)
-    assert any("first 32" in w.value for w in at.warning)
-    at.text_input(key=K + "upper").set_value("   ")
-    at = run(at)
-    assert at.info and not at.get("plotly_chart")
+    check_unknown_long_and_empty(run, K + "upper", "abc😀两个", "风" * 40, "first 32")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apptest import charts, page_runner
+from tests.apptest import charts, check_unknown_long_and_empty, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "../views/translation.py"
@@ -47,13 +47,4 @@ def test_seed_sentence_button_forced_french_and_both_models():
 
 
 def test_unknown_chinese_long_and_empty_input():
-    at = run()
-    at.text_input(key=K + "english").set_value("I love 你 zyxxyq")
-    at = run(at)
-    assert any("vocabulary" in w.value for w in at.warning)
-    at.text_input(key=K + "english").set_value("word " * 500)
-    at = run(at)
-    assert any("first 50" in w.value for w in at.warning)
-    at.text_input(key=K + "english").set_value("   ")
-    at = run(at)
-    assert at.info and not at.get("plotly_chart")
+    check_unknown_long_and_empty(run, K + "english", "I love 你 zyxxyq", "word " * 500, "first 50")

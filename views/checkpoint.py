@@ -212,7 +212,7 @@ else:
         c1.slider("layer", 0, rec.n_layers - 1, rec.n_layers - 1, key=layer_key) if rec.n_layers > 1 else 0
     )
     head = c2.selectbox("head", [str(h) for h in range(rec.n_heads)] + ["average"], key=head_key)
-    head_view_chart(head_view(rec, layer, head), K + "heads", f"{rid}|{layer}|{head}", single=True)
+    head_view_chart(head_view(rec, layer, head), K + "heads", rid, layer, head, single=True)
     matrix = rec.weights[layer].mean(0) if head == "average" else rec.head(layer, int(head))
     csv_button(matrix_frame(matrix, "query_pos", "key_pos", "weight"), K + "headview", "upload_head")
 

@@ -71,13 +71,13 @@ def heads_tab():
     layer = c1.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "layer")
     head = c2.selectbox("head", [str(h) for h in range(H)] + ["average", "all side by side"], key=K + "head")
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
-    shown = f"{view['record_id']}|{layer}|{head}"
+    rid = view["record_id"]
     if head == "all side by side":
         panels = {f"head {h}": record.head(layer, h) for h in range(H)}
-        head_view_chart(heatmap_row(panels, *tokens, zmax=1.0), K + "heads", shown, single=False)
+        head_view_chart(heatmap_row(panels, *tokens, zmax=1.0), K + "heads", rid, layer, head, single=False)
         frame = record_frame(record).query(f"layer == {layer}")
     else:
-        head_view_chart(head_view(record, layer, head), K + "heads", shown, single=True)
+        head_view_chart(head_view(record, layer, head), K + "heads", rid, layer, head, single=True)
         matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
         frame = matrix_frame(matrix, "query_pos", "key_pos", "weight")
     csv_button(frame, K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
