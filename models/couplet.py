@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from models.data import PairBatches, read_pairs, split_pairs
+from models.data import CORPORA, PairBatches, read_pairs, split_pairs
 from models.decoding import Constraints, Decoded
 from models.metrics import alignment_accuracy, char_bleu_detail, copy_rate
 from models.runner import Seq2SeqRunner
@@ -28,7 +28,7 @@ from models.vocab import Vocab
 PUNCTUATION = "，。、；！？"
 _ASCII_PUNCTUATION = str.maketrans({",": "，", ".": "。", ";": "；", "!": "！", "?": "？"})
 MAX_CHARS = 32  # longer input is truncated with a notice
-DATA_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "couplets" / "tang_couplets.tsv.gz"
+DATA_PATH = CORPORA / "couplets" / "tang_couplets.tsv.gz"
 VALID_SIZE = 2000  # held out by a seeded shuffle (SPLIT_SEED), never trained on
 SPLIT_SEED = 0
 CHECK_SIZE = 200  # the first held-out pairs: a quick check that a bundle reproduces its card

@@ -18,6 +18,10 @@ from pathlib import Path
 
 import torch
 
+# The training corpora, copied from ../shared/data with their SOURCE.md (licence, provenance)
+# so that a clone anywhere can train and check the model cards.
+CORPORA = Path(__file__).resolve().parents[1] / "data"
+
 Tensor = torch.Tensor
 
 

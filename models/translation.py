@@ -21,13 +21,13 @@ from pathlib import Path
 
 import torch
 
-from models.data import PairBatches, read_pairs, split_pairs
+from models.data import CORPORA, PairBatches, read_pairs, split_pairs
 from models.decoding import Constraints, Decoded
 from models.runner import Seq2SeqRunner
 from models.seq2seq import Seq2Seq
 from models.vocab import Vocab
 
-DATA_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "translation" / "eng_fra.tsv.gz"
+DATA_PATH = CORPORA / "translation" / "eng_fra.tsv.gz"
 TEST_SIZE = 2000  # held out by a seeded shuffle, never trained on; the model cards' numbers
 VALID_SIZE = 500  # held out of the rest, watched during training
 SPLIT_SEED = 0
