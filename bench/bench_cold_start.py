@@ -14,14 +14,14 @@ import time
 from datetime import date
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from bench.results import machine, write_section  # noqa: E402
-from tests.browser import PLOT_DRAWN, browser_page, streamlit_server  # noqa: E402
+from bench.results import machine, write_section
+from harness.browser import PLOT_DRAWN, browser_page, streamlit_server
 
 MINIMAL_APP = """
 import plotly.graph_objects as go
 import streamlit as st
+
+ROOT = Path(__file__).resolve().parent.parent
 st.plotly_chart(go.Figure(go.Heatmap(z=[[0.2, 0.8], [0.6, 0.4]])))
 """
 

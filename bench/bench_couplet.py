@@ -20,12 +20,12 @@ from pathlib import Path
 
 import torch
 
+from bench.results import machine, write_section
+from models.registry import load
+from models.tasks.couplet import CoupletBatches, load_split
+from models.training.loop import loss_fn
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from bench.results import machine, write_section  # noqa: E402
-from models.couplet import CoupletBatches, load_split  # noqa: E402
-from models.registry import load  # noqa: E402
-from models.training import loss_fn  # noqa: E402
 
 MODELS = ("couplet-rnn-additive", "couplet-rnn-dot")
 
@@ -55,9 +55,7 @@ def extraction(adapter, lines: list[str], repeat: int) -> dict[str, float]:
         return adapter.run_batch(items)
 
     def records_json():  # … and serialised as extract --json prints them
-        from cli import _result_json
-
-        return [json.dumps(_result_json(adapter, r), ensure_ascii=False) for r in records()]
+        return [json.dumps(r.to_json(adapter), ensure_ascii=False) for r in records()]
 
     return interleaved({"plain": plain, "records": records, "records_json": records_json}, repeat)
 

@@ -6,17 +6,14 @@ Run: python bench/bench_heatmap.py
 
 from __future__ import annotations
 
-import sys
 from datetime import date
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.results import machine, median_seconds, write_section
-from viz_core import heatmap
+from viz_core.figures import heatmap
 
 N = 512
 

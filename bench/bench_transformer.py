@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import sys
 import tempfile
 import time
 from datetime import date
@@ -21,15 +20,13 @@ import plotly.io as pio
 import torch
 from plotly.subplots import make_subplots
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from bench.results import machine, median_seconds, paired_medians, write_section  # noqa: E402
-from live_heads import MAX_HEADS_BYTES, all_heads  # noqa: E402
-from models.registry import load  # noqa: E402
-from tests.browser import PLOT_DRAWN, browser_page, streamlit_server  # noqa: E402
-from viz_core import heatmap  # noqa: E402
-from viz_core.model_view import model_view  # noqa: E402
-from viz_core.stats import attention_flow, rollout  # noqa: E402
+from bench.results import machine, median_seconds, paired_medians, write_section
+from harness.browser import PLOT_DRAWN, browser_page, streamlit_server
+from models.registry import load
+from viz_core.figures import heatmap
+from viz_core.model_view import model_view
+from viz_core.stats import attention_flow, rollout
+from viz_core.wire import MAX_HEADS_BYTES, all_heads
 
 CPU = torch.device("cpu")
 WORDS = [
@@ -109,7 +106,7 @@ def payloads() -> list[str]:
         f"| one head, minilm | {head512.weights.shape[-1]} | {mb(heatmap(head512.head(3, 0), head512.query_tokens, head512.key_tokens)):.2f} "
         f"| {median_seconds(lambda: heatmap(head512.head(3, 0), head512.query_tokens, head512.key_tokens)) * 1e3:.0f} "
         f"| | | ≤ 1.5 MB, ≤ 50 ms |",
-        f"| every head's weights for the browser (`live_heads.all_heads`), minilm 6 × 12 | {rec128.weights.shape[-1]} "
+        f"| every head's weights for the browser (`viz_core.wire.all_heads`), minilm 6 × 12 | {rec128.weights.shape[-1]} "
         f"| {len(json.dumps(all_heads(rec128, 'id'))) / 1e6:.2f} | {median_seconds(lambda: all_heads(rec128, 'id')) * 1e3:.0f} "
         f"| the same weights as float32 JSON lists | {len(json.dumps(rec128.weights.tolist())) / 1e6:.1f} "
         f"| sent once per input (≤ {MAX_HEADS_BYTES / 1e6:.1f} MB of 16-bit codes) |",
@@ -156,6 +153,8 @@ def rollout_and_flow() -> list[str]:
 BASELINE_APP = """
 import plotly.graph_objects as go
 import streamlit as st
+
+ROOT = Path(__file__).resolve().parent.parent
 h = st.selectbox("head", [str(i) for i in range(12)], key="h")
 st.plotly_chart(go.Figure(go.Heatmap(z=[[int(h), 1], [2, 3]])).update_layout(title=f"head {h}"))
 """
@@ -282,7 +281,7 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         "|---|---|---|---|---:|",
     ]
     for name, drawn, synced, sent, tokens in rows:
-        n = 6 * 12 * tokens**2 * 2  # minilm's heads at 16 bits a weight, as live_heads.all_heads sends them
+        n = 6 * 12 * tokens**2 * 2  # minilm's heads at 16 bits a weight, as viz_core.wire.all_heads sends them
         fits = (
             f"yes ({n / 1e6:.2f} MB)"
             if n <= MAX_HEADS_BYTES
@@ -302,7 +301,7 @@ def click_to_redraw(repeats: int = 7) -> list[str]:
         f"{statistics.median(selected) / f:.2f}× the floor.",
         "",
         "Goal ≤ 300 ms. No model runs on a click: the heads tab is a fragment over cached records. Before the "
-        "head view was drawn in the page (live_heads.js), every click went through Python and `st.plotly_chart` "
+        "head view was drawn in the page (ui/live_heads.js), every click went through Python and `st.plotly_chart` "
         "mounted a new chart: 622 ms median on 2026-11-21.",
     ]
 
@@ -311,7 +310,7 @@ def main() -> None:
     lines = [
         "## Transformer views (bench/bench_transformer.py)",
         "",
-        f"{date.today()}, {machine()}. Payload = `plotly.io.to_json`, what the page sends (through `st.plotly_chart` or `live_heads`); build times are "
+        f"{date.today()}, {machine()}. Payload = `plotly.io.to_json`, what the page sends (through `st.plotly_chart` or `ui.live_heads`); build times are "
         "medians of 20 unless noted. For scale, issue 4 quotes BertViz at 47.9 MB (12 × 12 heads, 128 tokens).",
         "",
         *payloads(),

@@ -27,14 +27,14 @@ from pathlib import Path
 
 import torch
 
+from bench.bench_couplet import cli_rate
+from bench.results import machine, write_section
+from models.device import pick_device
+from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from models.tasks.translation import Translator, batches, bleu, build_vocabs, load_split, quick_metrics
+from models.training.loop import loss_fn
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from bench.bench_couplet import cli_rate  # noqa: E402
-from bench.results import machine, write_section  # noqa: E402
-from models.device import pick_device  # noqa: E402
-from models.seq2seq import Seq2Seq, Seq2SeqConfig  # noqa: E402
-from models.training import loss_fn  # noqa: E402
-from models.translation import Translator, batches, bleu, build_vocabs, load_split, quick_metrics  # noqa: E402
 
 OUT = Path(__file__).with_name("translation_cost.json")
 VARIANTS = {  # name: (rnn, attention)
@@ -77,7 +77,7 @@ def rss_mb() -> float:
 def peak_memory(name: str, steps: int) -> dict:
     """Memory of one variant's training, measured in a fresh process (see ``memory_child``)."""
     out = subprocess.run(
-        [sys.executable, __file__, "--memory-of", name, "--steps", str(steps)],
+        [sys.executable, "-m", "bench.bench_translation", "--memory-of", name, "--steps", str(steps)],
         capture_output=True,
         text=True,
         check=True,

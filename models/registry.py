@@ -29,6 +29,23 @@ class RunResult:
     output: str | None = None
     notices: list[str] = field(default_factory=list)  # e.g. "2 characters were not in the vocabulary"
 
+    def to_json(self, adapter: Adapter) -> dict:
+        """What ``cli.py extract --json`` prints: weights token-level and exact, as computed."""
+        return {
+            "model": adapter.model_id,
+            "device": str(getattr(adapter, "device", "")),
+            "output": self.output,
+            "records": [
+                {
+                    "kind": r.kind,
+                    "query_tokens": r.query_tokens,
+                    "key_tokens": r.key_tokens,
+                    "weights": r.weights.tolist(),  # [layers][heads][query][key]
+                }
+                for r in self.records.values()
+            ],
+        }
+
 
 class Adapter(Protocol):
     model_id: str

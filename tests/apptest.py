@@ -20,7 +20,7 @@ def page_runner(page: str, timeout: float) -> Callable[[AppTest | None], AppTest
 
 
 def charts(at: AppTest) -> list[dict]:
-    """Every figure on the page: first those drawn by live_heads (model view, head view), then
+    """Every figure on the page: first those drawn by ui.live_heads (model view, head view), then
     the ``st.plotly_chart`` ones, each in page order."""
     live = [json.loads(json.loads(c.proto.json)["figure"]) for c in at.get("bidi_component")]
     return live + [json.loads(c.proto.spec) for c in at.get("plotly_chart")]

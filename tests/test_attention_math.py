@@ -5,10 +5,11 @@ import math
 import pytest
 import torch
 
-from models import masks, pooling
+from models.attention import kernel_regression as pooling
+from models.attention import masks
+from models.attention.multihead import MultiHeadAttention
+from models.attention.positional import binary_table, sinusoidal
 from models.device import DeviceError, describe, pick_device
-from models.multihead import MultiHeadAttention
-from models.positional import binary_table, sinusoidal
 
 
 def test_causal_mask_hides_the_future():

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
 
 pytestmark = pytest.mark.browser
 SHOTS = Path(__file__).parent / "screenshots"
@@ -23,7 +23,7 @@ def page():
 
 def test_deep_link_on_a_fresh_server_shows_our_navigation(page):
     # Streamlit treats a folder named pages/ as its legacy multipage app on the first
-    # request; our pages live in views/ so a shared link to /scoring gets the real menu.
+    # request; our pages live in app_pages/ so a shared link to /scoring gets the real menu.
     page.goto(f"{page.base_url}/scoring")
     page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.bundle import Seq2SeqBundle
-from tests.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from models.storage.bundle import Seq2SeqBundle
 from tests.test_couplet_model import tiny_couplet
 from tests.test_uploads import SystemCall, torch_bytes
 

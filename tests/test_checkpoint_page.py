@@ -14,14 +14,13 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from models.bundle import Seq2SeqBundle
-from models.couplet_transformer import TransformerBundle
+from models.storage.bundle import Seq2SeqBundle, TransformerBundle
 from tests.apptest import charts, page_runner
 from tests.test_couplet_model import tiny_couplet, tiny_vocab
 from tests.test_couplet_transformer import tiny_couplet as tiny_transformer_couplet
 from tests.test_uploads import SystemCall, torch_bytes, zip_bytes
 
-PAGE = "../views/checkpoint.py"
+PAGE = "../app_pages/checkpoint.py"
 K = "ckpt_"
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "weights" / "couplet-rnn-additive" / "model.safetensors"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from models.adapters.couplet_rnn import WEIGHTS
-from models.couplet import CHECK_SIZE, load_split
+from models.tasks.couplet import CHECK_SIZE, load_split
 
 pytestmark = pytest.mark.slow  # loads the bundled weights and the data set
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,20 +8,20 @@ import numpy as np
 import pytest
 import torch
 
-from models.bundle import Seq2SeqBundle
-from models.checkpoint import CheckpointError, read_meta
-from models.couplet import (
+from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from models.storage.bundle import Seq2SeqBundle
+from models.storage.checkpoint import CheckpointError, read_meta
+from models.tasks.couplet import (
     MAX_CHARS,
     PUNCTUATION,
     CoupletBatches,
     CoupletModel,
     prepare_line,
 )
-from models.data import make_batch
-from models.decoding import Constraints, beam_search, greedy
-from models.seq2seq import Seq2Seq, Seq2SeqConfig
-from models.training import TrainConfig, Trainer, loss_fn
-from models.vocab import Vocab
+from models.text.pairs import make_batch
+from models.text.search import Constraints, beam_search, greedy
+from models.text.vocab import Vocab
+from models.training.loop import TrainConfig, Trainer, loss_fn
 
 PAIRS = [
     ("两个黄鹂鸣翠柳", "一行白鹭上青天"),
@@ -188,7 +188,7 @@ def test_loading_refuses_foreign_and_mismatched_files(tmp_path):
         Seq2SeqBundle.load(untagged)
     cm = tiny_couplet()
     meta = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").meta()
-    from models.checkpoint import save_checkpoint
+    from models.storage.checkpoint import save_checkpoint
 
     wrong = save_checkpoint(tmp_path / "wrong.safetensors", {"x": torch.ones(2)}, meta)
     with pytest.raises(CheckpointError, match="do not fit"):

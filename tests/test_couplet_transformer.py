@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from models.couplet import PUNCTUATION, CoupletBatches
-from models.couplet_transformer import CoupletTransformer, TransformerBundle, layer_alignment
-from models.data import make_batch
-from models.decoding import beam_search, greedy
-from models.training import TrainConfig, Trainer, loss_fn
-from models.transformer import Transformer, TransformerConfig
+from models.nets.transformer import Transformer, TransformerConfig
+from models.storage.bundle import TransformerBundle
+from models.tasks.couplet import PUNCTUATION, CoupletBatches
+from models.tasks.couplet_heads import CoupletTransformer, layer_alignment
+from models.text.pairs import make_batch
+from models.text.search import beam_search, greedy
+from models.training.loop import TrainConfig, Trainer, loss_fn
 from tests.test_couplet_model import PAIRS, UPPERS, tiny_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,8 +141,8 @@ def test_attention_is_returned_never_left_on_a_module():
 
 @pytest.mark.parametrize("seed", [0, 5])
 def test_beam_width_one_equals_greedy(seed):
-    from models.couplet import constraints_for
-    from models.data import pad
+    from models.tasks.couplet import constraints_for
+    from models.text.pairs import pad
 
     cm = tiny_couplet(seed)
     a = cm.generate(UPPERS, beam=1)
@@ -188,8 +189,8 @@ def test_save_and_load_round_trip_gives_identical_attention(tmp_path):
 
 
 def test_bundles_refuse_each_others_files(tmp_path):
-    from models.bundle import Seq2SeqBundle
-    from models.checkpoint import CheckpointError
+    from models.storage.bundle import Seq2SeqBundle
+    from models.storage.checkpoint import CheckpointError
 
     cm = tiny_couplet()
     path = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").save(tmp_path / "t.safetensors")
@@ -198,7 +199,7 @@ def test_bundles_refuse_each_others_files(tmp_path):
 
 
 def test_layer_alignment_scores_a_diagonal_layer_one_and_a_flat_one_by_argmax():
-    from models.decoding import Decoded
+    from models.text.search import Decoded
 
     eye = torch.eye(4).expand(HEADS, 4, 4)  # [heads, query, key]
     first = torch.zeros(HEADS, 4, 4)
@@ -310,8 +311,8 @@ def bundled():
 
 @pytest.mark.slow
 def test_bundled_model_reaches_its_card_alignment_on_the_check_sample(bundled):
-    from models.couplet import CHECK_SIZE, load_split
-    from models.couplet_transformer import forced_layer_metrics
+    from models.tasks.couplet import CHECK_SIZE, load_split
+    from models.tasks.couplet_heads import forced_layer_metrics
 
     _, valid = load_split()
     sample = valid[:CHECK_SIZE]

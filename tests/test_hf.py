@@ -8,8 +8,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from models.adapters.hf import HFAdapter, InputError
 from models.adapters.minilm import model_folder
-from models.hf import HFAdapter, InputError
 from viz_core.record import AttentionRecord
 
 CPU = torch.device("cpu")

@@ -1,4 +1,4 @@
-"""live_heads: what the browser gets to redraw a head by itself, and what a click may ask for."""
+"""ui.live_heads: what the browser gets to redraw a head by itself, and what a click may ask for."""
 
 import base64
 import json
@@ -8,7 +8,8 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-import live_heads
+import ui.live_heads
+from viz_core import wire
 from viz_core.figures import display_precision, head_view
 from viz_core.record import AttentionRecord
 
@@ -22,7 +23,7 @@ def record(layers: int, heads: int, n: int, seed: int = 0) -> AttentionRecord:
 
 
 def unpack16(codes: np.ndarray) -> np.ndarray:
-    """What live_heads.js does with the codes, in numpy."""
+    """What ui/live_heads.js does with the codes, in numpy."""
     codes = codes.astype(np.uint32)
     bits = np.where(codes == 0, 0, ((codes >> 10) + 64) << 23 | (codes & 1023) << 13)
     return bits.astype(np.uint32).view(np.float32)
@@ -32,12 +33,12 @@ def test_16_bit_codes_hold_display_precision_weights_exactly():
     rng = np.random.default_rng(1)
     weights = np.concatenate([rng.random(50_000) ** 30, [0.0, 1.0, 2.0**-62, 2.0**-63, 1e-30, 0.5]])
     weights = weights.astype(np.float32)
-    assert np.array_equal(unpack16(live_heads.pack16(weights)), display_precision(weights))
+    assert np.array_equal(unpack16(wire.pack16(weights)), display_precision(weights))
 
 
 def test_every_head_redrawn_from_the_payload_matches_pythons_figure():
     rec = record(3, 4, 9)
-    payload = live_heads.all_heads(rec, "rid")
+    payload = wire.all_heads(rec, "rid")
     codes = np.frombuffer(base64.b64decode(payload["weights"]), "<u2")
     weights = unpack16(codes).reshape(payload["shape"])
     for layer in range(3):
@@ -52,9 +53,9 @@ def test_every_head_redrawn_from_the_payload_matches_pythons_figure():
 
 def test_records_too_big_to_send_whole_get_no_payload():
     rec = record(2, 2, 8)
-    assert live_heads.all_heads(rec, "rid") is not None
-    n = int((live_heads.MAX_HEADS_BYTES / (2 * 2 * 2)) ** 0.5) + 1  # 2 layers × 2 heads × 2 bytes
-    assert live_heads.all_heads(record(2, 2, n), "rid") is None
+    assert wire.all_heads(rec, "rid") is not None
+    n = int((wire.MAX_HEADS_BYTES / (2 * 2 * 2)) ** 0.5) + 1  # 2 layers × 2 heads × 2 bytes
+    assert wire.all_heads(record(2, 2, n), "rid") is None
 
 
 @pytest.mark.parametrize(
@@ -71,20 +72,20 @@ def test_records_too_big_to_send_whole_get_no_payload():
     ],
 )
 def test_a_click_from_the_browser_is_checked_before_use(monkeypatch, pick, expected):
-    monkeypatch.setattr(live_heads.st, "session_state", {"k_model": SimpleNamespace(pick=pick)})
-    assert live_heads.picked("k", layers=6, heads=12) == expected
+    monkeypatch.setattr(ui.live_heads.st, "session_state", {"k_model": SimpleNamespace(pick=pick)})
+    assert ui.live_heads.picked("k", layers=6, heads=12) == expected
 
 
 def test_plotly_js_is_copied_once_into_the_served_folder(monkeypatch, tmp_path):
-    monkeypatch.setattr(live_heads, "STATIC", tmp_path / "static")
-    live_heads.plotly_url.cache_clear()
+    monkeypatch.setattr(ui.live_heads, "STATIC", tmp_path / "static")
+    ui.live_heads.plotly_url.cache_clear()
     try:
-        url = live_heads.plotly_url()
+        url = ui.live_heads.plotly_url()
     finally:
-        live_heads.plotly_url.cache_clear()
+        ui.live_heads.plotly_url.cache_clear()
     copied = tmp_path / "static" / "plotly.min.js"
     assert url == "/app/static/plotly.min.js"
-    assert copied.read_bytes() == live_heads.PLOTLY_JS.read_bytes()
+    assert copied.read_bytes() == ui.live_heads.PLOTLY_JS.read_bytes()
 
 
 def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, tmp_path):
@@ -92,17 +93,17 @@ def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, t
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setattr(live_heads, "STATIC", blocker / "static")  # cannot be made: a file is in the way
+    monkeypatch.setattr(ui.live_heads, "STATIC", blocker / "static")  # cannot be made: a file is in the way
 
     def app():
-        import live_heads
+        import ui.live_heads
 
-        live_heads.plotly_url()
+        ui.live_heads.plotly_url()
 
-    live_heads.plotly_url.cache_clear()
+    ui.live_heads.plotly_url.cache_clear()
     try:
         at = AppTest.from_function(app).run()
     finally:
-        live_heads.plotly_url.cache_clear()
+        ui.live_heads.plotly_url.cache_clear()
     assert not at.exception
     assert "cannot be written" in at.error[0].value

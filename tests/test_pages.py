@@ -19,7 +19,7 @@ def test_app_shell_shows_home_and_device():
 
 
 def test_scoring_page_draws_all_six_functions_on_one_scale():
-    at = run("views/scoring.py")
+    at = run("app_pages/scoring.py")
     figs = charts(at)
     assert len(figs) == 3
     heat = figs[0]
@@ -36,35 +36,35 @@ def test_scoring_page_draws_all_six_functions_on_one_scale():
 
 @pytest.mark.parametrize("mask", ["causal", "local window", "strided", "padding"])
 def test_scoring_page_applies_each_mask(mask):
-    at = run("views/scoring.py")
+    at = run("app_pages/scoring.py")
     at.selectbox(key="scoring_mask").set_value(mask).run()
     assert not at.exception
     assert len(charts(at)) == 3
 
 
 def test_identical_keys_toggle_shows_uniform_message():
-    at = run("views/scoring.py")
+    at = run("app_pages/scoring.py")
     at.toggle(key="scoring_same").set_value(True).run()
     assert not at.exception
     assert any("largest spread in a row: 0" in s.value for s in at.success)
 
 
 def test_relative_position_bias_changes_the_weights():
-    at = run("views/scoring.py")
+    at = run("app_pages/scoring.py")
     before = charts(at)[0]["data"][0]["z"]
     at.toggle(key="scoring_relbias").set_value(True).run()
     assert not at.exception and charts(at)[0]["data"][0]["z"] != before
 
 
 def test_shrinking_count_below_other_sliders_does_not_break():
-    at = run("views/scoring.py")
+    at = run("app_pages/scoring.py")
     at.selectbox(key="scoring_mask").set_value("strided").run()
     at.slider(key="scoring_n").set_value(2).run()
     assert not at.exception and len(charts(at)) == 3
 
 
 def test_positional_page_defaults_to_columns_6_to_9_and_reacts_to_d():
-    at = run("views/positional.py")
+    at = run("app_pages/positional.py")
     assert at.multiselect(key="pe_cols").value == [6, 7, 8, 9]
     assert [t["name"] for t in charts(at)[0]["data"]] == ["col 6", "col 7", "col 8", "col 9"]
     at.select_slider(key="pe_dim").set_value(8).run()
@@ -73,13 +73,13 @@ def test_positional_page_defaults_to_columns_6_to_9_and_reacts_to_d():
 
 
 def test_positional_page_with_no_columns_says_so():
-    at = run("views/positional.py")
+    at = run("app_pages/positional.py")
     at.multiselect(key="pe_cols").set_value([]).run()
     assert not at.exception and any("at least one column" in i.value for i in at.info)
 
 
 def test_pooling_page_trains_and_adds_the_learned_curve():
-    at = run("views/pooling.py")
+    at = run("app_pages/pooling.py")
     assert len(charts(at)) == 2
     at.slider(key="pool_epochs").set_value(5)
     at.button(key="pool_train").click().run()
@@ -90,7 +90,7 @@ def test_pooling_page_trains_and_adds_the_learned_curve():
 
 
 def test_pooling_page_warns_when_a_narrow_boxcar_leaves_gaps():
-    at = run("views/pooling.py")
+    at = run("app_pages/pooling.py")
     at.selectbox(key="pool_kernel").set_value("boxcar")
     at.slider(key="pool_h").set_value(0.05).run()
     assert not at.exception
@@ -98,7 +98,7 @@ def test_pooling_page_warns_when_a_narrow_boxcar_leaves_gaps():
 
 
 def test_positional_page_compares_minilm_learned_positions():
-    at = run("views/positional.py")
+    at = run("app_pages/positional.py")
     at.toggle(key="pe_learned").set_value(True).run()
     assert not at.exception
     fig = charts(at)[-1]
@@ -106,7 +106,7 @@ def test_positional_page_compares_minilm_learned_positions():
 
 
 def test_scoring_page_takes_real_queries_and_keys_from_minilm():
-    at = run("views/scoring.py")
+    at = run("app_pages/scoring.py")
     at.radio(key="scoring_source").set_value("real: minilm").run()
     assert not at.exception
     heat = charts(at)[0]

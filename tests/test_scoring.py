@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from models.scoring import SCORERS, ScoringAttention, attend, init_params, masked_softmax, score
+from models.attention.scoring import SCORERS, ScoringAttention, attend, init_params, masked_softmax, score
 
 Q = torch.tensor([[1.0, 2.0], [0.0, -1.0]])  # [query, d]
 KEYS = torch.tensor([[3.0, 0.5], [-1.0, 1.0], [0.0, 0.0]])  # [key, d]

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.apptest import charts, page_runner
 
-PAGE = "../views/transformer.py"
+PAGE = "../app_pages/transformer.py"
 
 
 run = page_runner(PAGE, 300)

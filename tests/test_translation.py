@@ -12,10 +12,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.bundle import Seq2SeqBundle
-from models.data import split_pairs
-from models.seq2seq import Seq2Seq, Seq2SeqConfig
-from models.translation import (
+from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from models.storage.bundle import Seq2SeqBundle
+from models.tasks.translation import (
     MAX_WORDS,
     Translator,
     batches,
@@ -25,7 +24,8 @@ from models.translation import (
     prepare_sentence,
     tokenize,
 )
-from models.vocab import EOS, Vocab
+from models.text.pairs import split_pairs
+from models.text.vocab import EOS, Vocab
 
 PAIRS = [
     ("go .", "va !"),
@@ -151,7 +151,7 @@ def test_batches_end_sources_and_targets_with_eos():
 
 @pytest.fixture(scope="module")
 def adapter(tmp_path_factory):
-    from models.adapters.translation import TranslationAdapter
+    from models.adapters.translate_rnn import TranslationAdapter
 
     path = tiny_bundle(tmp_path_factory.mktemp("tr") / "tiny.safetensors")
     return TranslationAdapter("tiny", path, "cpu")
@@ -227,7 +227,7 @@ def test_uploaded_translation_bundle_gives_the_same_attention(adapter, tmp_path)
 
 
 def test_training_command_writes_a_bundle_whose_card_matches_its_numbers(tmp_path):
-    from models.translation_train import TranslationTrainArgs, train
+    from models.training.translation_recipe import TranslationTrainArgs, train
 
     data = tmp_path / "pairs.tsv.gz"
     rows = [f"{en}\t{fr}" for en, fr in PAIRS] * 8 + [f"Sentence {i}.\tPhrase {i}." for i in range(40)]

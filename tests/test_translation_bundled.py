@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.adapters.translation import WEIGHTS
-from models.translation import CHECK_SIZE, SEED_EXAMPLES, bleu, load_split
+from models.adapters.translate_rnn import WEIGHTS
+from models.tasks.translation import CHECK_SIZE, SEED_EXAMPLES, bleu, load_split
 
 pytestmark = pytest.mark.slow  # loads the bundled weights and the data set
 ROOT = Path(__file__).resolve().parent.parent

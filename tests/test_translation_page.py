@@ -7,7 +7,7 @@ import pytest
 from tests.apptest import charts, check_unknown_long_and_empty, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
-PAGE = "../views/translation.py"
+PAGE = "../app_pages/translation.py"
 K = "translate_"
 
 

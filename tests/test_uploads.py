@@ -22,8 +22,7 @@ import pytest
 import torch
 
 import cli
-from models.bundle import Seq2SeqBundle
-from models.couplet_transformer import TransformerBundle
+from models.storage.bundle import Seq2SeqBundle, TransformerBundle
 from models.uploads import Limits, NeedsAnswers, UploadCache, UploadError, load_bytes, load_path, parse_vocab
 from models.uploads.safety import scan_pickle, sniff
 from tests.test_couplet_model import tiny_checkpoint, tiny_couplet, tiny_vocab
@@ -308,7 +307,7 @@ def test_bare_safetensors_of_a_bundled_model_takes_its_vocabulary_and_a_scorer_b
     weights = ROOT / "weights" / "couplet-rnn-dot" / "model.safetensors"
     if not weights.is_file():
         pytest.skip("the bundled couplet-rnn-dot weights are not installed")
-    from models.checkpoint import load_checkpoint
+    from models.storage.checkpoint import load_checkpoint
 
     tensors, _ = load_checkpoint(weights)
     bare = save(tensors)  # no metadata: no format, config or vocabulary

@@ -28,7 +28,7 @@ def display_precision(values: np.ndarray) -> np.ndarray:
     The hover shows 3 significant digits, so nothing visible changes, but the base64
     payload shrinks (a 512 × 512 heatmap stays under 1.5 MB). Magnitudes below ``TINY``
     (2⁻⁶² ≈ 2e-19) are sent as 0, which lets every attention weight travel in 16 bits
-    (``live_heads``). Records keep full precision.
+    (``ui.live_heads``). Records keep full precision.
     """
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
     rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)

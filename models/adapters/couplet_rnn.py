@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.adapters.seq2seq import Seq2SeqAdapter
+from models.adapters.base import Seq2SeqAdapter
 from models.registry import RunResult, register
 from viz_core.record import AttentionRecord
 
@@ -28,7 +28,7 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
     source_name, target_name = "upper line", "lower line"
 
     def make_runner(self):
-        from models.couplet import CoupletModel
+        from models.tasks.couplet import CoupletModel
 
         self.scoring = self.bundle.model.config.attention
         return CoupletModel(self.bundle.model, self.bundle.src_vocab, self.device)
@@ -38,12 +38,12 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
         return self.bundle.src_vocab
 
     def prepare(self, text: str | None, what: str):
-        from models.couplet import prepare_line
+        from models.tasks.couplet import prepare_line
 
         return prepare_line(text, what)
 
     def notices(self, upper, lower) -> list[str]:
-        from models.couplet import unknown_notice
+        from models.tasks.couplet import unknown_notice
 
         out = []
         for line, what in ((upper, self.source_name), (lower, self.target_name)):
@@ -58,7 +58,7 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
         return out
 
     def result(self, upper, lower, d, strategy: str, notices: list[str]) -> RunResult:
-        from models.metrics import diagonal_hits
+        from models.text.metrics import diagonal_hits
 
         query = lower.chars if lower else self.vocab.decode(d.tokens)
         weights = d.weights.numpy().astype(np.float32)  # [query, key]
@@ -74,7 +74,7 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
 
 def from_checkpoint(path: str | Path, device=None) -> CoupletRNNAdapter:
     """An adapter for an exported or uploaded couplet checkpoint, named by its content hash."""
-    from models.checkpoint import file_sha256
+    from models.storage.checkpoint import file_sha256
 
     return CoupletRNNAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
 

@@ -35,19 +35,19 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
     """
 
     def load_bundle(self):
-        from models.couplet_transformer import TransformerBundle
+        from models.storage.bundle import TransformerBundle
 
         return TransformerBundle.load(self.path, self.device)
 
     def make_runner(self):
-        from models.couplet_transformer import CoupletTransformer
+        from models.tasks.couplet_heads import CoupletTransformer
 
         self.best_layer = int(self.bundle.info.get("best_layer", -1))
         return CoupletTransformer(self.bundle.model, self.vocab, self.device, layer=self.best_layer)
 
     def result(self, upper, lower, d, strategy: str, notices: list[str]) -> RunResult:
-        from models.metrics import diagonal_hits
-        from models.vocab import BOS
+        from models.text.metrics import diagonal_hits
+        from models.text.vocab import BOS
 
         written = lower.chars if lower else self.vocab.decode(d.tokens)
         read = [BOS, *written[:-1]]  # what the decoder reads at each position
@@ -85,7 +85,7 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
 
 def from_checkpoint(path: str | Path, device=None) -> CoupletTransformerAdapter:
     """An adapter for an exported or uploaded couplet Transformer, named by its content hash."""
-    from models.checkpoint import file_sha256
+    from models.storage.checkpoint import file_sha256
 
     return CoupletTransformerAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
 

@@ -22,6 +22,6 @@ def model_folder() -> Path:
 
 @register("minilm", "encoder", "all-MiniLM-L6-v2, pretrained English sentence encoder (6 layers × 12 heads)")
 def load(device):
-    from models.hf import HFAdapter
+    from models.adapters.hf import HFAdapter
 
     return HFAdapter("minilm", model_folder(), device)

@@ -70,6 +70,6 @@ def converted_folder() -> Path:
     "smollm2", "causal", "SmolLM2-135M-Instruct, pretrained causal language model (30 layers × 9 heads)"
 )
 def load(device):
-    from models.hf import HFAdapter
+    from models.adapters.hf import HFAdapter
 
     return HFAdapter("smollm2", converted_folder(), device)

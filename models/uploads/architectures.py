@@ -129,7 +129,7 @@ def build_config(arch: Architecture, data: Any, name: str):
 
 def expected_tensors(arch: Architecture, cfg) -> tuple[dict[str, tuple[tuple[int, ...], bool]], int]:
     """``({name: (shape, is_float)}, parameter count)`` of the model ``cfg`` builds, built on the
-    meta device (no memory); names as ``_unique_state`` stores them (an alias appears once)."""
+    meta device (no memory); names as ``unique_state`` stores them (an alias appears once)."""
     import torch
 
     with torch.device("meta"):
@@ -314,9 +314,8 @@ def _tf_adapter(model_id: str, path: Path, device):
 
 
 def _register_couplets() -> None:
-    from models.bundle import Seq2SeqBundle
-    from models.couplet import EXAMPLE
-    from models.couplet_transformer import TransformerBundle
+    from models.storage.bundle import Seq2SeqBundle, TransformerBundle
+    from models.tasks.couplet import EXAMPLE
 
     register_architecture(
         Architecture(
@@ -359,14 +358,14 @@ def _register_couplets() -> None:
 
 
 def _scorers() -> tuple[str, ...]:
-    from models.scoring import SCORERS
+    from models.attention.scoring import SCORERS
 
     return tuple(SCORERS)
 
 
 def bundled_vocab(model_id: str) -> tuple[list[str], list[str] | None] | None:
     """``(source, target or None)`` vocabularies of a bundled model's weights, or None where they are not installed."""
-    from models.checkpoint import CheckpointError, read_meta
+    from models.storage.checkpoint import CheckpointError, read_meta
 
     try:
         meta = read_meta(WEIGHTS / model_id / "model.safetensors")
@@ -379,7 +378,7 @@ _register_couplets()
 
 
 def _translation_adapter(model_id: str, path: Path, device):
-    from models.adapters.translation import TranslationAdapter
+    from models.adapters.translate_rnn import TranslationAdapter
 
     return TranslationAdapter(model_id, path, device)
 
@@ -390,7 +389,7 @@ def _translation_compare(cfg) -> tuple[str, ...]:
 
 
 def _register_translation() -> None:
-    from models.bundle import Seq2SeqBundle
+    from models.storage.bundle import Seq2SeqBundle
 
     register_architecture(
         Architecture(

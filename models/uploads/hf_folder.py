@@ -123,7 +123,7 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
     import torch
     from transformers import AutoConfig
 
-    from models.hf import family_of
+    from models.adapters.hf import family_of
 
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
@@ -132,7 +132,7 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
     family = family_of(config)
     if family == "seq2seq":
         enc, dec = encoder_decoder_layers(config)
-        if enc != dec:  # models.hf.HFAdapter checks every kind against one layer count
+        if enc != dec:  # models.adapters.hf.HFAdapter checks every kind against one layer count
             raise UploadError(
                 f"{name}: an encoder–decoder with {enc} encoder and {dec} decoder layers; only equal "
                 "depths are supported so far"

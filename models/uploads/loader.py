@@ -320,7 +320,7 @@ def _from_bundle(ctx: _Context, data: bytes, specs: dict[str, TensorSpec], meta:
 
 def _from_state(ctx: _Context, tensors: dict, meta: dict, source: str) -> Upload:
     """A state dict with whatever metadata came with it: rebuild the bundle, then load that."""
-    from models.checkpoint import save_checkpoint
+    from models.storage.checkpoint import save_checkpoint
 
     tensors = _strip_wrappers(tensors)
     if meta.get("format") and meta.get("task"):
@@ -432,7 +432,7 @@ def _try_config(arch: Architecture, config: dict):
 
 
 def _check_vocab(arch: Architecture, cfg, meta: dict, name: str) -> None:
-    from models.vocab import Vocab
+    from models.text.vocab import Vocab
 
     src, tgt = meta.get("src_vocab"), meta.get("tgt_vocab")
     for what, tokens in (("source", src), ("target", tgt)):
@@ -593,7 +593,7 @@ def _from_folder_zip(ctx: _Context, zf: zipfile.ZipFile, infos: list[zipfile.Zip
         ctx.notices.extend(notices)
 
         def make():
-            from models.hf import HFAdapter
+            from models.adapters.hf import HFAdapter
 
             return HFAdapter(ctx.model_id, folder, ctx.device)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from models.checkpoint import CheckpointError
+from models.storage.checkpoint import CheckpointError
 
 MB = 1 << 20
 

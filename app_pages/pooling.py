@@ -1,0 +1,103 @@
+"""Attention pooling as Nadaraya–Watson kernel regression, with a kernel width trained live."""
+
+import numpy as np
+import streamlit as st
+
+from models.attention.demos import pooling_view, train_pooling
+from models.attention.kernel_regression import KERNELS
+from ui.widgets import chart
+from viz_core.export import record_frame, series_frame
+from viz_core.figures import heatmap, lines, nadaraya_watson
+
+K = "pool_"
+st.title("📈 Attention pooling")
+st.markdown(
+    "The oldest attention: to predict y at a query x, average the training values yᵢ, weighting each "
+    "by how close its key xᵢ is to x. With a Gaussian kernel the weights are exactly "
+    "softmax(−(x − xᵢ)² / 2h²): attention with the Gaussian scoring function."
+)
+
+c1, c2, c3, c4, c5 = st.columns(5)
+kernel = c1.selectbox("kernel", list(KERNELS), key=K + "kernel")
+bandwidth = c2.slider("bandwidth h", 0.05, 3.0, 0.5, 0.05, key=K + "h")
+n_train = c3.slider("training points", 10, 200, 50, key=K + "n")
+noise = c4.slider("noise", 0.0, 2.0, 0.5, 0.1, key=K + "noise")
+seed = int(c5.number_input("random seed", 0, 99_999, 0, key=K + "seed"))
+
+data_key = (n_train, noise, seed)
+trained = st.session_state.get(K + "trained")
+if trained and trained["data_key"] != data_key:
+    trained = None  # the data changed since training: train again
+view = st.cache_data(pooling_view, show_spinner=False)(
+    n_train, noise, seed, kernel, bandwidth, trained["w"] if trained else None
+)
+
+st.subheader("Estimate against the truth")
+chart(
+    nadaraya_watson(view.x_train, view.y_train, view.x_test, view.y_truth, view.estimates),
+    series_frame(view.x_test, {"truth": view.y_truth, **view.estimates}, "x"),
+    K + "fit",
+    "nadaraya_watson",
+)
+missing = view.record.meta["undefined_queries"]
+if missing:
+    st.warning(
+        f"{missing} of {len(view.x_test)} queries have no training point within the {kernel} kernel's "
+        "reach: their estimate is undefined (the gaps), and they are left out of the heatmap. "
+        "Widen the bandwidth."
+    )
+
+st.subheader("Attention weights: test x (queries) × training x (keys)")
+axes = {"x_title": "training x (key)", "y_title": "test x (query)"}
+rec = view.record
+chart(
+    heatmap(rec.head(), rec.query_tokens, rec.key_tokens, **axes),
+    record_frame(rec),
+    K + "weights",
+    "pooling_weights",
+)
+st.caption("Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band.")
+
+st.subheader("Learn the kernel width")
+st.markdown(
+    "The parametric version, softmax(−((x − xᵢ)·w)² / 2), learns w by gradient descent, "
+    "predicting each training point from all the others."
+)
+c1, c2 = st.columns(2)
+epochs = c1.slider("epochs", 1, 200, 50, key=K + "epochs")
+lr = c2.select_slider("learning rate", [0.01, 0.05, 0.1, 0.2, 0.5, 1.0], value=0.5, key=K + "lr")
+if st.button("Train", key=K + "train", type="primary"):
+    bar = st.progress(0.0, text="training…")
+
+    def report(epoch: int, loss: float) -> None:
+        bar.progress((epoch + 1) / epochs, text=f"epoch {epoch + 1}/{epochs}, loss {loss:.3f}")
+
+    try:
+        w, losses = train_pooling(n_train, noise, seed, epochs, lr, on_epoch=report)
+    except ValueError as err:
+        st.error(str(err))
+    else:
+        st.session_state[K + "trained"] = {"w": w, "losses": losses, "data_key": data_key}
+        st.rerun()
+
+if trained and view.learned is not None:
+    st.metric(
+        "learned w (inverse bandwidth)", f"{trained['w']:.2f}", help=f"bandwidth 1/w = {1 / trained['w']:.3f}"
+    )
+    epoch_axis = np.arange(1, len(trained["losses"]) + 1)
+    loss = {"loss": np.array(trained["losses"])}
+    chart(
+        lines(epoch_axis, loss, "epoch", "training loss"),
+        series_frame(epoch_axis, loss, "epoch"),
+        K + "loss",
+        "training_loss",
+    )
+    learned = view.learned
+    chart(
+        heatmap(learned.head(), learned.query_tokens, learned.key_tokens, title="learned weights", **axes),
+        record_frame(learned),
+        K + "learned",
+        "learned_weights",
+    )
+else:
+    st.info("Press **Train** to fit w and watch the loss fall; the learned estimate joins the plot above.")

@@ -1,0 +1,119 @@
+"""Scoring functions side by side on the same queries and keys."""
+
+import numpy as np
+import streamlit as st
+
+from models.attention.demos import MASK_NAMES, ScoringSetup, saturation, scoring_records
+from ui.cached import model_queries_keys
+from ui.widgets import chart
+from viz_core.export import records_frame, series_frame
+from viz_core.figures import grouped_bars, heatmap_row, lines
+from viz_core.stats import row_entropy
+
+K = "scoring_"
+st.title("🎯 Scoring functions")
+st.markdown(
+    "Attention turns a **score** for every (query, key) pair into weights with a softmax. "
+    "Here six scoring functions see the *same* random queries and keys; only the score differs."
+)
+
+source = st.radio("queries and keys", ["random", "real: minilm"], horizontal=True, key=K + "source")
+real = None
+if source == "random":
+    c1, c2, c3 = st.columns(3)
+    d = c1.select_slider("vector size d", [2, 4, 8, 16, 32, 64, 128, 256, 512], value=16, key=K + "d")
+    n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
+    seed = c3.number_input("random seed", 0, 99_999, 0, key=K + "seed")
+else:
+    c1, c2, c3 = st.columns([3, 1, 1])
+    text = c1.text_input(
+        "text", "The cat sat on the mat because it was tired.", key=K + "text", max_chars=200
+    )
+    layer = c2.number_input("layer", 0, 5, 2, key=K + "layer")
+    head = c3.number_input("head", 0, 11, 5, key=K + "head")
+    if not text.strip():
+        st.info("Type a sentence: its tokens become the queries and keys.")
+        st.stop()
+    real = model_queries_keys("minilm", text, int(layer), int(head))
+    d, n, seed = real[0].shape[1], len(real[2]), 0
+    st.caption(
+        f"{n} tokens, d = {d}: minilm's layer {layer}, head {head}. Its own scores are the scaled dot "
+        "panel; the other panels ask what this head would attend to under another scoring function."
+    )
+c1, c2, c3 = st.columns(3)
+mask = c1.selectbox("mask (seed 001)", MASK_NAMES, key=K + "mask")
+window = c2.slider("local window", 0, n - 1, min(1, n - 1), key=K + "window", disabled=mask != "local window")
+stride = c3.slider("stride", 1, n, min(3, n), key=K + "stride", disabled=mask != "strided")
+c1, c2, c3 = st.columns(3)
+valid_len = c1.slider(
+    "valid keys (padding)", 1, n, max(1, n - 3), key=K + "valid", disabled=mask != "padding"
+)
+temperature = c2.slider("cosine temperature", 0.05, 2.0, 0.2, 0.05, key=K + "temp")
+sigma = c3.slider("Gaussian σ", 0.25, 10.0, 2.0, 0.25, key=K + "sigma")
+c1, c2 = st.columns(2)
+identical = c1.toggle("make every key identical (seed 002: the weights become uniform)", key=K + "same")
+relative = c2.toggle(
+    "add a relative position bias (seed 001)",
+    key=K + "relbias",
+    help="A learned number per offset (key − query), clipped at ±4, added to every score; here random.",
+)
+
+setup = ScoringSetup(
+    d=d,
+    n=n,
+    seed=int(seed),
+    mask=mask,
+    window=window,
+    stride=stride,
+    valid_len=valid_len,
+    identical_keys=identical,
+    relative_bias=relative,
+    temperature=temperature,
+    sigma=sigma,
+)
+records = st.cache_data(scoring_records, show_spinner=False)(setup, *(real or ()))
+first = next(iter(records.values()))
+
+st.subheader("Weights, one colour scale")
+panels = {name: r.head() for name, r in records.items()}
+chart(
+    heatmap_row(panels, first.query_tokens, first.key_tokens, zmax=1.0),
+    records_frame(records, "scoring"),
+    K + "weights",
+    "scoring_weights",
+)
+if identical and not relative:
+    spread = max(float(np.ptp(r.head()[:, r.head()[0] > 0])) for r in records.values())
+    st.success(
+        f"All keys are equal, so every score in a row is equal and every function gives the "
+        f"same weight to each allowed key (largest spread in a row: {spread:.2g})."
+    )
+
+st.subheader("How spread out is each query's attention?")
+st.caption(
+    f"Entropy in bits: 0 = all weight on one key; log₂({n}) = {np.log2(n):.2f} = uniform over all keys."
+)
+entropy = {name: row_entropy(r.head()) for name, r in records.items()}
+chart(
+    grouped_bars(first.query_tokens, entropy, "query", "entropy (bits)"),
+    series_frame(first.query_tokens, entropy, "query"),
+    K + "entropy",
+    "scoring_entropy",
+)
+
+st.subheader("Why divide by √d?")
+st.markdown(
+    "The dot product of two random d-dimensional vectors has variance d. Without scaling, the "
+    "largest score soon dwarfs the rest and softmax becomes one-hot, where its gradient vanishes. "
+    "Dividing by √d keeps the scores' spread the same at every d."
+)
+dims = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+curves = st.cache_data(saturation, show_spinner=False)(dims, n_keys=n, seed=int(seed))
+named = {"dot (no scaling)": curves["dot"], "scaled dot (÷√d)": curves["scaled_dot"]}
+chart(
+    lines(dims, named, "vector size d", "mean largest weight", mode="lines+markers", log_x=True),
+    series_frame(dims, named, "d"),
+    K + "saturation",
+    "softmax_saturation",
+)
+st.caption(f"1.0 = one-hot (saturated); 1/{n} = {1 / n:.2f} = uniform.")

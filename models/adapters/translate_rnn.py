@@ -1,0 +1,105 @@
+"""translate-gru-additive / translate-lstm-dot: seed 004's English → French models, as registry adapters.
+
+    adapter = registry.load("translate-gru-additive")
+    result = adapter.run("I'm home.")                               # translate (greedy; beam=4)
+    result = adapter.run("I'm home.", target="Je suis chez moi.")   # force-decode a French sentence
+    result.records["cross"]  # [1 layer, 1 head, French words + <eos>, English words + <eos>]
+
+torch is imported when a model is built, not when this module registers the ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from models.adapters.base import Seq2SeqAdapter
+from models.registry import RunResult, register
+from viz_core.record import AttentionRecord
+
+WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
+TRAIN = {
+    "translate-gru-additive": "--rnn gru --attention additive",
+    "translate-lstm-dot": "--rnn lstm --attention dot",
+}
+
+
+class TranslationAdapter(Seq2SeqAdapter):
+    """Runs one translation bundle. Holds no per-request state: safe to share between sessions."""
+
+    task = "translation"
+    source_name, target_name = "English sentence", "French sentence"
+
+    def make_runner(self):
+        from models.tasks.translation import Translator
+
+        self.scoring = self.bundle.model.config.attention
+        return Translator(self.bundle.model, self.bundle.src_vocab, self.bundle.tgt_vocab, self.device)
+
+    def prepare(self, text: str | None, what: str):
+        from models.tasks.translation import prepare_sentence
+
+        return prepare_sentence(text, what)
+
+    def notices(self, english, french) -> list[str]:
+        from models.tasks.translation import unknown_notice
+
+        out = [unknown_notice(english.tokens, self.bundle.src_vocab, self.source_name)]
+        if french:
+            out.append(unknown_notice(french.tokens, self.bundle.tgt_vocab, self.target_name))
+        return [n for n in out if n]
+
+    def result(self, english, french, d, strategy: str, notices: list[str]) -> RunResult:
+        from models.text.vocab import EOS
+
+        tgt = self.bundle.tgt_vocab
+        # Forced: the French words and eos; generated: what was emitted (<unk> kept, eos if reached).
+        query = [*french.tokens, EOS] if french else [tgt.tokens[i] for i in d.tokens]
+        written = query[:-1] if query and query[-1] == EOS else query
+        keys = [*english.tokens, EOS]
+        meta = self.base_meta(english, french, d, strategy, tgt)
+        meta["finished"] = query[-1:] == [EOS]  # False: stopped at the length cap
+        weights = d.weights.numpy().astype(np.float32)[None, None]  # [1 layer, 1 head, query, key]
+        record = AttentionRecord(
+            weights, query, keys, "cross", self.model_id, scoring=self.scoring, meta=meta
+        )
+        output = None if french else _detokenize(written)
+        return RunResult({"cross": record}, output, notices)
+
+
+def _detokenize(words: list[str]) -> str:
+    from models.tasks.translation import detokenize
+
+    return detokenize(words)
+
+
+def from_checkpoint(path: str | Path, device=None) -> TranslationAdapter:
+    """An adapter for an exported or uploaded translation checkpoint, named by its content hash."""
+    from models.storage.checkpoint import file_sha256
+
+    return TranslationAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
+
+
+def _factory(model_id: str):
+    def build(device=None) -> TranslationAdapter:
+        folder = WEIGHTS / model_id
+        if not (folder / "model.safetensors").is_file():
+            raise FileNotFoundError(
+                f"{model_id}: no weights at {folder}; train them with python cli.py train translate {TRAIN[model_id]}"
+            )
+        return TranslationAdapter(model_id, folder, device)
+
+    return build
+
+
+register(
+    "translate-gru-additive",
+    "translation",
+    "Seed 004: English → French, BiGRU encoder, GRU decoder, Bahdanau additive attention",
+)(_factory("translate-gru-additive"))
+register(
+    "translate-lstm-dot",
+    "translation",
+    "Seed 004's variant: English → French, BiLSTM encoder, LSTM decoder, scaled dot-product attention",
+)(_factory("translate-lstm-dot"))

@@ -1,0 +1,1 @@
+"""Networks: the RNN encoder–decoder with attention and the small encoder–decoder Transformer."""

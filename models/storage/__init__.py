@@ -1,0 +1,1 @@
+"""Self-describing checkpoints and bundles: safetensors plus JSON metadata, loaded without code."""

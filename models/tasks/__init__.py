@@ -1,0 +1,1 @@
+"""Tasks: how couplets and translation read text, split their data, run a model and score it."""

@@ -1,0 +1,1 @@
+"""Training: one resumable loop, the run folder, and one short recipe per model family."""
