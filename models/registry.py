@@ -7,15 +7,19 @@ An adapter turns text into records::
     result.records["cross"]  # AttentionRecord [1, 1, output chars, input chars]
 
 To add a model, write ``models/adapters/<name>.py`` that calls ``register(...)`` at import;
-nothing else changes.
+nothing else changes. ``register`` also declares what pages may ask of the model (layers and
+heads, record kinds, a first text, queries and keys, learned positions, its card), so listing
+models never loads one and pages never name a model id.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from viz_core.record import AttentionRecord
@@ -55,23 +59,48 @@ class Adapter(Protocol):
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """A registered model and its capabilities: facts pages need, declared without loading it."""
+
     id: str
     family: str  # "couplet", "translation", "encoder", "causal", ...
     description: str
     factory: Callable[..., Adapter] = field(repr=False, compare=False)
+    layers: int = 1  # attention layers in each record (an encoder–decoder: per stack)
+    heads: int = 1  # heads per layer
+    kinds: tuple[str, ...] = ()  # the records a run returns, in order: "self", "cross", ...
+    example: str = ""  # the text a page starts from
+    queries_keys: bool = False  # adapter.queries_keys(text, layer, head) reads one head's q and k
+    learned_positions: bool = False  # adapter.position_embeddings() returns a learned table
+    default: bool = False  # the one a page shows first among models like it
+    card: Path | None = None  # a bundled model's metrics.json (training budget, test scores)
 
 
 _REGISTRY: dict[str, ModelInfo] = {}
 _discovered = False
 
 
-def register(model_id: str, family: str, description: str):
-    """Decorator for an adapter factory ``factory(device) -> Adapter``."""
+def register(
+    model_id: str,
+    family: str,
+    description: str,
+    *,
+    layers: int,
+    heads: int,
+    kinds: tuple[str, ...],
+    example: str,
+    **capabilities: Any,
+):
+    """Decorator for an adapter factory ``factory(device) -> Adapter``, with its capabilities.
+
+    ``capabilities``: ``queries_keys``, ``learned_positions``, ``default``, ``card`` (see ``ModelInfo``).
+    """
 
     def wrap(factory: Callable[..., Adapter]) -> Callable[..., Adapter]:
         if model_id in _REGISTRY:
             raise ValueError(f"model id {model_id!r} is registered twice")
-        _REGISTRY[model_id] = ModelInfo(model_id, family, description, factory)
+        _REGISTRY[model_id] = ModelInfo(
+            model_id, family, description, factory, layers, heads, tuple(kinds), example, **capabilities
+        )
         return factory
 
     return wrap
@@ -100,6 +129,20 @@ def info(model_id: str) -> ModelInfo:
         known = ", ".join(sorted(_REGISTRY)) or "none yet"
         raise KeyError(f"unknown model {model_id!r}; known models: {known}")
     return _REGISTRY[model_id]
+
+
+def default_of(model_ids: list[str]) -> str | None:
+    """The model among ``model_ids`` registered as the one to show first (else the first)."""
+    marked = [m for m in model_ids if info(m).default]
+    return (marked or model_ids or [None])[0]
+
+
+def card_metrics(model_id: str) -> dict | None:
+    """A bundled model's card numbers (``metrics`` and ``training``), or None without one."""
+    card = info(model_id).card
+    if card is None or not card.is_file():
+        return None
+    return json.loads(card.read_text(encoding="utf-8"))
 
 
 def load(model_id: str, device=None) -> Adapter:

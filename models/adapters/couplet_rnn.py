@@ -93,11 +93,19 @@ def _factory(model_id: str):
     return build
 
 
+CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "两个黄鹂鸣翠柳"}
 register(
     "couplet-rnn-dot",
     "couplet",
     "Seed 000: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention",
+    card=WEIGHTS / "couplet-rnn-dot" / "metrics.json",
+    **CAPABILITIES,
 )(_factory("couplet-rnn-dot"))
 register(
-    "couplet-rnn-additive", "couplet", "Seed 000: BiLSTM encoder, LSTM decoder, Bahdanau additive attention"
+    "couplet-rnn-additive",
+    "couplet",
+    "Seed 000: BiLSTM encoder, LSTM decoder, Bahdanau additive attention",
+    default=True,
+    card=WEIGHTS / "couplet-rnn-additive" / "metrics.json",
+    **CAPABILITIES,
 )(_factory("couplet-rnn-additive"))

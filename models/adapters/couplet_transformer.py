@@ -94,6 +94,11 @@ def from_checkpoint(path: str | Path, device=None) -> CoupletTransformerAdapter:
     MODEL_ID,
     "encoder-decoder",
     "Our 3 + 3-layer, 4-head Transformer on couplets: encoder self, decoder self (causal) and cross",
+    layers=3,
+    heads=4,
+    kinds=("encoder_self", "decoder_self", "cross"),
+    example="两个黄鹂鸣翠柳",
+    card=WEIGHTS / "metrics.json",
 )
 def build(device=None) -> CoupletTransformerAdapter:
     if not (WEIGHTS / "model.safetensors").is_file():

@@ -20,7 +20,18 @@ def model_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-@register("minilm", "encoder", "all-MiniLM-L6-v2, pretrained English sentence encoder (6 layers × 12 heads)")
+@register(
+    "minilm",
+    "encoder",
+    "all-MiniLM-L6-v2, pretrained English sentence encoder (6 layers × 12 heads)",
+    layers=6,
+    heads=12,
+    kinds=("self",),
+    example="The cat sat on the mat because it was tired.",
+    queries_keys=True,  # a BERT-style encoder: HFAdapter.queries_keys reads its projections
+    learned_positions=True,  # BERT's absolute position embeddings
+    default=True,
+)
 def load(device):
     from models.adapters.hf import HFAdapter
 

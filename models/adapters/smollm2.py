@@ -67,7 +67,13 @@ def converted_folder() -> Path:
 
 
 @register(
-    "smollm2", "causal", "SmolLM2-135M-Instruct, pretrained causal language model (30 layers × 9 heads)"
+    "smollm2",
+    "causal",
+    "SmolLM2-135M-Instruct, pretrained causal language model (30 layers × 9 heads)",
+    layers=30,
+    heads=9,
+    kinds=("self",),
+    example="The cat sat on the mat because it was tired.",
 )
 def load(device):
     from models.adapters.hf import HFAdapter

@@ -93,13 +93,19 @@ def _factory(model_id: str):
     return build
 
 
+CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "I'm home."}
 register(
     "translate-gru-additive",
     "translation",
     "Seed 004: English → French, BiGRU encoder, GRU decoder, Bahdanau additive attention",
+    default=True,
+    card=WEIGHTS / "translate-gru-additive" / "metrics.json",
+    **CAPABILITIES,
 )(_factory("translate-gru-additive"))
 register(
     "translate-lstm-dot",
     "translation",
     "Seed 004's variant: English → French, BiLSTM encoder, LSTM decoder, scaled dot-product attention",
+    card=WEIGHTS / "translate-lstm-dot" / "metrics.json",
+    **CAPABILITIES,
 )(_factory("translate-lstm-dot"))
