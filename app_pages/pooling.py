@@ -3,8 +3,9 @@
 import numpy as np
 import streamlit as st
 
-from models.attention.demos import pooling_view, train_pooling
+from models.attention.demos import train_pooling
 from models.attention.kernel_regression import KERNELS
+from ui.cached import pooling_view
 from ui.widgets import chart
 from viz_core.export import record_frame, series_frame
 from viz_core.figures import heatmap, lines, nadaraya_watson
@@ -28,9 +29,7 @@ data_key = (n_train, noise, seed)
 trained = st.session_state.get(K + "trained")
 if trained and trained["data_key"] != data_key:
     trained = None  # the data changed since training: train again
-view = st.cache_data(pooling_view, show_spinner=False)(
-    n_train, noise, seed, kernel, bandwidth, trained["w"] if trained else None
-)
+view = pooling_view(n_train, noise, seed, kernel, bandwidth, trained["w"] if trained else None)
 
 st.subheader("Estimate against the truth")
 chart(

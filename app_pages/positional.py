@@ -3,8 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from models.attention.demos import positional_tables
-from ui.cached import learned_positions
+from ui.cached import first_index, learned_positions, model_choices, positional_tables
 from ui.widgets import chart
 from viz_core.export import matrix_frame, series_frame
 from viz_core.figures import heatmap_row, matrix_heatmap, positional_curves
@@ -23,7 +22,7 @@ dim = c2.select_slider("encoding size d (columns)", list(range(4, 513, 4)), valu
 default_cols = [c for c in (6, 7, 8, 9) if c < dim]
 columns = st.multiselect("columns to plot", list(range(dim)), default=default_cols, key=K + "cols")
 
-tables = st.cache_data(positional_tables, show_spinner=False)(length, dim)
+tables = positional_tables(length, dim)
 P = tables["P"]
 
 st.subheader("Columns of P against position")
@@ -75,17 +74,21 @@ with right:
         "higher bits alternate more slowly, just as higher columns of P do — but P is continuous."
     )
 
-st.subheader("Learned positions: minilm beside the sinusoids")
-if st.toggle("compare with minilm's learned position embeddings", key=K + "learned"):
+learners = model_choices(learned_positions=True)
+if not learners:
+    st.stop()
+model_id = learners[first_index(learners)]
+st.subheader(f"Learned positions: {model_id} beside the sinusoids")
+if st.toggle(f"compare with {model_id}'s learned position embeddings", key=K + "learned"):
     try:
-        learned = learned_positions("minilm")
+        learned = learned_positions(model_id)
     except (OSError, KeyError) as err:
-        st.warning(f"minilm is not available here: {err}")
+        st.warning(f"{model_id} is not available here: {err}")
     else:
         n = min(length, learned.shape[0])
         panels = {
             "sinusoidal (cosine similarity)": cosine_similarity(P[:n]),
-            f"minilm, learned ({learned.shape[1]} dims)": cosine_similarity(learned[:n]),
+            f"{model_id}, learned ({learned.shape[1]} dims)": cosine_similarity(learned[:n]),
         }
         pos = [str(i) for i in range(n)]
         chart(

@@ -3,21 +3,23 @@
 import numpy as np
 import streamlit as st
 
-from models.attention.demos import MASK_NAMES, ScoringSetup, saturation, scoring_records
-from ui.cached import model_queries_keys
+from models.attention.demos import MASK_NAMES, ScoringSetup
+from ui.cached import capabilities, model_choices, model_queries_keys, saturation, scoring_records
 from ui.widgets import chart
 from viz_core.export import records_frame, series_frame
 from viz_core.figures import grouped_bars, heatmap_row, lines
 from viz_core.stats import row_entropy
 
 K = "scoring_"
+LAYER, HEAD = 2, 5  # the real head shown first (within the model's range)
 st.title("🎯 Scoring functions")
 st.markdown(
     "Attention turns a **score** for every (query, key) pair into weights with a softmax. "
     "Here six scoring functions see the *same* random queries and keys; only the score differs."
 )
 
-source = st.radio("queries and keys", ["random", "real: minilm"], horizontal=True, key=K + "source")
+sources = ["random", *(f"real: {m}" for m in model_choices(queries_keys=True))]
+source = st.radio("queries and keys", sources, horizontal=True, key=K + "source")
 real = None
 if source == "random":
     c1, c2, c3 = st.columns(3)
@@ -25,19 +27,18 @@ if source == "random":
     n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
     seed = c3.number_input("random seed", 0, 99_999, 0, key=K + "seed")
 else:
+    model = capabilities(source.removeprefix("real: "))
     c1, c2, c3 = st.columns([3, 1, 1])
-    text = c1.text_input(
-        "text", "The cat sat on the mat because it was tired.", key=K + "text", max_chars=200
-    )
-    layer = c2.number_input("layer", 0, 5, 2, key=K + "layer")
-    head = c3.number_input("head", 0, 11, 5, key=K + "head")
+    text = c1.text_input("text", model.example, key=K + "text", max_chars=200)
+    layer = c2.number_input("layer", 0, model.layers - 1, min(LAYER, model.layers - 1), key=K + "layer")
+    head = c3.number_input("head", 0, model.heads - 1, min(HEAD, model.heads - 1), key=K + "head")
     if not text.strip():
         st.info("Type a sentence: its tokens become the queries and keys.")
         st.stop()
-    real = model_queries_keys("minilm", text, int(layer), int(head))
+    real = model_queries_keys(model.id, text, int(layer), int(head))
     d, n, seed = real[0].shape[1], len(real[2]), 0
     st.caption(
-        f"{n} tokens, d = {d}: minilm's layer {layer}, head {head}. Its own scores are the scaled dot "
+        f"{n} tokens, d = {d}: {model.id}'s layer {layer}, head {head}. Its own scores are the scaled dot "
         "panel; the other panels ask what this head would attend to under another scoring function."
     )
 c1, c2, c3 = st.columns(3)
@@ -71,7 +72,7 @@ setup = ScoringSetup(
     temperature=temperature,
     sigma=sigma,
 )
-records = st.cache_data(scoring_records, show_spinner=False)(setup, *(real or ()))
+records = scoring_records(setup, *(real or ()))
 first = next(iter(records.values()))
 
 st.subheader("Weights, one colour scale")
@@ -108,7 +109,7 @@ st.markdown(
     "Dividing by √d keeps the scores' spread the same at every d."
 )
 dims = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-curves = st.cache_data(saturation, show_spinner=False)(dims, n_keys=n, seed=int(seed))
+curves = saturation(dims, n_keys=n, seed=int(seed))
 named = {"dot (no scaling)": curves["dot"], "scaled dot (÷√d)": curves["scaled_dot"]}
 chart(
     lines(dims, named, "vector size d", "mean largest weight", mode="lines+markers", log_x=True),

@@ -3,18 +3,15 @@
 import numpy as np
 import streamlit as st
 
-from models.attention.positional import sinusoidal
-from ui.cached import induction, model_choices, run_model, transformer_view
-from ui.live_heads import HINT, head_view_chart, model_view_chart
+from ui import cached
+from ui.live_heads import HINT, model_view_chart
+from ui.views import head_view_block, show_notices
 from ui.widgets import chart, csv_button
-from viz_core.export import matrix_frame, record_frame, series_frame
-from viz_core.figures import head_view, heatmap, heatmap_row, lines, matrix_heatmap, scatter_groups
-from viz_core.stats import attention_flow
+from viz_core.export import matrix_frame, series_frame
+from viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
 
 K = "tf_"
 FLOW_BUDGET = 6 * 32 * 32  # layers × tokens² that exact flow handles in about a second here
-EXAMPLES = {"couplet-transformer": "两个黄鹂鸣翠柳"}
-DEFAULT_TEXT = "The cat sat on the mat because it was tired."
 
 st.title("🧠 Transformer heads")
 st.markdown(
@@ -22,40 +19,36 @@ st.markdown(
     "each head does, and how attention composes across layers."
 )
 
-models = model_choices(("encoder", "causal", "seq2seq", "encoder-decoder"))
+models = cached.model_choices(("encoder", "causal", "seq2seq", "encoder-decoder"))
 if not models:
     st.info("No Transformer model is installed. `make run` installs minilm and smollm2.")
     st.stop()
 c1, c2 = st.columns([1, 3])
-model_id = c1.selectbox(
-    "model", models, index=models.index("minilm") if "minilm" in models else 0, key=K + "model"
-)
-text = c2.text_input(
-    "text", EXAMPLES.get(model_id, DEFAULT_TEXT), key=K + "text_" + model_id, max_chars=10_000
-)
+model_id = c1.selectbox("model", models, index=cached.first_index(models), key=K + "model")
+model = cached.capabilities(model_id)
+text = c2.text_input("text", model.example, key=K + "text_" + model_id, max_chars=10_000)
 c1, c2, c3 = st.columns(3)
 merge = c1.toggle("merge word pieces into words", key=K + "merge")
 hide = c2.toggle("hide special tokens", key=K + "hide")
+kinds = list(model.kinds)
+kind = c3.radio("attention", kinds, horizontal=True, key=K + "kind") if len(kinds) > 1 else kinds[0]
 
 if not text.strip():
     st.info("Type a sentence to see its attention.")
     st.stop()
 try:
-    result = run_model(model_id, text)
+    result = cached.run_model(model_id, text)
 except ValueError as err:
     st.warning(str(err))
     st.stop()
 except (OSError, RuntimeError) as err:  # missing weights or package, a model that returns no weights
     st.error(f"{model_id} cannot run here: {err}")
     st.stop()
-for notice in result.notices:
-    st.caption(f"ℹ️ {notice}")
+show_notices(result.notices)
 if result.output:
     st.markdown(f"**Generated:** {result.output}")
 
-kinds = list(result.records)
-kind = c3.radio("attention", kinds, horizontal=True, key=K + "kind") if len(kinds) > 1 else kinds[0]
-view = transformer_view(model_id, text, kind, merge, hide)
+view = cached.transformer_view(model_id, text, kind, merge, hide)
 record, share = view["record"], view["special_share"]
 L, H = record.n_layers, record.n_heads
 
@@ -72,16 +65,8 @@ def heads_tab():
     layer = c1.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "layer")
     head = c2.selectbox("head", [str(h) for h in range(H)] + ["average", "all side by side"], key=K + "head")
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
-    rid = view["record_id"]
-    if head == "all side by side":
-        panels = {f"head {h}": record.head(layer, h) for h in range(H)}
-        head_view_chart(heatmap_row(panels, *tokens, zmax=1.0), K + "heads", rid, layer, head, single=False)
-        frame = record_frame(record).query(f"layer == {layer}")
-    else:
-        head_view_chart(head_view(record, layer, head), K + "heads", rid, layer, head, single=True)
-        matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
-        frame = matrix_frame(matrix, "query_pos", "key_pos", "weight")
-    csv_button(frame, K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
+    csv = (K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
+    head_view_block(record, K + "heads", view["record_id"], layer, head, csv)
 
 
 tokens = (record.query_tokens, record.key_tokens)
@@ -91,36 +76,24 @@ with tab_heads:
 
 with tab_stats:
     table = view["table"]
-    st.plotly_chart(
-        scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"]),
-        key=K + "stats_chart",
-        config={"displaylogo": False},
-    )
+    fig = scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"])
+    st.plotly_chart(fig, key=K + "stats_chart", config={"displaylogo": False})
     st.dataframe(table, hide_index=True, key=K + "stats_table", width="stretch")
-    st.download_button(
-        "⬇ CSV: head statistics",
-        table.to_csv(index=False).encode("utf-8-sig"),
-        file_name=f"{model_id}_head_stats.csv",
-        key=K + "stats_csv",
-        on_click="ignore",
-    )
-    if record.meta.get("family") == "causal":
+    csv_button(table, K + "stats", f"{model_id}_head_stats", label="head statistics")
+    if model.family == "causal":
         st.markdown(
             "**Induction heads**: a random token sequence is repeated; a head that, in the "
             "second copy, attends to the token *after* the earlier copy of the current one "
             "can continue the pattern."
         )
-        scores = induction(model_id)
+        scores = cached.induction(model_id)
         top = np.unravel_index(np.argmax(scores), scores.shape)
         st.caption(
             f"Strongest: layer {top[0]}, head {top[1]} (score {scores[top]:.2f}; 1 = all attention there)."
         )
-        chart(
-            matrix_heatmap(scores, "head", "layer", colorscale="Blues", zmid=None, label="induction"),
-            matrix_frame(scores, "layer", "head", "induction_score"),
-            K + "induction",
-            f"{model_id}_induction",
-        )
+        fig = matrix_heatmap(scores, "head", "layer", colorscale="Blues", zmid=None, label="induction")
+        frame = matrix_frame(scores, "layer", "head", "induction_score")
+        chart(fig, frame, K + "induction", f"{model_id}_induction")
 
 with tab_flow:
     limit = int((FLOW_BUDGET / L) ** 0.5)
@@ -128,12 +101,9 @@ with tab_flow:
     if view["rollout"] is None:
         st.info("Rollout and flow follow one stream of tokens through the layers: pick a self-attention.")
     else:
-        chart(
-            heatmap(view["rollout"], *tokens, title="rollout through all layers", label="share"),
-            matrix_frame(view["rollout"], "query_pos", "key_pos", "rollout"),
-            K + "rollout",
-            f"{model_id}_rollout",
-        )
+        fig = heatmap(view["rollout"], *tokens, title="rollout through all layers", label="share")
+        frame = matrix_frame(view["rollout"], "query_pos", "key_pos", "rollout")
+        chart(fig, frame, K + "rollout", f"{model_id}_rollout")
         st.caption(
             "Rollout: heads averaged, the residual connection added (½ identity), multiplied layer by layer. "
             f"Exact flow solves {n}² max-flow problems: it is offered up to {limit} tokens for this "
@@ -142,37 +112,21 @@ with tab_flow:
         if n > limit:
             st.info(f"Exact attention flow is switched off: this input has {n} tokens (limit {limit}).")
         elif st.toggle("compute exact attention flow", key=K + "flow"):
-            flow = attention_flow(record.weights)
-            flow = flow / flow.sum(
-                -1, keepdims=True
-            )  # each row: how the position's inflow splits over inputs
+            flow = cached.exact_flow(model_id, text, kind, merge, hide)
+            title = "attention flow (max-flow), each row normalised"
+            fig = heatmap(flow, *tokens, title=title, label="share")
             chart(
-                heatmap(flow, *tokens, title="attention flow (max-flow), each row normalised", label="share"),
-                matrix_frame(flow, "query_pos", "key_pos", "flow"),
-                K + "flowchart",
-                f"{model_id}_flow",
+                fig, matrix_frame(flow, "query_pos", "key_pos", "flow"), K + "flowchart", f"{model_id}_flow"
             )
 
 with tab_pos:
     layer = st.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "pos_layer")
     offsets, profile = view["offsets"], view["profile"]
-    P = sinusoidal(len(offsets) // 2 + 1, 64).numpy()
-    sim = P @ P[0]
-    sinus = np.concatenate([sim[:0:-1], sim]) / sim[0]
     series = {f"head {h}": profile[layer, h] for h in range(H)}
-    series["sinusoidal P·Pᵀ (scaled)"] = sinus * profile[layer].max()
-    chart(
-        lines(
-            offsets,
-            series,
-            "offset (key − query)",
-            "mean attention",
-            title=f"layer {layer}: attention by relative offset",
-        ),
-        series_frame(offsets, series, "offset"),
-        K + "offsets",
-        f"{model_id}_offsets",
-    )
+    series["sinusoidal P·Pᵀ (scaled)"] = view["sinusoid"] * profile[layer].max()
+    title = f"layer {layer}: attention by relative offset"
+    fig = lines(offsets, series, "offset (key − query)", "mean attention", title)
+    chart(fig, series_frame(offsets, series, "offset"), K + "offsets", f"{model_id}_offsets")
     st.caption(
         "A head that peaks at −1 looks at the previous token; the P·Pᵀ curve is how similar two "
         "sinusoidal positions are at each offset (d = 64), the signal a head can use to find offsets."

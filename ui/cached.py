@@ -2,11 +2,27 @@
 
 Models are cached as resources (their weights are never mutated, so every session shares
 one), results as data keyed by their inputs, so moving a slider never re-runs a model.
+What a page needs to know about a model (its layers and heads, first text, whether it
+exposes queries and keys) comes from the registry's capabilities, without loading it.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pandas as pd
 import streamlit as st
+
+from models.attention import demos
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+# The lessons' computations (models.attention.demos), cached by their arguments.
+scoring_records = st.cache_data(demos.scoring_records, show_spinner=False)
+saturation = st.cache_data(demos.saturation, show_spinner=False)
+positional_tables = st.cache_data(demos.positional_tables, show_spinner=False)
+pooling_view = st.cache_data(demos.pooling_view, show_spinner=False)
 
 
 @st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
@@ -24,10 +40,31 @@ def run_model(model_id: str, text: str, target: str | None = None, beam: int = 1
     return adapter(model_id).run(text, target=target, **options)
 
 
-def model_choices(families: tuple[str, ...]) -> list[str]:
+def model_choices(families: tuple[str, ...] | None = None, **capabilities) -> list[str]:
+    """Registered ids of these families (all if None) having every capability given, e.g.
+    ``model_choices(queries_keys=True)``."""
     from models.registry import available
 
-    return [m.id for m in available() if m.family in families]
+    return [
+        m.id
+        for m in available()
+        if (families is None or m.family in families)
+        and all(getattr(m, k) == v for k, v in capabilities.items())
+    ]
+
+
+def capabilities(model_id: str):
+    """The registry's ``ModelInfo`` of a model: layers, heads, kinds, example text, …"""
+    from models.registry import info
+
+    return info(model_id)
+
+
+def first_index(model_ids: list[str]) -> int:
+    """Where in ``model_ids`` the model registered to be shown first is (0 if none is)."""
+    from models.registry import default_of
+
+    return model_ids.index(default_of(model_ids)) if model_ids else 0
 
 
 @st.cache_data(show_spinner="Probing for induction heads…", max_entries=8)
@@ -66,7 +103,17 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
         "rollout": None if record.kind == "cross" else rollout(record.weights),  # one token stream only
         "offsets": offsets,
         "profile": profile,
+        "sinusoid": demos.sinusoid_by_offset(len(offsets) // 2),  # P·Pᵀ by offset, d = 64, 1 at 0
     }
+
+
+@st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
+def exact_flow(model_id: str, text: str, kind: str, merge: bool, hide: bool):
+    """Exact attention flow of the Transformer page's record; each row split over the inputs."""
+    from viz_core.stats import attention_flow
+
+    flow = attention_flow(transformer_view(model_id, text, kind, merge, hide)["record"].weights)
+    return flow / flow.sum(-1, keepdims=True)  # each row: how the position's inflow splits over inputs
 
 
 @st.cache_data(show_spinner="Reading the learned position embeddings…")
@@ -80,3 +127,55 @@ def model_queries_keys(model_id: str, text: str, layer: int, head: int):
     """``(queries [n, d], keys [n, d], tokens)`` of one head, as numpy arrays."""
     q, k, tokens = adapter(model_id).queries_keys(text, layer, head)
     return q.numpy(), k.numpy(), tokens
+
+
+@st.cache_data(show_spinner=False)
+def card_table(model_ids: tuple[str, ...]) -> pd.DataFrame:
+    """Each bundled translation model's training budget and test scores, from its card."""
+    from models.registry import card_metrics
+
+    rows = []
+    for m in model_ids:
+        card = card_metrics(m)
+        if card is None:
+            continue
+        t, k = card["training"], card["metrics"]
+        beam_key = next(x for x in k if x.startswith("bleu_beam"))
+        rows.append(
+            {
+                "model": m,
+                "steps": t["steps"],
+                "epochs": t["epochs"],
+                "test pairs": k["n_pairs"],
+                "test BLEU (greedy)": k["bleu"],
+                f"test BLEU (beam {beam_key[9:]})": k[beam_key],
+                "exact match": f"{k['exact_match']:.1%}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@st.cache_data(show_spinner=False)
+def bench_result(name: str) -> dict | None:
+    """A benchmark's saved result, ``bench/<name>.json``, or None before it has been run."""
+    path = BENCH / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+@st.cache_data(show_spinner=False)
+def translation_cost(smooth: int) -> dict | None:
+    """The additive-vs-dot benchmark as the Translation page shows it: text, table and curves
+    (loss as a rolling mean over ``smooth`` steps; validation BLEU as measured)."""
+    cost = bench_result("translation_cost")
+    if cost is None:
+        return None
+    variants = cost["variants"]
+    loss = pd.DataFrame({v["name"]: pd.Series(v["loss"], index=v["steps"]) for v in variants})
+    bleu = pd.DataFrame({v["name"]: pd.Series(v["bleu"], index=v["eval_steps"]) for v in variants})
+    return {
+        "summary": cost["summary"],
+        "setup": cost["setup"],
+        "table": pd.DataFrame(cost["table"]),
+        "loss": loss.rolling(smooth, min_periods=1).mean(),
+        "bleu": bleu,
+    }

@@ -37,10 +37,10 @@ def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
     csv_button(frame, key, filename)
 
 
-def csv_button(frame: pd.DataFrame, key: str, filename: str) -> None:
-    """A download of ``frame`` as ``filename``.csv (the numbers behind a chart)."""
+def csv_button(frame: pd.DataFrame, key: str, filename: str, label: str | None = None) -> None:
+    """A download of ``frame`` as ``filename``.csv (the numbers behind a chart), named ``label``."""
     st.download_button(
-        f"⬇ CSV: {filename}",
+        f"⬇ CSV: {label or filename}",
         to_csv(frame),
         file_name=f"{filename}.csv",
         mime="text/csv",

@@ -281,7 +281,19 @@ def head_title(layer: int, head: int | str) -> str:
     return f"layer {layer}, " + ("heads averaged" if head == "average" else f"head {int(head)}")
 
 
+def head_matrix(record: AttentionRecord, layer: int, head: int | str = 0) -> np.ndarray:
+    """``[query, key]`` weights of one head, or of the layer's heads averaged (``"average"``)."""
+    return record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
+
+
 def head_view(record: AttentionRecord, layer: int, head: int | str = 0) -> go.Figure:
     """One head (or ``"average"`` of a layer's heads) with its title: the page's and the CLI's figure."""
-    matrix = record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
+    matrix = head_matrix(record, layer, head)
     return heatmap(matrix, record.query_tokens, record.key_tokens, title=head_title(layer, head))
+
+
+def larger_ticks(fig: go.Figure, size: int) -> go.Figure:
+    """Tick labels at ``size`` px on both axes (characters that must read from the back of a room)."""
+    fig.update_xaxes(tickfont_size=size)
+    fig.update_yaxes(tickfont_size=size)
+    return fig

@@ -125,6 +125,14 @@ def positional_tables(length: int, dim: int) -> dict[str, np.ndarray]:
     }
 
 
+def sinusoid_by_offset(max_offset: int, dim: int = 64) -> np.ndarray:
+    """``[2·max_offset + 1]`` similarity P[i]·P[i + offset] of sinusoidal positions, offsets
+    −max_offset … max_offset, scaled to 1 at offset 0 (it depends on the offset only)."""
+    P = positional.sinusoidal(max_offset + 1, dim).numpy()
+    sim = P @ P[0]
+    return np.concatenate([sim[:0:-1], sim]) / sim[0]
+
+
 @dataclass(frozen=True)
 class PoolingView:
     """Everything the attention-pooling page draws, as numpy arrays and records."""
