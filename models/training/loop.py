@@ -1,4 +1,4 @@
-"""One training loop for every model in the app (couplet RNNs now; translation and Transformer later).
+"""One training loop for every family trained here (couplet RNNs, couplet Transformer, translation).
 
 The task supplies three functions; the loop does the rest (device, mixed precision on
 CUDA, gradient clipping, progress bar with loss and tokens/s, periodic evaluation,

@@ -90,10 +90,3 @@ def train_config(args, **extra):
     names = ("lr", "seed", "eval_every", "save_every", "min_steps", "decay_from")
     given = {k: getattr(args, k) for k in names if hasattr(args, k)}
     return TrainConfig(max_steps=args.steps, **given, **extra)
-
-
-def decay_words(info: dict) -> str:
-    """How the learning rate fell, for a model card ("" when it stayed put)."""
-    if not info.get("decay_from"):
-        return ""
-    return f" (falling linearly to {info['lr'] / 10:g} from step {info['decay_from']:,})"
