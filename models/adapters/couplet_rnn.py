@@ -5,7 +5,8 @@
     result = adapter.run("两个黄鹂鸣翠柳", target="一行白鹭上青天")  # force-decode a lower line
     result.records["cross"]  # [1 layer, 1 head, lower-line chars, upper-line chars]
 
-torch is imported when a model is built, not when this module registers the ids.
+The module registers the model ids and the upload architecture (a couplet RNN checkpoint
+from anyone, read by ``models.uploads``); weights are read when a model is built.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import numpy as np
 
 from models.adapters.base import Seq2SeqAdapter
 from models.registry import RunResult, register
+from models.storage.bundle import Seq2SeqBundle
+from models.tasks.couplet import EXAMPLE
+from models.uploads.architectures import Architecture, register_architecture
+from models.uploads.shapes import RNN_RANGES, describe_rnn, infer_rnn
 from viz_core.record import AttentionRecord
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
@@ -77,6 +82,33 @@ def from_checkpoint(path: str | Path, device=None) -> CoupletRNNAdapter:
     from models.storage.checkpoint import file_sha256
 
     return CoupletRNNAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
+
+
+def _compare(cfg) -> tuple[str, ...]:
+    """The bundled couplet RNNs, the one with the upload's scorer first."""
+    first = "couplet-rnn-additive" if cfg.attention == "additive" else "couplet-rnn-dot"
+    return tuple(dict.fromkeys((first, "couplet-rnn-additive", "couplet-rnn-dot")))
+
+
+register_architecture(
+    Architecture(
+        name="couplet-rnn",
+        title="couplet RNN",
+        bundle=Seq2SeqBundle,
+        task="couplet",
+        tokenizer="char",
+        adapter=CoupletRNNAdapter,
+        infer=lambda shapes: infer_rnn(shapes, "couplet RNN"),
+        ranges=RNN_RANGES,
+        aliases=(("encoder.embedding.weight", "decoder.embedding.weight"),),
+        describe=describe_rnn,
+        layers_heads=lambda cfg: ("1", 1),  # one attention, whatever the RNN depth
+        compare=_compare,
+        example=EXAMPLE[0],
+        how_to="python cli.py export --model couplet-rnn-additive --out my.safetensors  "
+        "(or: python cli.py train couplet-rnn --attention additive --out weights/mine)",
+    )
+)
 
 
 def _factory(model_id: str):

@@ -9,8 +9,9 @@
 
 Rows of ``decoder_self`` and ``cross`` are the lower-line characters each position writes;
 the keys of ``decoder_self`` are what the decoder reads: ``<bos>`` and the characters
-written before, so the causal mask is the upper triangle. torch is imported when a model
-is built, not when this module registers the id.
+written before, so the causal mask is the upper triangle. The module registers the model
+id and the upload architecture (a couplet Transformer checkpoint from anyone, read by
+``models.uploads``); weights are read when a model is built.
 """
 
 from __future__ import annotations
@@ -21,6 +22,15 @@ import numpy as np
 
 from models.adapters.couplet_rnn import CoupletRNNAdapter
 from models.registry import RunResult, register
+from models.storage.bundle import TransformerBundle
+from models.tasks.couplet import EXAMPLE
+from models.uploads.architectures import Architecture, register_architecture
+from models.uploads.shapes import (
+    TRANSFORMER_RANGES,
+    describe_transformer,
+    infer_transformer,
+    transformer_layers_heads,
+)
 from viz_core.record import AttentionRecord
 
 MODEL_ID = "couplet-transformer"
@@ -88,6 +98,27 @@ def from_checkpoint(path: str | Path, device=None) -> CoupletTransformerAdapter:
     from models.storage.checkpoint import file_sha256
 
     return CoupletTransformerAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
+
+
+register_architecture(
+    Architecture(
+        name="couplet-transformer",
+        title="couplet Transformer",
+        bundle=TransformerBundle,
+        task="couplet",
+        tokenizer="char",
+        adapter=CoupletTransformerAdapter,
+        infer=infer_transformer,
+        ranges=TRANSFORMER_RANGES,
+        aliases=(("src_embed.embedding.weight", "decoder.embed.embedding.weight"),),
+        describe=describe_transformer,
+        layers_heads=transformer_layers_heads,
+        compare=lambda cfg: (MODEL_ID,),
+        example=EXAMPLE[0],
+        how_to="python cli.py export --model couplet-transformer --out my.safetensors  "
+        "(or: python cli.py train couplet-transformer --out weights/mine)",
+    )
+)
 
 
 @register(

@@ -5,6 +5,9 @@ eager attention path (SDPA and flash kernels return no weights; transformers 5 t
 back an empty tuple without complaint, so every layer's weights are checked here).
 
 Records are token-level and exact: special tokens kept, nothing merged. Views merge.
+
+The module also registers the Hugging Face families an uploaded folder may hold (a zipped
+``save_pretrained`` folder, read by ``models.uploads``), each run by this adapter.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import torch
 
 from models.registry import RunResult
+from models.uploads.hf_folder import HFFamily, register_hf_family
 from viz_core.record import AttentionRecord
 
 # Never reach a hub, whatever the caller's environment says.
@@ -264,3 +268,11 @@ def _layers_heads(config) -> tuple[int, int]:
     layers = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", None)
     heads = getattr(config, "num_attention_heads", None) or getattr(config, "num_heads", None)
     return int(layers), int(heads)
+
+
+# -- uploads: a zipped Hugging Face folder of each family, run by HFAdapter ----------------------
+
+ENGLISH = "The cat sat on the mat because it was tired."
+register_hf_family(HFFamily("encoder", HFAdapter, compare=("minilm",), example=ENGLISH))
+register_hf_family(HFFamily("causal", HFAdapter, compare=("smollm2",), example=ENGLISH))
+register_hf_family(HFFamily("seq2seq", HFAdapter, example="The cat sat on the mat."))

@@ -5,7 +5,8 @@
     result = adapter.run("I'm home.", target="Je suis chez moi.")   # force-decode a French sentence
     result.records["cross"]  # [1 layer, 1 head, French words + <eos>, English words + <eos>]
 
-torch is imported when a model is built, not when this module registers the ids.
+The module registers the model ids and the upload architecture (a translation RNN
+checkpoint from anyone, read by ``models.uploads``); weights are read when a model is built.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import numpy as np
 
 from models.adapters.base import Seq2SeqAdapter
 from models.registry import RunResult, register
+from models.storage.bundle import Seq2SeqBundle
+from models.uploads.architectures import Architecture, register_architecture
+from models.uploads.shapes import RNN_RANGES, describe_rnn, infer_rnn
 from viz_core.record import AttentionRecord
 
 WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
@@ -79,6 +83,33 @@ def from_checkpoint(path: str | Path, device=None) -> TranslationAdapter:
     from models.storage.checkpoint import file_sha256
 
     return TranslationAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
+
+
+def _compare(cfg) -> tuple[str, ...]:
+    """The bundled translation RNNs, the one with the upload's scorer first."""
+    first = "translate-gru-additive" if cfg.attention == "additive" else "translate-lstm-dot"
+    return tuple(dict.fromkeys((first, "translate-gru-additive", "translate-lstm-dot")))
+
+
+register_architecture(
+    Architecture(
+        name="translation-rnn",
+        title="translation RNN",
+        bundle=Seq2SeqBundle,
+        task="translation",
+        tokenizer="word",
+        adapter=TranslationAdapter,
+        infer=lambda shapes: infer_rnn(shapes, "translation RNN"),
+        ranges=RNN_RANGES,
+        describe=describe_rnn,
+        layers_heads=lambda cfg: ("1", 1),
+        compare=_compare,
+        example="I'm home.",
+        how_to="python cli.py export --model translate-gru-additive --out my.safetensors  "
+        "(or: python cli.py train translate --rnn gru --attention additive --out weights/mine)",
+        shared_vocab=False,
+    )
+)
 
 
 def _factory(model_id: str):

@@ -8,29 +8,28 @@
     upload.summary                # architecture, parameters, vocabulary, layers × heads, SHA-256
     upload.adapter.run(text)      # records, as for a bundled model
 
-``safety`` holds the checks (size, sniffing, zip members, pickle globals, safetensors
-headers), ``architectures`` our model families (registered by bundle format and task),
-``hf_folder`` zipped Hugging Face folders, ``loader`` the dispatch and the LRU cache.
+The way down: ``loader`` (entry points) makes one ``incoming.Incoming`` of the file and
+hands it to ``readers``, one reader per format, which apply ``safety``'s checks (size,
+sniffing, zip members, pickle globals, safetensors headers) and read; a state dict of one
+of our families is rebuilt and checked in ``rebuild`` against its ``architectures`` entry
+(shape inference in ``shapes``), a Hugging Face folder is checked in ``hf_folder``;
+``cache`` keeps loaded uploads. Each family registers its upload architecture in its own
+adapter file (``models/adapters/``), beside its model ids.
 """
 
 from models.uploads.architectures import ARCHITECTURES, Architecture, Missing, register_architecture
-from models.uploads.loader import (
-    CACHE,
-    NeedsAnswers,
-    Summary,
-    Upload,
-    UploadCache,
-    export_bytes,
-    load_bytes,
-    load_path,
-    parse_vocab,
-)
+from models.uploads.cache import CACHE, UploadCache
+from models.uploads.hf_folder import HF_FAMILIES, HFFamily, register_hf_family
+from models.uploads.incoming import NeedsAnswers, Summary, Upload
+from models.uploads.loader import export_bytes, load_bytes, load_path, parse_vocab
 from models.uploads.safety import Limits, UploadError
 
 __all__ = [
     "ARCHITECTURES",
     "CACHE",
+    "HF_FAMILIES",
     "Architecture",
+    "HFFamily",
     "Limits",
     "Missing",
     "NeedsAnswers",
@@ -43,4 +42,5 @@ __all__ = [
     "load_path",
     "parse_vocab",
     "register_architecture",
+    "register_hf_family",
 ]

@@ -6,14 +6,21 @@ inside and are listed as skipped. The config must name a model type built into
 transformers (custom code is never run: ``trust_remote_code=False`` everywhere), its sizes
 must be sane, and the weights' names and shapes must fit the model the config describes,
 checked on the meta device before a byte of weights is loaded.
+
+Which kinds of model a folder may hold (encoder, causal LM, encoder–decoder) and the
+adapter that runs each are registered by ``models/adapters/hf.py`` (``register_hf_family``).
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+from models.uploads.architectures import Registry
 from models.uploads.safety import FLOAT_DTYPES, Limits, UploadError, read_member, safetensors_header
 
 TOKENIZER_FILES = frozenset(
@@ -57,6 +64,28 @@ CONFIG_RANGES = {
     "n_positions": (1, 1_048_576),
 }
 ALLOWED_MISSING = ("pooler.",)  # outside the attention path; transformers initialises it
+
+
+@dataclass(frozen=True)
+class HFFamily:
+    """A kind of Hugging Face model an uploaded folder may hold, as ``family_of`` names it."""
+
+    family: str  # "encoder", "causal", "seq2seq"
+    adapter: Callable[..., Any]  # (model_id, folder, device) -> adapter
+    compare: tuple[str, ...] = ()  # bundled ids of the same family, closest first
+    example: str = ""  # an input to start from
+
+    @property
+    def name(self) -> str:
+        return f"hf-{self.family}"
+
+
+HF_FAMILIES: Registry = Registry("a Hugging Face upload family")  # family -> HFFamily
+
+
+def register_hf_family(family: HFFamily) -> HFFamily:
+    """Make folders of ``family`` readable from uploads; called at import by ``models/adapters/hf.py``."""
+    return HF_FAMILIES.add(family.family, family)
 
 
 def pick_members(infos: list[zipfile.ZipInfo], name: str) -> tuple[dict[str, zipfile.ZipInfo], list[str]]:
@@ -199,11 +228,3 @@ def _loader(family: str):
 def _line(err: Exception) -> str:
     text = " ".join(str(err).split())
     return text[:300] + ("…" if len(text) > 300 else "")
-
-
-COMPARE = {"encoder": ("minilm",), "causal": ("smollm2",), "seq2seq": ()}
-EXAMPLES = {
-    "encoder": "The cat sat on the mat because it was tired.",
-    "causal": "The cat sat on the mat because it was tired.",
-    "seq2seq": "The cat sat on the mat.",
-}

@@ -9,10 +9,13 @@ Order of business for a file from a stranger:
    ``check_zip`` refuses absolute paths, ``..``, links, encryption, too many members and
    too much inflated data; ``scan_pickle`` lists every global a pickle would import
    (``pickletools`` reads opcodes, it never executes them) and refuses any that is not a
-   tensor rebuild or a plain container; only then ``torch_load`` calls
-   ``torch.load(weights_only=True)``, whose restricted unpickler is the second guard.
+   tensor rebuild or a plain container; only then does the torch reader
+   (``models.uploads.readers.TorchSave``) call ``torch.load(weights_only=True)``, whose
+   restricted unpickler is the second guard.
 
-Every refusal is one ``UploadError`` whose message names the file and the problem.
+These are the checks; ``models.uploads.readers`` applies them, one reader per format.
+Every refusal is one ``UploadError`` whose message names the file and the problem: each
+check takes ``name``, what its messages call the file.
 """
 
 from __future__ import annotations
@@ -429,39 +432,3 @@ def _allowed(module: str, attr: str, name: str) -> tuple[str, str]:
         f"{name}: the pickle would import {module}.{attr}{hint}; only tensors, numbers, strings, "
         "lists and dicts are accepted, nothing is run"
     )
-
-
-def torch_load(data: bytes, name: str, limits: Limits) -> Any:
-    """``torch.load(weights_only=True)`` of a torch.save zip, after ``check_zip`` and ``scan_pickle``."""
-    import pickle
-
-    import torch
-
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as err:
-        raise UploadError(f"{name}: a damaged zip ({err})") from err
-    with zf:
-        infos = check_zip(zf, name, limits)
-        root = torch_zip_root(infos)
-        if root is None:
-            raise UploadError(f"{name} is a zip but neither a torch.save file nor a model folder")
-        # torch reads the record folder of the zip's first entry: there must be only one.
-        roots = {PurePosixPath(i.filename).parts[0] for i in infos}
-        if roots != {root}:
-            raise UploadError(f"{name}: a torch.save file has one record folder, this one has {len(roots)}")
-        names = {PurePosixPath(i.filename).relative_to(root).as_posix() for i in infos}
-        if "constants.pkl" in names or any(n.startswith("code/") for n in names):
-            raise UploadError(f"{name} is a TorchScript archive: it carries code, which is never run")
-        for info in infos:  # every pickle in it, not only the one torch reads first
-            if info.filename.endswith(".pkl"):
-                if info.file_size > limits.max_pickle:
-                    raise UploadError(f"{name}: {info.filename} is {info.file_size / MB:,.1f} MB; refused")
-                scan_pickle(read_member(zf, info, name, limits.max_pickle), name)
-    try:
-        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        first = str(err).strip().splitlines()[-1][:200]
-        raise UploadError(f"{name}: refused by torch's weights-only loader ({first})") from err
-    except Exception as err:
-        raise UploadError(f"{name}: torch could not read it ({type(err).__name__}: {err})") from err

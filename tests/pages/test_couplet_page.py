@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apptest import charts, check_unknown_long_and_empty, page_runner
+from tests.support import charts, check_unknown_long_and_empty, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
-PAGE = "../app_pages/couplets.py"
+PAGE = "app_pages/couplets.py"
 K = "couplet_"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,49 +11,19 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
 from models.storage.bundle import Seq2SeqBundle
 from models.tasks.translation import (
     MAX_WORDS,
-    Translator,
     batches,
     bleu,
-    build_vocabs,
     detokenize,
     prepare_sentence,
     tokenize,
 )
 from models.text.pairs import split_pairs
-from models.text.vocab import EOS, Vocab
-
-PAIRS = [
-    ("go .", "va !"),
-    ("i lost .", "j'ai perdu ."),
-    ("he's calm .", "il est calme ."),
-    ("i'm home .", "je suis chez moi ."),
-    ("we lost .", "nous avons perdu ."),
-    ("he's home .", "il est chez lui ."),
-]
-WORD_PAIRS = [(en.split(), fr.split()) for en, fr in PAIRS]
-
-
-def tiny_vocabs() -> tuple[Vocab, Vocab]:
-    return build_vocabs(WORD_PAIRS, min_freq=1)
-
-
-def tiny_translator(rnn: str = "gru", attention: str = "additive", seed: int = 0) -> Translator:
-    src, tgt = tiny_vocabs()
-    torch.manual_seed(seed)
-    cfg = Seq2SeqConfig(len(src), len(tgt), 12, 16, rnn=rnn, attention=attention)
-    return Translator(Seq2Seq(cfg).eval(), src, tgt)
-
-
-def tiny_bundle(path: Path, rnn: str = "gru", attention: str = "additive") -> Path:
-    tr = tiny_translator(rnn, attention)
-    return Seq2SeqBundle(
-        tr.model, tr.src_vocab, tr.tgt_vocab, "translation", "word", {"model_id": "tiny"}
-    ).save(path)
-
+from models.text.vocab import EOS
+from tests.support import TRANSLATION_PAIRS as PAIRS
+from tests.support import WORD_PAIRS, tiny_translation_bundle, tiny_translator, tiny_vocabs
 
 # -- text ------------------------------------------------------------------------------------
 
@@ -153,7 +122,7 @@ def test_batches_end_sources_and_targets_with_eos():
 def adapter(tmp_path_factory):
     from models.adapters.translate_rnn import TranslationAdapter
 
-    path = tiny_bundle(tmp_path_factory.mktemp("tr") / "tiny.safetensors")
+    path = tiny_translation_bundle(tmp_path_factory.mktemp("tr") / "tiny.safetensors")
     return TranslationAdapter("tiny", path, "cpu")
 
 

@@ -5,9 +5,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import charts, page_runner
+from tests.support import charts, page_runner
 
-PAGE = "../app_pages/transformer.py"
+PAGE = "app_pages/transformer.py"
 
 
 run = page_runner(PAGE, 300)

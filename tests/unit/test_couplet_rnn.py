@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -22,46 +20,8 @@ from models.text.pairs import make_batch
 from models.text.search import Constraints, beam_search, greedy
 from models.text.vocab import Vocab
 from models.training.loop import TrainConfig, Trainer, loss_fn
-
-PAIRS = [
-    ("两个黄鹂鸣翠柳", "一行白鹭上青天"),
-    ("窗含西岭千秋雪", "门泊东吴万里船"),
-    ("白日依山尽", "黄河入海流"),
-    ("欲穷千里目", "更上一层楼"),
-    ("海上生明月", "天涯共此时"),
-    ("春眠不觉晓", "处处闻啼鸟"),
-]
-UPPERS = [list(u) for u, _ in PAIRS]
-
-
-def tiny_vocab() -> Vocab:
-    return Vocab.build((u + low for u, low in PAIRS), reserved=PUNCTUATION)
-
-
-def tiny_model(attention: str = "additive", seed: int = 0, rnn: str = "lstm") -> Seq2Seq:
-    torch.manual_seed(seed)
-    v = tiny_vocab()
-    cfg = Seq2SeqConfig(
-        src_vocab_size=len(v),
-        tgt_vocab_size=len(v),
-        embed_size=12,
-        hidden_size=16,
-        attention=attention,
-        rnn=rnn,
-        share_embeddings=True,
-    )
-    return Seq2Seq(cfg).eval()
-
-
-def tiny_couplet(attention: str = "additive", seed: int = 0) -> CoupletModel:
-    return CoupletModel(tiny_model(attention, seed), tiny_vocab())
-
-
-def tiny_checkpoint(path: Path, attention: str = "additive") -> Path:
-    """A self-describing checkpoint file, as ``cli.py export`` writes one."""
-    cm = tiny_couplet(attention)
-    return Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"model_id": "tiny"}).save(path)
-
+from tests.support import COUPLET_PAIRS as PAIRS
+from tests.support import UPPERS, tiny_rnn_couplet, tiny_rnn_model, tiny_vocab
 
 ATTENTIONS = ["additive", "scaled_dot"]
 
@@ -70,7 +30,7 @@ ATTENTIONS = ["additive", "scaled_dot"]
 @pytest.mark.parametrize("rnn", ["lstm", "gru"])
 def test_forced_weights_have_the_right_shape_rows_sum_to_one_and_padding_gets_zero(attention, rnn):
     v = tiny_vocab()
-    model = tiny_model(attention, rnn=rnn)
+    model = tiny_rnn_model(attention, rnn=rnn)
     batch = make_batch([v.encode(u) for u, _ in PAIRS], [v.encode(low) for _, low in PAIRS], bos_id=v.bos_id)
     logits, w = model(batch.src, batch.src_lens, batch.tgt_in)
     assert logits.shape == (len(PAIRS), 7, len(v))
@@ -83,7 +43,7 @@ def test_forced_weights_have_the_right_shape_rows_sum_to_one_and_padding_gets_ze
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_a_line_decodes_the_same_alone_and_in_a_padded_batch(attention):
-    cm = tiny_couplet(attention)
+    cm = tiny_rnn_couplet(attention)
     together = cm.generate(UPPERS)
     for line, d in zip(UPPERS, together, strict=True):
         alone = cm.generate([line])[0]
@@ -94,7 +54,7 @@ def test_a_line_decodes_the_same_alone_and_in_a_padded_batch(attention):
 @pytest.mark.parametrize("attention", ATTENTIONS)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_beam_width_one_equals_greedy(attention, seed):
-    cm = tiny_couplet(attention, seed)
+    cm = tiny_rnn_couplet(attention, seed)
     g = cm.generate(UPPERS, beam=1, top_k=3)
     b = cm.generate(UPPERS, beam=2, top_k=3)  # a real beam, for contrast: must differ in code path
     v = cm.vocab
@@ -127,7 +87,7 @@ def test_beam_width_one_equals_greedy(attention, seed):
 
 
 def test_beam_width_one_equals_greedy_without_length_rule_stopping_at_eos():
-    cm = tiny_couplet("additive", seed=3)
+    cm = tiny_rnn_couplet("additive", seed=3)
     v = cm.vocab
     src, lens = cm._src(UPPERS)
     kw = dict(bos_id=v.bos_id, eos_id=v.eos_id, max_len=12)
@@ -141,7 +101,7 @@ def test_beam_width_one_equals_greedy_without_length_rule_stopping_at_eos():
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_decoding_keeps_length_and_punctuation(beam):
-    cm = tiny_couplet("scaled_dot", seed=4)
+    cm = tiny_rnn_couplet("scaled_dot", seed=4)
     uppers = ["两个黄鹂，鸣翠柳！", "白日依山尽。", "？春眠、不觉晓；", "，，", "海上生明月"]
     for upper, d in zip(uppers, cm.generate([list(u) for u in uppers], beam=beam), strict=True):
         lower = cm.text(d)
@@ -155,7 +115,7 @@ def test_decoding_keeps_length_and_punctuation(beam):
 
 
 def test_save_and_load_round_trip_gives_identical_attention(tmp_path):
-    cm = tiny_couplet("additive", seed=5)
+    cm = tiny_rnn_couplet("additive", seed=5)
     bundle = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"model_id": "t"})
     bundle.save_dir(tmp_path / "b")
     loaded = Seq2SeqBundle.load(tmp_path / "b")
@@ -186,7 +146,7 @@ def test_loading_refuses_foreign_and_mismatched_files(tmp_path):
     save_file({"x": torch.ones(2)}, str(untagged))
     with pytest.raises(CheckpointError, match="format"):
         Seq2SeqBundle.load(untagged)
-    cm = tiny_couplet()
+    cm = tiny_rnn_couplet()
     meta = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").meta()
     from models.storage.checkpoint import save_checkpoint
 
@@ -218,7 +178,7 @@ def test_training_resumes_to_exactly_the_same_weights(tmp_path):
     batches = CoupletBatches(PAIRS * 4, v, batch_size=4, seed=1, join_prob=0.3)
 
     def run(run_dir, steps):
-        model = tiny_model(seed=9).train()
+        model = tiny_rnn_model(seed=9).train()
         cfg = TrainConfig(max_steps=steps, save_every=3, eval_every=3, seed=1)
         Trainer(
             model,
@@ -253,10 +213,10 @@ def test_batches_are_deterministic_and_joined_examples_keep_the_rule():
         assert [x in punct for x in s] == [x in punct for x in t]
 
 
-def test_couplet_adapter_handles_odd_input(tmp_path):
+def test_couplet_adapter_handles_odd_input(tiny_rnn_checkpoint):
     from models.adapters.couplet_rnn import from_checkpoint
 
-    adapter = from_checkpoint(tiny_checkpoint(tmp_path / "t.safetensors"), "cpu")
+    adapter = from_checkpoint(tiny_rnn_checkpoint, "cpu")
     for text in ["两个黄鹂鸣翠柳", "abc 123", "😀两个🎉", "  两 个\t黄鹂 ", "Hello, 世界!", "𠀀", "风" * 40]:
         result = adapter.run(text)
         rec = result.records["cross"]

@@ -1,28 +1,23 @@
 """The Checkpoint inspector under AppTest: empty state and demo, uploads of each kind, refusals.
 
 AppTest's ``file_uploader(key="ckpt_file").set_value((name, bytes, mime))`` stands in for
-the browser's upload; ``tests/test_checkpoint_browser.py`` does one real upload.
+the browser's upload; ``tests/browser/test_checkpoint_browser.py`` does one real upload.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from models.storage.bundle import Seq2SeqBundle, TransformerBundle
-from tests.apptest import charts, page_runner
-from tests.test_couplet_model import tiny_couplet, tiny_vocab
-from tests.test_couplet_transformer import tiny_couplet as tiny_transformer_couplet
-from tests.test_uploads import SystemCall, torch_bytes, zip_bytes
+from models.storage.bundle import Seq2SeqBundle
+from tests.support import ROOT, SystemCall, charts, folder_zip, page_runner, tiny_vocab, torch_bytes
 
-PAGE = "../app_pages/checkpoint.py"
+PAGE = "app_pages/checkpoint.py"
 K = "ckpt_"
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "weights" / "couplet-rnn-additive" / "model.safetensors"
 UPPER = "两个黄鹂鸣翠柳"
 
@@ -40,10 +35,8 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def rnn_bytes(tmp_path_factory) -> bytes:
-    cm = tiny_couplet("additive")
-    path = tmp_path_factory.mktemp("rnn") / "tiny.safetensors"
-    return Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").save(path).read_bytes()
+def rnn_bytes(tiny_rnn_checkpoint) -> bytes:
+    return tiny_rnn_checkpoint.read_bytes()
 
 
 def test_empty_state_explains_and_the_demo_loads_the_exported_bundled_model():
@@ -102,12 +95,8 @@ def test_upload_of_an_exported_translation_model_matches_the_bundled_one():
     ]
 
 
-def test_upload_of_a_couplet_transformer_shows_model_and_head_views(tmp_path):
-    cm = tiny_transformer_couplet(seed=3)
-    data = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"best_layer": 1}).save(
-        tmp_path / "tf.safetensors"
-    )
-    at = upload(run(), "tf.safetensors", data.read_bytes())
+def test_upload_of_a_couplet_transformer_shows_model_and_head_views(tiny_transformer_checkpoint):
+    at = upload(run(), "tf.safetensors", tiny_transformer_checkpoint.read_bytes())
     assert metrics(at)["layers × heads"] == "(3 + 3) × 4"
     assert at.radio(key=K + "kind").value == "cross"
     figs = charts(at)
@@ -138,8 +127,8 @@ def test_a_refused_upload_is_one_error_and_the_page_keeps_serving(tmp_path, rnn_
     assert not at.error and metrics(at)["architecture"] == "couplet-rnn"
 
 
-def test_bare_state_dict_asks_for_the_architecture_then_the_vocabulary():
-    cm = tiny_couplet("additive")
+def test_bare_state_dict_asks_for_the_architecture_then_the_vocabulary(tiny_rnn):
+    cm = tiny_rnn
     at = upload(run(), "bare.pt", torch_bytes(cm.model.state_dict()))
     assert "missing: architecture" in at.warning[0].value
     assert at.selectbox(key=K + "architecture").value is None and not at.metric
@@ -153,8 +142,8 @@ def test_bare_state_dict_asks_for_the_architecture_then_the_vocabulary():
     assert metrics(at)["architecture"] == "couplet-rnn" and charts(at)
 
 
-def test_nan_weights_are_flagged_on_the_page():
-    cm = tiny_couplet("additive")
+def test_nan_weights_are_flagged_on_the_page(tiny_rnn):
+    cm = tiny_rnn
     state = {k: v.clone() for k, v in cm.model.state_dict().items()}
     state["decoder.out.bias"][5] = float("nan")
     meta = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").meta()
@@ -162,18 +151,8 @@ def test_nan_weights_are_flagged_on_the_page():
     assert any("NaN" in w.value and "decoder.out.bias" in w.value for w in at.warning)
 
 
-def test_hf_zip_shows_heads_and_minilm_beside(tmp_path):
-    from transformers import BertConfig, BertModel
-
-    from models.adapters.minilm import model_folder
-
-    torch.manual_seed(0)
-    cfg = BertConfig(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=20)
-    BertModel(cfg).save_pretrained(tmp_path)
-    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        files[f] = (model_folder() / f).read_bytes()
-    at = upload(run(), "tiny-bert.zip", zip_bytes({f"tiny-bert/{k}": v for k, v in files.items()}))
+def test_hf_zip_shows_heads_and_minilm_beside(tiny_hf_folders):
+    at = upload(run(), "tiny-bert.zip", folder_zip(tiny_hf_folders["encoder"], "tiny-bert"))
     assert metrics(at)["architecture"] == "hf-encoder" and metrics(at)["layers × heads"] == "2 × 2"
     titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
     assert titles[1] == "layer 1, head 0"

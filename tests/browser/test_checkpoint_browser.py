@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 import torch
 
 from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
-from models.storage.bundle import Seq2SeqBundle
-from tests.test_couplet_model import tiny_couplet
-from tests.test_uploads import SystemCall, torch_bytes
+from tests.support import SHOTS, SystemCall, torch_bytes
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(__file__).parent / "screenshots"
 
 
-def test_upload_a_checkpoint_then_a_hostile_file(tmp_path):
+def test_upload_a_checkpoint_then_a_hostile_file(tiny_rnn_checkpoint, tmp_path):
     problem = chromium_missing()
     assert problem is None, problem
-    cm = tiny_couplet("additive")
-    good = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").save(tmp_path / "tiny.safetensors")
+    good = tiny_rnn_checkpoint
     marker = tmp_path / "pwned"
     evil = tmp_path / "evil.pt"
     evil.write_bytes(torch_bytes({"w": torch.zeros(2), "x": SystemCall(marker)}))

@@ -1,70 +1,33 @@
-"""The couplet Transformer: invariants on a tiny random model, then the bundled weights and the CLI."""
+"""The couplet Transformer on a tiny random model: architecture, decoding, training, the adapter."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from models.nets.transformer import Transformer, TransformerConfig
+from models.nets.transformer import Transformer
 from models.storage.bundle import TransformerBundle
 from models.tasks.couplet import PUNCTUATION, CoupletBatches
 from models.tasks.couplet_heads import CoupletTransformer, layer_alignment
 from models.text.pairs import make_batch
 from models.text.search import beam_search, greedy
 from models.training.loop import TrainConfig, Trainer, loss_fn
-from tests.test_couplet_model import PAIRS, UPPERS, tiny_vocab
+from tests.support import COUPLET_PAIRS as PAIRS
+from tests.support import TRANSFORMER_HEADS as HEADS
+from tests.support import TRANSFORMER_LAYERS as LAYERS
+from tests.support import UPPERS, tiny_transformer_couplet, tiny_transformer_model, tiny_vocab
 
-ROOT = Path(__file__).resolve().parent.parent
-BUNDLED = ROOT / "weights" / "couplet-transformer"
-LAYERS, HEADS = 3, 4
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is fastest, and it spares a CPU that other jobs share."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def tiny_model(seed: int = 0, dropout: float = 0.0) -> Transformer:
-    torch.manual_seed(seed)
-    v = tiny_vocab()
-    cfg = TransformerConfig(
-        src_vocab_size=len(v),
-        tgt_vocab_size=len(v),
-        d_model=16,
-        num_heads=HEADS,
-        encoder_layers=LAYERS,
-        decoder_layers=LAYERS,
-        ffn_size=32,
-        dropout=dropout,
-    )
-    return Transformer(cfg).eval()
-
-
-def tiny_couplet(seed: int = 0) -> CoupletTransformer:
-    return CoupletTransformer(tiny_model(seed), tiny_vocab(), layer=1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
-def tiny_adapter(tmp_path_factory):
+def tiny_adapter(tiny_transformer_checkpoint):
     from models.adapters.couplet_transformer import from_checkpoint
 
-    cm = tiny_couplet(seed=3)
-    info = {"model_id": "tiny", "best_layer": 1}
-    path = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", info).save(
-        tmp_path_factory.mktemp("ct") / "tiny.safetensors"
-    )
-    return from_checkpoint(path, "cpu")
+    return from_checkpoint(tiny_transformer_checkpoint, "cpu")
 
 
 def padded_batch():
@@ -79,7 +42,7 @@ def padded_batch():
 
 
 def test_forward_returns_every_attention_rows_sum_to_one_and_padding_keys_get_zero():
-    model = tiny_model()
+    model = tiny_transformer_model()
     batch, lens = padded_batch()
     logits, att = model(batch.src, batch.src_lens, batch.tgt_in)
     b, n = len(lens), max(lens)
@@ -96,7 +59,7 @@ def test_forward_returns_every_attention_rows_sum_to_one_and_padding_keys_get_ze
 
 def test_decoder_self_attention_is_causal_exactly():
     batch, _ = padded_batch()
-    _, att = tiny_model(seed=1)(batch.src, batch.src_lens, batch.tgt_in)
+    _, att = tiny_transformer_model(seed=1)(batch.src, batch.src_lens, batch.tgt_in)
     w = att["decoder_self"]  # [batch, layers, heads, query, key]
     above = torch.ones(w.shape[-2:], dtype=torch.bool).triu(1)
     assert torch.all(w[..., above] == 0)
@@ -104,7 +67,7 @@ def test_decoder_self_attention_is_causal_exactly():
 
 
 def test_a_line_gives_the_same_attention_alone_and_in_a_padded_batch():
-    model = tiny_model(seed=2)
+    model = tiny_transformer_model(seed=2)
     batch, lens = padded_batch()
     _, together = model(batch.src, batch.src_lens, batch.tgt_in)
     i, n = 2, lens[2]
@@ -115,7 +78,7 @@ def test_a_line_gives_the_same_attention_alone_and_in_a_padded_batch():
 
 def test_incremental_decoding_step_matches_the_full_forward_pass():
     """The search runs one position at a time; the records come from one full pass."""
-    model = tiny_model(seed=4)
+    model = tiny_transformer_model(seed=4)
     batch, _ = padded_batch()
     logits, att = model(batch.src, batch.src_lens, batch.tgt_in)
     enc = model.encode(batch.src, batch.src_lens)
@@ -128,7 +91,7 @@ def test_incremental_decoding_step_matches_the_full_forward_pass():
 
 
 def test_attention_is_returned_never_left_on_a_module():
-    model = tiny_model()
+    model = tiny_transformer_model()
     batch, _ = padded_batch()
     model(batch.src, batch.src_lens, batch.tgt_in)
     for name, module in model.named_modules():
@@ -144,7 +107,7 @@ def test_beam_width_one_equals_greedy(seed):
     from models.tasks.couplet import constraints_for
     from models.text.pairs import pad
 
-    cm = tiny_couplet(seed)
+    cm = tiny_transformer_couplet(seed)
     a = cm.generate(UPPERS, beam=1)
     v = cm.vocab
     src, lens = pad([v.encode(u) for u in UPPERS])
@@ -159,7 +122,7 @@ def test_beam_width_one_equals_greedy(seed):
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_generation_keeps_length_and_punctuation(beam):
-    cm = tiny_couplet(seed=6)
+    cm = tiny_transformer_couplet(seed=6)
     uppers = [list("两个黄鹂，鸣翠柳。"), list("白日！"), list("？海上生明月、")]
     for upper, d in zip(uppers, cm.generate(uppers, beam=beam), strict=True):
         lower = cm.text(d)
@@ -175,7 +138,7 @@ def test_generation_keeps_length_and_punctuation(beam):
 
 
 def test_save_and_load_round_trip_gives_identical_attention(tmp_path):
-    cm = tiny_couplet(seed=7)
+    cm = tiny_transformer_couplet(seed=7)
     bundle = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"model_id": "t"})
     bundle.save_dir(tmp_path / "b")
     loaded = TransformerBundle.load(tmp_path / "b")
@@ -192,7 +155,7 @@ def test_bundles_refuse_each_others_files(tmp_path):
     from models.storage.bundle import Seq2SeqBundle
     from models.storage.checkpoint import CheckpointError
 
-    cm = tiny_couplet()
+    cm = tiny_transformer_couplet()
     path = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").save(tmp_path / "t.safetensors")
     with pytest.raises(CheckpointError, match="format"):
         Seq2SeqBundle.load(path)
@@ -216,7 +179,7 @@ def test_training_with_warmup_resumes_to_exactly_the_same_weights(tmp_path):
     batches = CoupletBatches(PAIRS * 4, v, batch_size=4, seed=1, join_prob=0.3)
 
     def run(run_dir, steps):
-        model = tiny_model(seed=9, dropout=0.1).train()
+        model = tiny_transformer_model(seed=9, dropout=0.1).train()
         cfg = TrainConfig(max_steps=steps, save_every=3, eval_every=3, seed=1, warmup_steps=4)
         Trainer(
             model, cfg, run_dir, torch.device("cpu"), batches, loss_fn, progress=False, log=lambda _: None
@@ -233,7 +196,7 @@ def test_training_with_warmup_resumes_to_exactly_the_same_weights(tmp_path):
 def test_a_few_steps_of_training_lower_the_loss():
     v = tiny_vocab()
     batch = make_batch([v.encode(u) for u, _ in PAIRS], [v.encode(low) for _, low in PAIRS], bos_id=v.bos_id)
-    model = tiny_model(seed=2).train()
+    model = tiny_transformer_model(seed=2).train()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     first = None
     for _ in range(30):
@@ -295,96 +258,3 @@ def test_adapter_export_round_trips(tiny_adapter, tmp_path):
     assert a.output == b.output
     for kind in a.records:
         np.testing.assert_array_equal(a.records[kind].weights, b.records[kind].weights)
-
-
-# -- the bundled model (slow: loads the weights and the data) --------------------------------
-
-
-@pytest.fixture(scope="module")
-def bundled():
-    if not (BUNDLED / "model.safetensors").is_file():
-        pytest.skip("no bundled couplet-transformer weights")
-    from models.registry import load
-
-    return load("couplet-transformer", "cpu")
-
-
-@pytest.mark.slow
-def test_bundled_model_reaches_its_card_alignment_on_the_check_sample(bundled):
-    from models.tasks.couplet import CHECK_SIZE, load_split
-    from models.tasks.couplet_heads import forced_layer_metrics
-
-    _, valid = load_split()
-    sample = valid[:CHECK_SIZE]
-    got = forced_layer_metrics(bundled.runner, sample)
-    card = json.loads((BUNDLED / "metrics.json").read_text(encoding="utf-8"))["metrics"]
-    assert got["alignment_best"] >= 0.85
-    assert got["best_layer"] == card["best_layer"] == bundled.best_layer
-    assert got["alignment_layers"][card["best_layer"]] == pytest.approx(card[f"alignment_first_{CHECK_SIZE}"])
-
-
-@pytest.mark.slow
-def test_bundled_model_writes_a_couplet_for_the_example(bundled):
-    for beam in (1, 4):
-        result = bundled.run("两个黄鹂鸣翠柳", beam=beam)
-        lower = result.output
-        assert len(lower) == 7 and not set(lower) & set("两个黄鹂鸣翠柳")
-        assert all(ch in bundled.vocab and bundled.vocab.index[ch] >= 4 for ch in lower)
-        assert result.records["cross"].meta["alignment"] >= 5 / 7
-    punct = bundled.run("春风又绿江南岸，明月何时照我还？").output
-    assert punct[7] == "，" and punct[-1] == "？" and len(punct) == 16
-
-
-def cli(*args, timeout=120):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATLAS_DEVICE": "cpu"}  # tiny inputs; a shared CPU
-    return subprocess.run(
-        [sys.executable, "cli.py", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-
-
-@pytest.mark.slow
-def test_cli_extract_contract(bundled, tmp_path):
-    done = cli(
-        "extract",
-        "--model",
-        "couplet-transformer",
-        "--text",
-        "两个黄鹂鸣翠柳",
-        "--target",
-        "一行白鹭上青天",
-        "--json",
-    )
-    assert done.returncode == 0, done.stderr
-    obj = json.loads(done.stdout)
-    assert set(obj) == {"model", "device", "output", "records"}
-    assert obj["model"] == "couplet-transformer" and obj["output"] is None
-    shapes = {
-        r["kind"]: (
-            len(r["weights"]),
-            len(r["weights"][0]),
-            len(r["weights"][0][0]),
-            len(r["weights"][0][0][0]),
-        )
-        for r in obj["records"]
-    }
-    assert shapes == {"encoder_self": (3, 4, 7, 7), "decoder_self": (3, 4, 7, 7), "cross": (3, 4, 7, 7)}
-    dec = next(r for r in obj["records"] if r["kind"] == "decoder_self")
-    assert dec["query_tokens"] == list("一行白鹭上青天") and dec["key_tokens"][0] == "<bos>"
-    w = np.array(dec["weights"])  # [layers, heads, query, key]
-    assert np.all(np.triu(w, 1) == 0) and np.allclose(w.sum(-1), 1, atol=1e-5)
-
-    inputs = tmp_path / "in.tsv"
-    inputs.write_text("白日依山尽\n\n海上生明月，天涯共此时\n欲穷千里目\t更上一层楼\n", encoding="utf-8")
-    done = cli("extract", "--model", "couplet-transformer", "--input-file", inputs, "--beam", "3", "--json")
-    assert done.returncode == 0, done.stderr
-    lines = [json.loads(x) for x in done.stdout.splitlines()]
-    assert len(lines) == 4 and "error" in lines[1]
-    assert len(lines[0]["output"]) == 5
-    assert len(lines[2]["output"]) == 11 and lines[2]["output"][5] == "，"
-    cross = next(r for r in lines[3]["records"] if r["kind"] == "cross")
-    assert cross["query_tokens"] == list("更上一层楼") and len(cross["weights"]) == 3

@@ -3,13 +3,13 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import charts, page_runner
+from tests.support import charts, page_runner
 
 TIMEOUT = 120
 
 
 def run(page: str) -> AppTest:
-    return page_runner(f"../{page}", TIMEOUT)()
+    return page_runner(page, TIMEOUT)()
 
 
 def test_app_shell_shows_home_and_device():

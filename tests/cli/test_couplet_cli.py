@@ -1,29 +1,22 @@
-"""The couplet commands of cli.py, run as a user would (subprocess), against a tiny checkpoint."""
+"""The couplet commands of cli.py, run as a user would (subprocess): against a tiny checkpoint,
+then against the bundled models (slow)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
+import os
 
+import numpy as np
 import pytest
 
-from tests.test_couplet_model import tiny_checkpoint
+from tests.support import run_cli as cli
 
-ROOT = Path(__file__).resolve().parent.parent
 RECORD_KEYS = {"kind", "query_tokens", "key_tokens", "weights"}
 
 
-def cli(*args, timeout=120):
-    return subprocess.run(
-        [sys.executable, "cli.py", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
-    )
-
-
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny.safetensors")
+def checkpoint(tiny_rnn_checkpoint):
+    return tiny_rnn_checkpoint
 
 
 def check_object(obj: dict, n_query: int, n_key: int) -> dict:
@@ -103,11 +96,78 @@ def test_bad_checkpoint_and_unknown_model_give_one_line(tmp_path):
 
 
 def test_npz_output_holds_the_record(checkpoint, tmp_path):
-    import numpy as np
-
     out = tmp_path / "a.npz"
     done = cli("extract", "--checkpoint", checkpoint, "--text", "白日依山尽", "--out", out)
     assert done.returncode == 0, done.stderr
     data = np.load(out)
     assert data["cross_weights"].shape == (1, 1, 5, 5)
     assert list(data["cross_key_tokens"]) == list("白日依山尽")
+
+
+# -- the bundled models (slow: they load the bundled weights) -----------------------------------------
+
+
+@pytest.mark.slow
+def test_export_then_checkpoint_gives_the_same_attention(tmp_path):
+    def cli_ok(*args):
+        done = cli(*args)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = tmp_path / "additive.safetensors"
+    cli_ok("export", "--model", "couplet-rnn-additive", "--out", out)
+    text = ["--text", "两个黄鹂鸣翠柳", "--json"]
+    by_id = json.loads(cli_ok("extract", "--model", "couplet-rnn-additive", *text))
+    by_file = json.loads(cli_ok("extract", "--checkpoint", out, *text))
+    assert by_file["records"] == by_id["records"] and by_file["output"] == by_id["output"]
+
+
+def one_thread_cli(*args):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ATLAS_DEVICE": "cpu"}  # tiny inputs; a shared CPU
+    return cli(*args, env=env)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_cli_extract_contract(bundled_couplet_transformer, tmp_path):
+    done = one_thread_cli(
+        "extract",
+        "--model",
+        "couplet-transformer",
+        "--text",
+        "两个黄鹂鸣翠柳",
+        "--target",
+        "一行白鹭上青天",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    obj = json.loads(done.stdout)
+    assert set(obj) == {"model", "device", "output", "records"}
+    assert obj["model"] == "couplet-transformer" and obj["output"] is None
+    shapes = {
+        r["kind"]: (
+            len(r["weights"]),
+            len(r["weights"][0]),
+            len(r["weights"][0][0]),
+            len(r["weights"][0][0][0]),
+        )
+        for r in obj["records"]
+    }
+    assert shapes == {"encoder_self": (3, 4, 7, 7), "decoder_self": (3, 4, 7, 7), "cross": (3, 4, 7, 7)}
+    dec = next(r for r in obj["records"] if r["kind"] == "decoder_self")
+    assert dec["query_tokens"] == list("一行白鹭上青天") and dec["key_tokens"][0] == "<bos>"
+    w = np.array(dec["weights"])  # [layers, heads, query, key]
+    assert np.all(np.triu(w, 1) == 0) and np.allclose(w.sum(-1), 1, atol=1e-5)
+
+    inputs = tmp_path / "in.tsv"
+    inputs.write_text("白日依山尽\n\n海上生明月，天涯共此时\n欲穷千里目\t更上一层楼\n", encoding="utf-8")
+    done = one_thread_cli(
+        "extract", "--model", "couplet-transformer", "--input-file", inputs, "--beam", "3", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in done.stdout.splitlines()]
+    assert len(lines) == 4 and "error" in lines[1]
+    assert len(lines[0]["output"]) == 5
+    assert len(lines[2]["output"]) == 11 and lines[2]["output"][5] == "，"
+    cross = next(r for r in lines[3]["records"] if r["kind"] == "cross")
+    assert cross["query_tokens"] == list("更上一层楼") and len(cross["weights"]) == 3

@@ -1,14 +1,12 @@
 """Every page in a real browser: a Plotly chart is drawn and no exception box shows."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from tests.support import SHOTS
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(__file__).parent / "screenshots"
 PAGES = ["scoring", "positional", "pooling", "transformer", "couplets", "translation"]
 
 

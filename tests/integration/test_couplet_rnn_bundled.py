@@ -1,11 +1,8 @@
-"""The bundled couplet models: they load, reproduce their model card, align, and export."""
+"""The bundled couplet RNNs: they load, reproduce their model card, and align."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +11,6 @@ from models.adapters.couplet_rnn import WEIGHTS
 from models.tasks.couplet import CHECK_SIZE, load_split
 
 pytestmark = pytest.mark.slow  # loads the bundled weights and the data set
-ROOT = Path(__file__).resolve().parent.parent
 IDS = ["couplet-rnn-additive", "couplet-rnn-dot"]
 
 
@@ -81,19 +77,3 @@ def test_the_classic_line_gets_a_lower_line_with_a_diagonal(adapter):
 def test_generation_keeps_length_on_held_out_lines(adapter, check_pairs):
     results = adapter.run_batch([(u, None) for u, _ in check_pairs], beam=3)
     assert all(len(r.output) == len(u) for r, (u, _) in zip(results, check_pairs, strict=True))
-
-
-def test_export_then_checkpoint_gives_the_same_attention(tmp_path):
-    def cli(*args):
-        done = subprocess.run(
-            [sys.executable, "cli.py", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    out = tmp_path / "additive.safetensors"
-    cli("export", "--model", "couplet-rnn-additive", "--out", out)
-    text = ["--text", "两个黄鹂鸣翠柳", "--json"]
-    by_id = json.loads(cli("extract", "--model", "couplet-rnn-additive", *text))
-    by_file = json.loads(cli("extract", "--checkpoint", out, *text))
-    assert by_file["records"] == by_id["records"] and by_file["output"] == by_id["output"]

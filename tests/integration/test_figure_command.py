@@ -1,34 +1,7 @@
-"""The command line: its contract, and one clear line (never a traceback) for bad input."""
+"""``cli.py figure`` in-process with minilm: the page's own figure, in JSON, HTML or PNG; bad numbers
+refused in one line."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def cli(*args):
-    return subprocess.run(
-        [sys.executable, "cli.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-
-
-def test_models_json_lists_every_registered_model():
-    from models.registry import available
-
-    done = cli("models", "--json")
-    assert done.returncode == 0, done.stderr
-    listed = json.loads(done.stdout)
-    assert [m["id"] for m in listed] == [m.id for m in available()]
-
-
-def test_unknown_command_and_option_give_one_line_and_nonzero_exit():
-    for args in (["nonsense"], ["models", "--bogus"], []):
-        done = cli(*args)
-        assert done.returncode != 0
-        assert "Traceback" not in done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error:")
 
 
 def run_main(capsys, *args) -> tuple[int, str]:

@@ -1,8 +1,8 @@
 """Uploaded checkpoints: every hostile file refused without running anything, every honest one loads.
 
 Malicious payloads try to create a marker file; each test checks the marker does not exist.
-Models are tiny (built from configs), except the two round trips the issue names: the
-bundled couplet model through ``cli.py export``, and minilm's folder as a zip.
+Models are tiny (built from configs); the round trips with real models are in
+tests/integration/test_uploads_bundled.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import pickle
 import stat
 import struct
@@ -22,26 +21,23 @@ import pytest
 import torch
 
 import cli
-from models.storage.bundle import Seq2SeqBundle, TransformerBundle
-from models.uploads import Limits, NeedsAnswers, UploadCache, UploadError, load_bytes, load_path, parse_vocab
+from models.storage.bundle import Seq2SeqBundle
+from models.uploads import Limits, NeedsAnswers, UploadCache, UploadError, load_bytes, parse_vocab
 from models.uploads.safety import scan_pickle, sniff
-from tests.test_couplet_model import tiny_checkpoint, tiny_couplet, tiny_vocab
-from tests.test_couplet_transformer import tiny_couplet as tiny_transformer_couplet
+from tests.support import (
+    CPU,
+    LOWER,
+    UPPER,
+    SystemCall,
+    cross,
+    folder_zip,
+    tiny_rnn_couplet,
+    tiny_vocab,
+    torch_bytes,
+    zip_bytes,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-CPU = torch.device("cpu")
-UPPER, LOWER = "两个黄鹂鸣翠柳", "一行白鹭上青天"
-
-
-# -- payloads: each would create ``marker`` if anything ran it ----------------------------------
-
-
-class SystemCall:
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
+# -- payloads: each would create ``marker`` if anything ran it (``SystemCall``: tests/support.py) -----
 
 
 class ExecCall:
@@ -60,51 +56,20 @@ def refused(data: bytes, name: str, match: str, **kw) -> UploadError:
     return info.value
 
 
-def torch_bytes(obj, **kw) -> bytes:
-    buf = io.BytesIO()
-    torch.save(obj, buf, **kw)
-    return buf.getvalue()
-
-
-def zip_bytes(members: dict[str, bytes], compression=zipfile.ZIP_STORED) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression) as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
-
-
 def safetensors_bytes(header: dict, body: bytes) -> bytes:
     raw = json.dumps(header).encode()
     return struct.pack("<Q", len(raw)) + raw + body
 
 
-@pytest.fixture
-def marker(tmp_path):
-    path = tmp_path / "pwned"
-    yield path
-    assert not path.exists(), "a payload ran"
+@pytest.fixture(scope="module")
+def rnn(tiny_rnn, tiny_rnn_checkpoint):
+    """(bundle bytes, couplet model) of the tiny couplet RNN, as ``cli.py export`` writes one."""
+    return tiny_rnn_checkpoint.read_bytes(), tiny_rnn
 
 
 @pytest.fixture(scope="module")
-def rnn(tmp_path_factory):
-    """(bundle bytes, couplet model) of a tiny couplet RNN, as ``cli.py export`` writes one."""
-    path = tiny_checkpoint(tmp_path_factory.mktemp("rnn") / "tiny.safetensors")
-    return path.read_bytes(), tiny_couplet("additive")
-
-
-@pytest.fixture(scope="module")
-def transformer(tmp_path_factory):
-    cm = tiny_transformer_couplet(seed=3)
-    info = {"model_id": "tiny", "best_layer": 1}
-    path = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", info).save(
-        tmp_path_factory.mktemp("tf") / "tiny.safetensors"
-    )
-    return path.read_bytes(), cm
-
-
-def cross(upload, target=LOWER):
-    return upload.adapter.run(UPPER, target=target).records["cross"]
+def transformer(tiny_transformer, tiny_transformer_checkpoint):
+    return tiny_transformer_checkpoint.read_bytes(), tiny_transformer
 
 
 # -- refused, and nothing ran ---------------------------------------------------------------------
@@ -299,37 +264,6 @@ def test_bare_state_dict_asks_for_what_shapes_cannot_tell(rnn, transformer):
     np.testing.assert_array_equal(cross(up).weights, cross(ref).weights)
 
 
-def test_bare_safetensors_of_a_bundled_model_takes_its_vocabulary_and_a_scorer_by_name():
-    from safetensors.torch import save
-
-    from models.registry import load
-
-    weights = ROOT / "weights" / "couplet-rnn-dot" / "model.safetensors"
-    if not weights.is_file():
-        pytest.skip("the bundled couplet-rnn-dot weights are not installed")
-    from models.storage.checkpoint import load_checkpoint
-
-    tensors, _ = load_checkpoint(weights)
-    bare = save(tensors)  # no metadata: no format, config or vocabulary
-    cache = UploadCache(1 << 30)
-    with pytest.raises(NeedsAnswers) as need:
-        load_bytes(bare, "dot.safetensors", {"architecture": "couplet-rnn"}, device=CPU, cache=cache)
-    missing = {m.field: m.choices for m in need.value.missing}
-    assert missing["attention"][0] == "scaled_dot" and "couplet-rnn-dot" in missing["vocabulary"]
-    assert missing["key_activation"] == ("tanh", "linear")
-    keys = json.loads((weights.parent / "config.json").read_text())["config"]["key_activation"]
-    answers = {
-        "architecture": "couplet-rnn",
-        "attention": "scaled_dot",
-        "key_activation": keys,
-        "vocabulary": "couplet-rnn-dot",
-    }
-    up = load_bytes(bare, "dot.safetensors", answers, device=CPU, cache=cache)
-    assert up.summary.source == "bare state dict (safetensors)"
-    mine, theirs = cross(up), load("couplet-rnn-dot", CPU).run(UPPER, target=LOWER).records["cross"]
-    np.testing.assert_array_equal(mine.weights, theirs.weights)
-
-
 def test_transformer_bundle_gives_every_kind_and_layers_by_heads(transformer):
     data, _ = transformer
     up = load_bytes(data, "tf.safetensors", device=CPU, cache=UploadCache(1 << 30))
@@ -360,7 +294,7 @@ def test_same_file_twice_loads_once_and_the_cache_evicts_least_recently_used(rnn
     assert cache.loads == 1
 
     def dot_bundle(seed: int) -> bytes:
-        cm = tiny_couplet("scaled_dot", seed)
+        cm = tiny_rnn_couplet("scaled_dot", seed)
         bundle = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char")
         return bundle.save(tmp_path / f"dot{seed}.safetensors").read_bytes()
 
@@ -393,137 +327,10 @@ def test_vocab_files_in_each_written_shape(tmp_path):
         parse_vocab(b'{"src": [1, 2]}', "vocab.json")
 
 
-# -- the round trips the issue names ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("model_id", ["couplet-rnn-additive", "couplet-transformer"])
-def test_exported_bundled_model_loads_back_with_identical_attention(model_id, tmp_path, capsys):
-    from models.registry import load
-
-    if not (ROOT / "weights" / model_id / "model.safetensors").is_file():
-        pytest.skip(f"the bundled {model_id} weights are not installed")
-    out = tmp_path / "exported.safetensors"
-    assert cli.main(["export", "--model", model_id, "--out", str(out)]) == 0
-    up = load_path(out, device=CPU)
-    bundled = load(model_id, CPU)
-    for target in (None, LOWER):
-        mine, theirs = up.adapter.run(UPPER, target=target), bundled.run(UPPER, target=target)
-        assert mine.output == theirs.output and mine.records.keys() == theirs.records.keys()
-        for kind, rec in mine.records.items():
-            np.testing.assert_array_equal(rec.weights, theirs.records[kind].weights)
-    # and through the command line's contract, as --model gives it
-    capsys.readouterr()
-    assert cli.main(["extract", "--checkpoint", str(out), "--text", UPPER, "--json"]) == 0
-    obj = json.loads(capsys.readouterr().out)
-    theirs = bundled.run(UPPER)
-    assert obj["model"] == up.summary.model_id and obj["output"] == theirs.output
-    assert [r["kind"] for r in obj["records"]] == list(theirs.records)
-    for rec in obj["records"]:
-        np.testing.assert_array_equal(
-            np.array(rec["weights"], np.float32), theirs.records[rec["kind"]].weights
-        )
-    fig = tmp_path / "fig.json"
-    args = ["figure", "--checkpoint", str(out), "--text", UPPER, "--view", "head", "--out", str(fig)]
-    assert cli.main(args) == 0
-    assert json.loads(fig.read_text())["data"][0]["type"] == "heatmap"
-
-
-def minilm_zip(extra: dict[str, bytes] | None = None) -> bytes:
-    from models.adapters.minilm import model_folder
-
-    folder = model_folder()
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
-        for p in sorted(folder.rglob("*")):
-            if p.is_file():
-                z.write(p, f"all-MiniLM-L6-v2/{p.relative_to(folder)}")
-        for name, data in (extra or {}).items():
-            z.writestr(f"all-MiniLM-L6-v2/{name}", data)
-    return buf.getvalue()
-
-
-def test_zipped_minilm_folder_gives_minilm_attention(tmp_path, marker):
-    from models.registry import load
-
-    code = f"open({str(marker)!r}, 'w').write('ran')\n".encode()
-    data = minilm_zip({"modeling_evil.py": code, "pytorch_model.bin": torch_bytes({"x": SystemCall(marker)})})
-    up = load_bytes(data, "minilm.zip", device=CPU, cache=UploadCache(1 << 30))
-    s = up.summary
-    assert (s.architecture, s.layers, s.heads, s.vocab_size) == ("hf-encoder", "6", 12, 30522)
-    assert any("modeling_evil.py" in n and "pytorch_model.bin" in n for n in s.notices)
-    text = "The cat sat on the mat because it was tired."
-    mine, theirs = up.adapter.run(text).records["self"], load("minilm", CPU).run(text).records["self"]
-    assert mine.query_tokens == theirs.query_tokens
-    np.testing.assert_allclose(mine.weights, theirs.weights, atol=1e-6)
-
-
 @pytest.fixture(scope="module")
-def hf_tiny(tmp_path_factory):
-    """Zips of tiny random BERT / GPT-2 / BART folders (minilm's tokenizer), built from configs."""
-    from transformers import (
-        BartConfig,
-        BartForConditionalGeneration,
-        BertConfig,
-        BertModel,
-        GPT2Config,
-        GPT2LMHeadModel,
-    )
-    from transformers.utils import logging as hf_logging
-
-    from models.adapters.minilm import model_folder
-
-    hf_logging.set_verbosity_error()
-    torch.manual_seed(0)
-    v, h = 30522, 16
-    models = {
-        "encoder": BertModel(
-            BertConfig(
-                vocab_size=v,
-                hidden_size=h,
-                num_hidden_layers=2,
-                num_attention_heads=2,
-                intermediate_size=20,
-                max_position_embeddings=64,
-            )
-        ),
-        "causal": GPT2LMHeadModel(
-            GPT2Config(
-                vocab_size=v,
-                n_embd=h,
-                n_layer=2,
-                n_head=2,
-                n_positions=64,
-                bos_token_id=101,
-                eos_token_id=102,
-            )
-        ),
-        "seq2seq": BartForConditionalGeneration(
-            BartConfig(
-                vocab_size=v,
-                d_model=h,
-                encoder_layers=2,
-                decoder_layers=2,
-                encoder_attention_heads=2,
-                decoder_attention_heads=2,
-                encoder_ffn_dim=20,
-                decoder_ffn_dim=20,
-                max_position_embeddings=64,
-                pad_token_id=0,
-                bos_token_id=101,
-                eos_token_id=102,
-                decoder_start_token_id=101,
-                forced_eos_token_id=None,
-            )
-        ),
-    }
-    out = {}
-    for family, model in models.items():
-        folder = tmp_path_factory.mktemp(family)
-        model.save_pretrained(folder)
-        for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-            (folder / f).write_bytes((model_folder() / f).read_bytes())
-        out[family] = (folder, zip_bytes({f"{family}/{p.name}": p.read_bytes() for p in folder.iterdir()}))
-    return out
+def hf_tiny(tiny_hf_folders):
+    """(folder, zip of it) of the tiny random BERT / GPT-2 / BART models, by family."""
+    return {family: (folder, folder_zip(folder, family)) for family, folder in tiny_hf_folders.items()}
 
 
 def test_hf_encoder_causal_and_encoder_decoder_zips_load(hf_tiny):

