@@ -59,19 +59,9 @@ relative = c2.toggle(
     help="A learned number per offset (key − query), clipped at ±4, added to every score; here random.",
 )
 
-setup = ScoringSetup(
-    d=d,
-    n=n,
-    seed=int(seed),
-    mask=mask,
-    window=window,
-    stride=stride,
-    valid_len=valid_len,
-    identical_keys=identical,
-    relative_bias=relative,
-    temperature=temperature,
-    sigma=sigma,
-)
+masking = dict(mask=mask, window=window, stride=stride, valid_len=valid_len)
+scoring = dict(temperature=temperature, sigma=sigma, identical_keys=identical, relative_bias=relative)
+setup = ScoringSetup(d=d, n=n, seed=int(seed), **masking, **scoring)
 records = scoring_records(setup, *(real or ()))
 first = next(iter(records.values()))
 
