@@ -3,9 +3,14 @@
     python cli.py models [--json]
     python cli.py extract (--model ID | --checkpoint FILE) (--text TEXT [--target TEXT] | --input-file FILE)
                           [--json | --out FILE.npz] [--beam N]
+    python cli.py figure  (--model ID | --checkpoint FILE) --text TEXT --view head|model
+                          [--kind K --layer L --head H] --out FILE.(json|html|png)
     python cli.py export  --model ID --out FILE
     python cli.py train   couplet-rnn --attention additive|dot [--steps N ...]
+    python cli.py train   couplet-transformer [--steps N ...]
     python cli.py train   translate --rnn gru|lstm --attention additive|dot [--steps N ...]
+
+docs/ARCHITECTURE.md holds the contract the checks rely on.
 
 Errors go to stderr as one line, with a non-zero exit; never a traceback.
 """
@@ -189,7 +194,7 @@ def _run_options(p, module: str, args_class: str) -> None:
 
 
 def _add_train_translate(fam) -> None:
-    t = fam.add_parser("translate", help="seed 004's English → French GRU/LSTM with attention")
+    t = fam.add_parser("translate", help="the Bahdanau tutorial's English → French GRU/LSTM with attention")
     t.add_argument("--rnn", required=True, choices=["gru", "lstm"])
     t.add_argument("--attention", required=True, choices=["additive", "dot"])
     t.add_argument("--steps", type=int, help="batches to train for (default 3000)")
@@ -212,7 +217,7 @@ def _add_train_translate(fam) -> None:
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train a model and bundle its weights")
     fam = p.add_subparsers(dest="family", required=True, parser_class=_Parser)
-    c = fam.add_parser("couplet-rnn", help="seed 000's couplet seq2seq (BiLSTM + attention)")
+    c = fam.add_parser("couplet-rnn", help="the couplet tutorial's couplet seq2seq (BiLSTM + attention)")
     c.add_argument("--attention", required=True, choices=["additive", "dot"])
     c.add_argument("--steps", type=int, help="batches to train for (default 3000)")
     c.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
@@ -227,7 +232,7 @@ def _add_train(sub) -> None:
     c.add_argument("--target-alignment", type=float, help="stop once validation alignment ≥ this")
     c.add_argument("--min-steps", type=int, help="never stop early before this step")
     c.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
-    c.add_argument("--keys", choices=["tanh", "linear"], help="encoder states through tanh (seed 000) or not")
+    c.add_argument("--keys", choices=["tanh", "linear"], help="encoder states through tanh (the couplet tutorial) or not")
     c.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.0)")
     c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")

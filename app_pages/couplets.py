@@ -1,4 +1,4 @@
-"""Couplets (seed 000): an upper line in, the lower line and its alignment out."""
+"""Couplets (the couplet tutorial): an upper line in, the lower line and its alignment out."""
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ AXES = {"x_title": "upper line 上联 (keys)", "y_title": "lower line 下联 (qu
 
 st.title("🏮 Couplets")
 st.markdown(
-    "Seed 000's seq2seq: a bidirectional LSTM reads the upper line, an LSTM writes the lower line "
+    "The couplet tutorial's seq2seq: a bidirectional LSTM reads the upper line, an LSTM writes the lower line "
     "one character at a time, and before each character it **attends** to the upper line. "
     "Couplets match position by position, so a model that has learned to attend well shows a "
     "diagonal. Two attentions: parameter-free scaled dot product, and Bahdanau's additive one."

@@ -42,7 +42,7 @@ else:
         "panel; the other panels ask what this head would attend to under another scoring function."
     )
 c1, c2, c3 = st.columns(3)
-mask = c1.selectbox("mask (seed 001)", MASK_NAMES, key=K + "mask")
+mask = c1.selectbox("mask (the self-attention tutorial)", MASK_NAMES, key=K + "mask")
 window = c2.slider("local window", 0, n - 1, min(1, n - 1), key=K + "window", disabled=mask != "local window")
 stride = c3.slider("stride", 1, n, min(3, n), key=K + "stride", disabled=mask != "strided")
 c1, c2, c3 = st.columns(3)
@@ -52,9 +52,9 @@ valid_len = c1.slider(
 temperature = c2.slider("cosine temperature", 0.05, 2.0, 0.2, 0.05, key=K + "temp")
 sigma = c3.slider("Gaussian σ", 0.25, 10.0, 2.0, 0.25, key=K + "sigma")
 c1, c2 = st.columns(2)
-identical = c1.toggle("make every key identical (seed 002: the weights become uniform)", key=K + "same")
+identical = c1.toggle("make every key identical (the attention-pooling tutorial: the weights become uniform)", key=K + "same")
 relative = c2.toggle(
-    "add a relative position bias (seed 001)",
+    "add a relative position bias (the self-attention tutorial)",
     key=K + "relbias",
     help="A learned number per offset (key − query), clipped at ±4, added to every score; here random.",
 )

@@ -1,4 +1,4 @@
-"""Translation (seed 004): English in, French out, with the alignment the decoder attended by."""
+"""Translation (the Bahdanau tutorial): English in, French out, with the alignment the decoder attended by."""
 
 import streamlit as st
 
@@ -33,7 +33,7 @@ def run(model_id: str, english: str, french: str, beam: int):
 
 st.title("🗼 Translation")
 st.markdown(
-    "Seed 004: a GRU encoder reads the English sentence, a GRU decoder writes French one word "
+    "The Bahdanau tutorial: a GRU encoder reads the English sentence, a GRU decoder writes French one word "
     "at a time, and before each word it **attends** to the English words with Bahdanau's "
     "additive attention. Its variant swaps in an LSTM and the scaled dot product. Each row of "
     "the heatmap is one French word; its colours say which English words the decoder read to "
@@ -45,7 +45,7 @@ if not ids:
     st.info("No translation model is registered.")
     st.stop()
 
-st.caption("The seed's four sentences:")
+st.caption("The Bahdanau tutorial's four sentences:")
 for col, sentence in zip(
     st.columns(len(SEED_SENTENCES) + 3)[: len(SEED_SENTENCES)], SEED_SENTENCES, strict=True
 ):
@@ -67,7 +67,7 @@ model_id = c2.selectbox("Model", ids, index=first_index(ids), key=K + "model", d
 beam = c2.slider("Beam width (1 = greedy)", 1, 8, 1, key=K + "beam", disabled=bool(french))
 
 if not english.strip():
-    st.info(f"Type an English sentence, e.g. {example} (or click one of the seed's sentences)")
+    st.info(f"Type an English sentence, e.g. {example} (or click one of the tutorial's sentences)")
     st.stop()
 
 shown = ids if both else [model_id]
@@ -82,7 +82,7 @@ for col, m in zip(st.columns(len(shown)), shown, strict=True):
         st.caption(f"{m}, {how} · log-probability {rec.meta['log_prob']:.2f}{unfinished}")
         alignment_chart(rec, FONT, AXES, K + "heat_" + m, m, title=m if both else "")
 
-with st.expander("The seed's four sentences, translated by " + ", ".join(shown), expanded=False):
+with st.expander("The Bahdanau tutorial's four sentences, translated by " + ", ".join(shown), expanded=False):
     for sentence in SEED_SENTENCES:
         for col, m in zip(st.columns(len(shown)), shown, strict=True):
             r = run(m, sentence, "", 1)
@@ -98,7 +98,7 @@ if not bundled.empty:
 cost = translation_cost(SMOOTH)
 if cost is None:
     st.info(
-        "No measurements yet: run `python bench/bench_translation.py` to make bench/translation_cost.json."
+        "No measurements yet: run `python -m bench.bench_translation` to make bench/translation_cost.json."
     )
     st.stop()
 st.markdown(

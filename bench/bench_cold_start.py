@@ -2,7 +2,7 @@
 
 Ours (the Scoring functions page, which computes six scorers and three figures) beside a
 minimal Streamlit app that draws one small Plotly chart: the framework's own floor.
-Run: python bench/bench_cold_start.py [repeats]
+Run: python -m bench.bench_cold_start [repeats]
 """
 
 from __future__ import annotations

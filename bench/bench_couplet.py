@@ -3,7 +3,7 @@
 Goals (issue 3): extracting attention costs ≤ 20 % over plain greedy decoding of the same
 inputs (measured side by side, interleaved, in one run); ``cli.py extract --input-file``
 handles ≥ 50 seven-character lines/s; training characters/s on this CPU.
-Run: python bench/bench_couplet.py [--threads 1] [--quick]
+Run: python -m bench.bench_couplet [--threads 1] [--quick]
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def main() -> None:
     body = [
         "## Couplet RNNs (issue 3)",
         "",
-        f"`python bench/bench_couplet.py` — {date.today().isoformat()}, {machine()}. "
+        f"`python -m bench.bench_couplet` — {date.today().isoformat()}, {machine()}. "
         f"{n} held-out 7-character upper lines, batched 256 at a time, greedy; medians of "
         f"{repeat} interleaved runs. Training: median of {steps} steps of 128 pairs.",
         "",

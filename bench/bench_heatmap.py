@@ -1,7 +1,7 @@
 """One 512 × 512 attention heatmap: payload size and build time, ours beside naive Plotly.
 
 Goal (issue 2): figure JSON ≤ 1.5 MB, built in ≤ 50 ms (median of 20).
-Run: python bench/bench_heatmap.py
+Run: python -m bench.bench_heatmap
 """
 
 from __future__ import annotations

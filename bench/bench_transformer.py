@@ -1,7 +1,7 @@
 """Transformer views: payload, build time, click-to-redraw, extraction overhead, rollout and flow.
 
 Each number sits beside its baseline measured in the same run (issue 4's goals in brackets).
-Run: python bench/bench_transformer.py
+Run: python -m bench.bench_transformer
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 004's question: what does swapping additive for scaled dot-product attention cost in training?
+"""The Bahdanau tutorial's question: what does swapping additive for scaled dot-product attention cost in training?
 
 Same data, same budget: every variant trains on the same batches, in the same order, for
 the same number of steps, from its own seeded initialisation. Steps of the variants run in
@@ -9,7 +9,7 @@ Translation page shows it) and its section of bench/RESULTS.md.
 Also: ``cli.py extract --input-file`` lines/s for the bundled models (goal ≥ 50 short
 sentences/s, process start included).
 
-Run: python bench/bench_translation.py [--steps 300] [--threads 1]
+Run: python -m bench.bench_translation [--steps 300] [--threads 1]
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ def summary(table: list[dict]) -> str:
         f"{add['attention parameters']:,} (of {add['parameters']:,} in all), and needs "
         f"{abs(memory):.0f} MB {'less' if memory < 0 else 'more'} training memory. After the same budget it has {quality} "
         f"on the test split ({dot['test BLEU']:.1f} vs {add['test BLEU']:.1f}). The LSTM with the dot product "
-        f"(seed 004's variant) takes ×{lstm['× GRU + additive']:.2f} the GRU + additive time per step and "
+        f"(the Bahdanau tutorial's variant) takes ×{lstm['× GRU + additive']:.2f} the GRU + additive time per step and "
         f"reaches {lstm['test BLEU']:.1f}. Everything else in a step is shared by the variants: the "
         f"recurrent cells run one word at a time, and the output layer scores all "
         f"{add['vocabulary']:,} French words at every step."

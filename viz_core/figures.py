@@ -208,7 +208,7 @@ def matrix_heatmap(
 
 
 def positional_curves(P: np.ndarray, columns: list[int], title: str = "") -> go.Figure:
-    """Columns of P against position, as seed 002 plots columns 6–9."""
+    """Columns of P against position, as the attention-pooling tutorial plots columns 6–9."""
     P = np.asarray(P)
     series = {f"col {c}": P[:, c] for c in columns}
     return lines(np.arange(P.shape[0]), series, "position (row of P)", "encoding value", title)

@@ -1,4 +1,4 @@
-"""couplet-rnn-dot / couplet-rnn-additive: seed 000's couplet seq2seq, as registry adapters.
+"""couplet-rnn-dot / couplet-rnn-additive: the couplet tutorial's couplet seq2seq, as registry adapters.
 
     adapter = registry.load("couplet-rnn-additive")
     result = adapter.run("两个黄鹂鸣翠柳")                      # generate (greedy; beam=4 for beam search)
@@ -129,14 +129,14 @@ CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "两个
 register(
     "couplet-rnn-dot",
     "couplet",
-    "Seed 000: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention",
+    "The couplet tutorial: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention",
     card=WEIGHTS / "couplet-rnn-dot" / "metrics.json",
     **CAPABILITIES,
 )(_factory("couplet-rnn-dot"))
 register(
     "couplet-rnn-additive",
     "couplet",
-    "Seed 000: BiLSTM encoder, LSTM decoder, Bahdanau additive attention",
+    "The couplet tutorial: BiLSTM encoder, LSTM decoder, Bahdanau additive attention",
     default=True,
     card=WEIGHTS / "couplet-rnn-additive" / "metrics.json",
     **CAPABILITIES,

@@ -1,4 +1,4 @@
-"""translate-gru-additive / translate-lstm-dot: seed 004's English → French models, as registry adapters.
+"""translate-gru-additive / translate-lstm-dot: the Bahdanau tutorial's English → French models, as registry adapters.
 
     adapter = registry.load("translate-gru-additive")
     result = adapter.run("I'm home.")                               # translate (greedy; beam=4)
@@ -128,7 +128,7 @@ CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "I'm ho
 register(
     "translate-gru-additive",
     "translation",
-    "Seed 004: English → French, BiGRU encoder, GRU decoder, Bahdanau additive attention",
+    "The Bahdanau tutorial: English → French, BiGRU encoder, GRU decoder, Bahdanau additive attention",
     default=True,
     card=WEIGHTS / "translate-gru-additive" / "metrics.json",
     **CAPABILITIES,
@@ -136,7 +136,7 @@ register(
 register(
     "translate-lstm-dot",
     "translation",
-    "Seed 004's variant: English → French, BiLSTM encoder, LSTM decoder, scaled dot-product attention",
+    "The Bahdanau tutorial's variant: English → French, BiLSTM encoder, LSTM decoder, scaled dot-product attention",
     card=WEIGHTS / "translate-lstm-dot" / "metrics.json",
     **CAPABILITIES,
 )(_factory("translate-lstm-dot"))

@@ -30,8 +30,8 @@ class ScoringSetup:
     window: int = 1  # local window: keys at most this far away
     stride: int = 3  # strided: keys a multiple of this far away
     valid_len: int = 5  # padding: keys at or past this position are padding
-    identical_keys: bool = False  # seed 002: equal keys → uniform weights
-    relative_bias: bool = False  # seed 001: add a (random, seeded) bias per offset key − query
+    identical_keys: bool = False  # the attention-pooling tutorial: equal keys → uniform weights
+    relative_bias: bool = False  # the self-attention tutorial: add a (random, seeded) bias per offset key − query
     temperature: float = 0.2  # cosine: cos / temperature (cos alone lies in [-1, 1], too flat)
     sigma: float = 2.0  # gaussian bandwidth
 

@@ -1,4 +1,4 @@
-"""Attention pooling as Nadaraya–Watson kernel regression (seed 002).
+"""Attention pooling as Nadaraya–Watson kernel regression (the attention-pooling tutorial).
 
 ``f(x) = Σ_i α(x, x_i) y_i`` with ``α = K((x - x_i)/h) / Σ_j K((x - x_j)/h)``. With the
 Gaussian kernel this is exactly ``softmax(-(x - x_i)² / 2h²)``: attention whose
@@ -46,7 +46,7 @@ def nw_estimate(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class RegressionData:
-    """Noisy samples of ``f(x) = 2 sin x + x^0.8`` (the d2l/seed 002 toy problem)."""
+    """Noisy samples of ``f(x) = 2 sin x + x^0.8`` (the attention-pooling tutorial's toy problem)."""
 
     x_train: torch.Tensor  # [key]
     y_train: torch.Tensor  # [key]

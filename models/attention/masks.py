@@ -1,8 +1,9 @@
 """Boolean attention masks (True = may attend) and a learned relative position bias.
 
-The patterns are those seed 001 lists for sparse attention: a causal mask for
-decoders, a local window, a strided pattern, and padding from valid lengths.
-Every mask keeps the diagonal, so no query is left with nothing to attend to.
+The patterns are those the self-attention tutorial lists for sparse attention: a causal mask for
+decoders, a local window, a strided pattern, and padding from valid lengths. The causal, local
+and strided masks keep the diagonal, so no query is left with nothing to attend to; the padding
+mask hides keys past each valid length, diagonal included (every query keeps its valid keys).
 """
 
 from __future__ import annotations

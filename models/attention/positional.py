@@ -1,4 +1,4 @@
-"""Sinusoidal positional encoding, as seed 002 defines it.
+"""Sinusoidal positional encoding, as the attention-pooling tutorial defines it.
 
 ``P[i, 2j] = sin(i / 10000^(2j/d))`` and ``P[i, 2j+1] = cos(i / 10000^(2j/d))``:
 low columns turn fast, high columns slowly, like the low and high bits of a
@@ -30,7 +30,7 @@ def sinusoidal(length: int, dim: int, base: float = BASE) -> torch.Tensor:
 
 
 def binary_table(length: int, bits: int | None = None) -> torch.Tensor:
-    """``[position, bit]``: the binary digits of 0..length-1, lowest bit first (the seed's analogy)."""
+    """``[position, bit]``: the binary digits of 0..length-1, lowest bit first (the attention-pooling tutorial's analogy)."""
     bits = bits or max(1, (length - 1).bit_length())
     numbers = torch.arange(length).unsqueeze(1)
     return ((numbers >> torch.arange(bits)) & 1).float()

@@ -1,4 +1,4 @@
-"""RNN encoder–decoder with attention (seed 000 for couplets; seed 004 reuses it with GRUs).
+"""RNN encoder–decoder with attention (the couplet tutorial for couplets; the Bahdanau tutorial reuses it with GRUs).
 
 Encoder: embedding → bidirectional LSTM/GRU → ``tanh(Linear(2h → h))``, so every encoder
 state (key and value) has the decoder's size. The decoder starts from the two directions'
@@ -37,7 +37,7 @@ Tensor = torch.Tensor
 State = Tensor | tuple[Tensor, Tensor]  # GRU: h; LSTM: (h, c); each [layers, batch, hidden]
 
 RNNS = {"lstm": nn.LSTM, "gru": nn.GRU}
-ATTENTIONS = ("scaled_dot", "additive")  # seed 000's two modules; any name in SCORERS works
+ATTENTIONS = ("scaled_dot", "additive")  # the couplet tutorial's two modules; any name in SCORERS works
 CLI_ATTENTIONS = {"dot": "scaled_dot", "additive": "additive"}  # what training commands take -> scorer
 ATTENTION_WORDS = {  # for model cards
     "scaled_dot": "parameter-free scaled dot product (qᵀk / √d)",
@@ -59,11 +59,11 @@ class Seq2SeqConfig:
     embed_size: int = 256
     hidden_size: int = 256  # keys, values, queries and contexts all have this size
     num_layers: int = 1
-    rnn: str = "lstm"  # "lstm" (seed 000) or "gru" (seed 004)
+    rnn: str = "lstm"  # "lstm" (the couplet tutorial) or "gru" (the Bahdanau tutorial)
     attention: str = "additive"  # "scaled_dot" (parameter-free) or "additive" (Bahdanau)
     dropout: float = 0.0  # between stacked RNN layers and on embeddings
     share_embeddings: bool = False  # couplets: one character table for both lines
-    # Seed 000 squashes the projected encoder states with tanh, so keys live in [-1, 1];
+    # The couplet tutorial squashes the projected encoder states with tanh, so keys live in [-1, 1];
     # "linear" leaves them unbounded, so a parameter-free dot product can grow sharp.
     key_activation: str = "tanh"
     pad_id: int = 0
@@ -107,7 +107,7 @@ class Encoder(nn.Module):
             bidirectional=True,
             dropout=cfg.dropout if cfg.num_layers > 1 else 0.0,
         )
-        # Back to the decoder's size through tanh, as in seed 000: keys live in [-1, 1].
+        # Back to the decoder's size through tanh, as in the couplet tutorial: keys live in [-1, 1].
         self.project = nn.Linear(2 * cfg.hidden_size, cfg.hidden_size)
         self.squash = torch.tanh if cfg.key_activation == "tanh" else nn.Identity()
         self.drop = nn.Dropout(cfg.dropout)
@@ -180,7 +180,7 @@ class Seq2Seq(nn.Module):
 
         Returns logits ``[batch, query, vocab]`` and weights ``[batch, query, key]``; row t
         is the attention used while predicting target token t. With ``teacher_forcing`` < 1
-        (training only, as in seed 000), each step after the first reads the gold previous
+        (training only, as in the couplet tutorial), each step after the first reads the gold previous
         token with that probability and the model's own previous guess otherwise.
         """
         enc = self.encode(src, src_lens)
@@ -194,7 +194,7 @@ class Seq2Seq(nn.Module):
             # One big output projection instead of one per step: the vocabulary dominates the cost.
             logits = self.decoder.out(torch.stack(hiddens, 1))  # [batch, query, vocab]
             return logits, torch.stack(weights, 1)  # [batch, query, key]
-        gold = torch.rand(tgt_in.shape[1]) < teacher_forcing  # one coin per step, as in the seed
+        gold = torch.rand(tgt_in.shape[1]) < teacher_forcing  # one coin per step, as in the couplet tutorial
         step_logits, guess = [], None
         for t in range(tgt_in.shape[1]):
             x = emb[:, t] if t == 0 or gold[t] else self.decoder.drop(self.decoder.embedding(guess))

@@ -1,4 +1,4 @@
-"""Couplets (对联, seed 000): upper line → lower line, one character per token.
+"""Couplets (对联, the couplet tutorial): upper line → lower line, one character per token.
 
 The couplet rule: the lower line has exactly the upper line's length, and punctuation of
 the upper line (，。、；！？) stands at the same places in the lower line. The search

@@ -1,6 +1,6 @@
-"""English → French translation (seed 004): words, a GRU/LSTM encoder–decoder, BLEU.
+"""English → French translation (the Bahdanau tutorial): words, a GRU/LSTM encoder–decoder, BLEU.
 
-Text is normalised as the seed's data loading does: lower case, no-break spaces made
+Text is normalised as the Bahdanau tutorial's data loading does: lower case, no-break spaces made
 plain, punctuation split off as its own token; apostrophes and hyphens stay inside words
 (``he's``, ``j'ai``, ``peut-être``)::
 
@@ -33,7 +33,7 @@ VALID_SIZE = 500  # held out of the rest, watched during training
 SPLIT_SEED = 0
 CHECK_SIZE = 300  # the first test pairs: a quick check that a bundle reproduces its card
 MAX_WORDS = 50  # longer input is truncated with a notice (the data's longest sentence has 13)
-SEED_EXAMPLES = ("go .", "i lost .", "he's calm .", "i'm home .")  # the seed's four sentences
+SEED_EXAMPLES = ("go .", "i lost .", "he's calm .", "i'm home .")  # the Bahdanau tutorial's four sentences
 
 _TOKEN = re.compile(r"[\w'-]+|[^\w\s]")
 _SPACES = str.maketrans({"\u202f": " ", "\xa0": " ", "\u2019": "'", "\u2018": "'"})

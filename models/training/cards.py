@@ -78,7 +78,7 @@ def couplet_rnn_card(cfg, vocab_size: int, info: dict, m: dict, example: str) ->
         "through tanh"
         if cfg.key_activation == "tanh"
         else (
-            "linearly (seed 000 adds a tanh; without it the keys are unbounded, so the parameter-free "
+            "linearly (the couplet tutorial adds a tanh; without it the keys are unbounded, so the parameter-free "
             "dot product can sharpen)"
         )
     )
@@ -87,7 +87,7 @@ def couplet_rnn_card(cfg, vocab_size: int, info: dict, m: dict, example: str) ->
         tf = f"teacher forcing {info['teacher_forcing']:g} (else the previous guess)"
     return f"""# {info["model_id"]}
 
-Seed 000's couplet seq2seq (上联 → 下联): a bidirectional LSTM encoder whose states are
+The couplet tutorial's couplet seq2seq (上联 → 下联): a bidirectional LSTM encoder whose states are
 projected back to {cfg.hidden_size} dimensions {squash}, an LSTM decoder that reads
 [character embedding; attention context], and {ATTENTION_WORDS[cfg.attention]}. Character vocabulary of
 {vocab_size:,} (pad, bos, eos, unk, the six punctuation marks, then the most frequent
@@ -189,7 +189,7 @@ by the search, not learned.
 
 
 def translation_card(cfg, info: dict, m: dict, examples: dict, heatmaps: list[str]) -> str:
-    """``examples``: the seed's sentences and their greedy translations; ``heatmaps``: their
+    """``examples``: the Bahdanau tutorial's sentences and their greedy translations; ``heatmaps``: their
     attention as ``attention_table``s."""
     t = training_words(info)
     rnn = cfg.rnn.upper()
@@ -200,7 +200,7 @@ def translation_card(cfg, info: dict, m: dict, examples: dict, heatmaps: list[st
     )
     return f"""# {info["model_id"]}
 
-Seed 004's English → French translator: a bidirectional {rnn} encoder whose states are
+The Bahdanau tutorial's English → French translator: a bidirectional {rnn} encoder whose states are
 projected to {cfg.hidden_size} dimensions through tanh, a {rnn} decoder that reads
 [word embedding; attention context] and queries the encoder states at every step with
 {ATTENTION_WORDS[cfg.attention]}. Word vocabularies of {cfg.src_vocab_size:,} English and {cfg.tgt_vocab_size:,} French
@@ -231,7 +231,7 @@ full teacher forcing, gradient clipping 1.0; {t.minutes} of training
 | exact match with the reference | {m["exact_match"]:.2%} |
 | loss per target word (teacher-forced) | {m["loss"]:.4f} |
 
-## The seed's four sentences (greedy)
+## The Bahdanau tutorial's four sentences (greedy)
 | English | French |
 | --- | --- |
 {rows}

@@ -1,7 +1,7 @@
 """Train a couplet RNN (``python cli.py train couplet-rnn --attention additive|dot``) and bundle it.
 
 The steps every family takes are ``models.training.recipe``'s, the couplet data
-``models.training.couplet_recipe``'s; this file adds seed 000's network: a BiLSTM encoder,
+``models.training.couplet_recipe``'s; this file adds the couplet tutorial's network: a BiLSTM encoder,
 an LSTM decoder and one attention scorer, watched by its alignment.
 """
 
@@ -26,9 +26,9 @@ class CoupletTrainArgs(CoupletArgs):
     attention: str = "additive"  # "dot" (scaled dot, parameter-free) or "additive" (Bahdanau)
     embed: int = 256
     hidden: int = 256
-    keys: str = "tanh"  # "tanh" (seed 000) or "linear": the encoder states' activation
+    keys: str = "tanh"  # "tanh" (the couplet tutorial) or "linear": the encoder states' activation
     dropout: float = 0.0  # on embeddings (and between stacked layers) while training
-    teacher_forcing: float = 1.0  # seed 000 uses 0.5: steps read the model's own guess otherwise
+    teacher_forcing: float = 1.0  # the couplet tutorial uses 0.5: steps read the model's own guess otherwise
 
 
 class CoupletRNN(CoupletRecipe):

@@ -1,6 +1,6 @@
 """Train a translation model (``python cli.py train translate --rnn gru --attention additive``) and bundle it.
 
-Seed 004: a GRU (or LSTM) encoder–decoder whose decoder queries the encoder states with
+The Bahdanau tutorial: a GRU (or LSTM) encoder–decoder whose decoder queries the encoder states with
 additive (or scaled dot-product) attention, English → French. The shared steps are
 ``models.training.recipe``'s; the network is ``models.nets.rnn_seq2seq``'s, the search
 ``models.text.search``'s.
@@ -36,7 +36,7 @@ def model_id_for(rnn: str, attention: str) -> str:
 
 @dataclass
 class TranslationTrainArgs(RunArgs):
-    rnn: str = "gru"  # "gru" (seed 004) or "lstm" (its variant)
+    rnn: str = "gru"  # "gru" (the Bahdanau tutorial) or "lstm" (its variant)
     attention: str = "additive"  # "additive" (Bahdanau) or "dot" (scaled dot product)
     data: Path = DATA_PATH
     lr: float = 2e-3
@@ -116,7 +116,7 @@ class TranslationRecipe(Recipe):
 
 
 def seed_sentences(tr: Translator) -> tuple[dict[str, str], list[str]]:
-    """The seed's four sentences: their greedy translations, and their attention as Markdown tables."""
+    """The Bahdanau tutorial's four sentences: their greedy translations, and their attention as Markdown tables."""
     found = tr.generate([s.split() for s in SEED_EXAMPLES])
     examples = {en: tr.text(d) for en, d in zip(SEED_EXAMPLES, found, strict=True)}
     heatmaps = [

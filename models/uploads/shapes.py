@@ -20,7 +20,7 @@ from models.attention.scoring import SCORERS
 from models.uploads.architectures import Missing
 from models.uploads.safety import UploadError
 
-# -- seq2seq RNN (seed 000, seed 004): BiLSTM/GRU encoder, attention, LSTM/GRU decoder ------------
+# -- seq2seq RNN (the couplet tutorial, the Bahdanau tutorial): BiLSTM/GRU encoder, attention, LSTM/GRU decoder ------------
 
 RNN_RANGES = {
     "src_vocab_size": (5, 500_000),
@@ -70,7 +70,7 @@ def infer_rnn(shapes: dict[str, tuple[int, ...]], title: str = "seq2seq RNN") ->
         raise UploadError(
             f"decoder.attention has parameters {sorted(params)}, which match no scoring function"
         )
-    why = "no tensor records whether the encoder states pass through tanh (seed 000) or stay linear"
+    why = "no tensor records whether the encoder states pass through tanh (the couplet tutorial) or stay linear"
     missing.append(Missing("key_activation", why, ("tanh", "linear")))
     return cfg, missing
 

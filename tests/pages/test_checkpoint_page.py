@@ -136,7 +136,7 @@ def test_bare_state_dict_asks_for_the_architecture_then_the_vocabulary(tiny_rnn)
     at = run(at)
     assert any("vocabulary" in w.value and "key_activation" in w.value for w in at.warning)
     assert any("hidden_size = 16" in c.value for c in at.caption)
-    assert at.selectbox(key=K + "key_activation").value == "tanh"  # seed 000's, offered first
+    assert at.selectbox(key=K + "key_activation").value == "tanh"  # the couplet tutorial's, offered first
     vocab = json.dumps({"src": tiny_vocab().tokens, "tgt": None}).encode()
     at = upload(at, "vocab.json", vocab, key=K + "vocab")
     assert metrics(at)["architecture"] == "couplet-rnn" and charts(at)

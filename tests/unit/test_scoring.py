@@ -112,7 +112,7 @@ def test_fully_masked_row_is_zero_not_nan():
 
 def test_identical_keys_give_uniform_weights_for_every_scorer():
     q = torch.tensor([[1.0, 0.0]])
-    keys = torch.tensor([[1.0, 1.0]] * 3)  # seed 002's example: weights are [1/3, 1/3, 1/3]
+    keys = torch.tensor([[1.0, 1.0]] * 3)  # the attention-pooling tutorial's example: weights are [1/3, 1/3, 1/3]
     for name in SCORERS:
         torch.testing.assert_close(masked_softmax(score(name, q, keys)), torch.full((1, 3), 1 / 3))
 

@@ -1,4 +1,4 @@
-"""Translation (seed 004): text handling, tiny random models' invariants, the adapter, uploads, training."""
+"""Translation (the Bahdanau tutorial): text handling, tiny random models' invariants, the adapter, uploads, training."""
 
 from __future__ import annotations
 
