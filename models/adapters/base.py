@@ -13,6 +13,8 @@ from typing import Any
 
 from models.registry import RunResult
 
+WEIGHTS = Path(__file__).resolve().parents[2] / "weights"  # our bundles, one folder per model id
+
 TOP_K = 5  # candidates kept per step for the step-through view
 
 
@@ -29,6 +31,25 @@ class Seq2SeqAdapter:
         if self.bundle.task != self.task:
             raise ValueError(f"{self.path.name} is a {self.bundle.task!r} model, not a {self.task} model")
         self.runner = self.make_runner()
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device=None):
+        """An adapter for an exported or uploaded checkpoint, named by its content hash."""
+        from models.storage.checkpoint import file_sha256
+
+        return cls(f"upload:{file_sha256(path)[:12]}", path, device)
+
+    @classmethod
+    def bundled(cls, model_id: str, train: str):
+        """A registry factory for ``weights/<model_id>``; ``train`` says how to make it if missing."""
+
+        def build(device=None):
+            folder = WEIGHTS / model_id
+            if not (folder / "model.safetensors").is_file():
+                raise FileNotFoundError(f"{model_id}: no weights at {folder}; train them with {train}")
+            return cls(model_id, folder, device)
+
+        return build
 
     # -- what a task supplies ------------------------------------------------------------
     def load_bundle(self):
@@ -123,3 +144,8 @@ class Seq2SeqAdapter:
     @property
     def bundle_file(self) -> Path:
         return self.path / "model.safetensors" if self.path.is_dir() else self.path
+
+
+def scorer_first(additive_id: str, dot_id: str):
+    """For an upload's comparison: the bundled model with the upload's scorer first, then the other."""
+    return lambda cfg: (additive_id, dot_id) if cfg.attention == "additive" else (dot_id, additive_id)

@@ -11,19 +11,15 @@ from anyone, read by ``models.uploads``); weights are read when a model is built
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from models.adapters.base import Seq2SeqAdapter
+from models.adapters.base import WEIGHTS, Seq2SeqAdapter, scorer_first
 from models.registry import RunResult, register
 from models.storage.bundle import Seq2SeqBundle
 from models.tasks.couplet import EXAMPLE
 from models.uploads.architectures import Architecture, register_architecture
 from models.uploads.shapes import RNN_RANGES, describe_rnn, infer_rnn
 from viz_core.record import AttentionRecord
-
-WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
 
 
 class CoupletRNNAdapter(Seq2SeqAdapter):
@@ -77,18 +73,7 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
         return RunResult({"cross": record}, output, notices)
 
 
-def from_checkpoint(path: str | Path, device=None) -> CoupletRNNAdapter:
-    """An adapter for an exported or uploaded couplet checkpoint, named by its content hash."""
-    from models.storage.checkpoint import file_sha256
-
-    return CoupletRNNAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
-
-
-def _compare(cfg) -> tuple[str, ...]:
-    """The bundled couplet RNNs, the one with the upload's scorer first."""
-    first = "couplet-rnn-additive" if cfg.attention == "additive" else "couplet-rnn-dot"
-    return tuple(dict.fromkeys((first, "couplet-rnn-additive", "couplet-rnn-dot")))
-
+from_checkpoint = CoupletRNNAdapter.from_checkpoint
 
 register_architecture(
     Architecture(
@@ -103,26 +88,13 @@ register_architecture(
         aliases=(("encoder.embedding.weight", "decoder.embedding.weight"),),
         describe=describe_rnn,
         layers_heads=lambda cfg: ("1", 1),  # one attention, whatever the RNN depth
-        compare=_compare,
+        compare=scorer_first("couplet-rnn-additive", "couplet-rnn-dot"),
         example=EXAMPLE[0],
         how_to="python cli.py export --model couplet-rnn-additive --out my.safetensors  "
         "(or: python cli.py train couplet-rnn --attention additive --out weights/mine)",
     )
 )
 
-
-def _factory(model_id: str):
-    def build(device=None) -> CoupletRNNAdapter:
-        folder = WEIGHTS / model_id
-        if not (folder / "model.safetensors").is_file():
-            raise FileNotFoundError(
-                f"{model_id}: no weights at {folder}; train them with "
-                f"python cli.py train couplet-rnn --attention "
-                f"{model_id.rsplit('-', 1)[1]}"
-            )
-        return CoupletRNNAdapter(model_id, folder, device)
-
-    return build
 
 
 CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "两个黄鹂鸣翠柳"}
@@ -132,7 +104,7 @@ register(
     "The couplet tutorial: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention",
     card=WEIGHTS / "couplet-rnn-dot" / "metrics.json",
     **CAPABILITIES,
-)(_factory("couplet-rnn-dot"))
+)(CoupletRNNAdapter.bundled("couplet-rnn-dot", "python cli.py train couplet-rnn --attention dot"))
 register(
     "couplet-rnn-additive",
     "couplet",
@@ -140,4 +112,4 @@ register(
     default=True,
     card=WEIGHTS / "couplet-rnn-additive" / "metrics.json",
     **CAPABILITIES,
-)(_factory("couplet-rnn-additive"))
+)(CoupletRNNAdapter.bundled("couplet-rnn-additive", "python cli.py train couplet-rnn --attention additive"))

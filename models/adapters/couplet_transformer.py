@@ -16,10 +16,9 @@ id and the upload architecture (a couplet Transformer checkpoint from anyone, re
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
+from models.adapters.base import WEIGHTS
 from models.adapters.couplet_rnn import CoupletRNNAdapter
 from models.registry import RunResult, register
 from models.storage.bundle import TransformerBundle
@@ -34,7 +33,6 @@ from models.uploads.shapes import (
 from viz_core.record import AttentionRecord
 
 MODEL_ID = "couplet-transformer"
-WEIGHTS = Path(__file__).resolve().parents[2] / "weights" / MODEL_ID
 
 
 class CoupletTransformerAdapter(CoupletRNNAdapter):
@@ -93,12 +91,7 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
         return RunResult(records, None if lower else "".join(written), notices)
 
 
-def from_checkpoint(path: str | Path, device=None) -> CoupletTransformerAdapter:
-    """An adapter for an exported or uploaded couplet Transformer, named by its content hash."""
-    from models.storage.checkpoint import file_sha256
-
-    return CoupletTransformerAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
-
+from_checkpoint = CoupletTransformerAdapter.from_checkpoint
 
 register_architecture(
     Architecture(
@@ -121,7 +114,7 @@ register_architecture(
 )
 
 
-@register(
+register(
     MODEL_ID,
     "encoder-decoder",
     "Our 3 + 3-layer, 4-head Transformer on couplets: encoder self, decoder self (causal) and cross",
@@ -129,11 +122,5 @@ register_architecture(
     heads=4,
     kinds=("encoder_self", "decoder_self", "cross"),
     example="两个黄鹂鸣翠柳",
-    card=WEIGHTS / "metrics.json",
-)
-def build(device=None) -> CoupletTransformerAdapter:
-    if not (WEIGHTS / "model.safetensors").is_file():
-        raise FileNotFoundError(
-            f"{MODEL_ID}: no weights at {WEIGHTS}; train them with python cli.py train couplet-transformer"
-        )
-    return CoupletTransformerAdapter(MODEL_ID, WEIGHTS, device)
+    card=WEIGHTS / MODEL_ID / "metrics.json",
+)(CoupletTransformerAdapter.bundled(MODEL_ID, "python cli.py train couplet-transformer"))

@@ -11,22 +11,14 @@ checkpoint from anyone, read by ``models.uploads``); weights are read when a mod
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from models.adapters.base import Seq2SeqAdapter
+from models.adapters.base import WEIGHTS, Seq2SeqAdapter, scorer_first
 from models.registry import RunResult, register
 from models.storage.bundle import Seq2SeqBundle
 from models.uploads.architectures import Architecture, register_architecture
 from models.uploads.shapes import RNN_RANGES, describe_rnn, infer_rnn
 from viz_core.record import AttentionRecord
-
-WEIGHTS = Path(__file__).resolve().parents[2] / "weights"
-TRAIN = {
-    "translate-gru-additive": "--rnn gru --attention additive",
-    "translate-lstm-dot": "--rnn lstm --attention dot",
-}
 
 
 class TranslationAdapter(Seq2SeqAdapter):
@@ -78,18 +70,7 @@ def _detokenize(words: list[str]) -> str:
     return detokenize(words)
 
 
-def from_checkpoint(path: str | Path, device=None) -> TranslationAdapter:
-    """An adapter for an exported or uploaded translation checkpoint, named by its content hash."""
-    from models.storage.checkpoint import file_sha256
-
-    return TranslationAdapter(f"upload:{file_sha256(path)[:12]}", path, device)
-
-
-def _compare(cfg) -> tuple[str, ...]:
-    """The bundled translation RNNs, the one with the upload's scorer first."""
-    first = "translate-gru-additive" if cfg.attention == "additive" else "translate-lstm-dot"
-    return tuple(dict.fromkeys((first, "translate-gru-additive", "translate-lstm-dot")))
-
+from_checkpoint = TranslationAdapter.from_checkpoint
 
 register_architecture(
     Architecture(
@@ -103,7 +84,7 @@ register_architecture(
         ranges=RNN_RANGES,
         describe=describe_rnn,
         layers_heads=lambda cfg: ("1", 1),
-        compare=_compare,
+        compare=scorer_first("translate-gru-additive", "translate-lstm-dot"),
         example="I'm home.",
         how_to="python cli.py export --model translate-gru-additive --out my.safetensors  "
         "(or: python cli.py train translate --rnn gru --attention additive --out weights/mine)",
@@ -111,17 +92,6 @@ register_architecture(
     )
 )
 
-
-def _factory(model_id: str):
-    def build(device=None) -> TranslationAdapter:
-        folder = WEIGHTS / model_id
-        if not (folder / "model.safetensors").is_file():
-            raise FileNotFoundError(
-                f"{model_id}: no weights at {folder}; train them with python cli.py train translate {TRAIN[model_id]}"
-            )
-        return TranslationAdapter(model_id, folder, device)
-
-    return build
 
 
 CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "I'm home."}
@@ -132,11 +102,11 @@ register(
     default=True,
     card=WEIGHTS / "translate-gru-additive" / "metrics.json",
     **CAPABILITIES,
-)(_factory("translate-gru-additive"))
+)(TranslationAdapter.bundled("translate-gru-additive", "python cli.py train translate --rnn gru --attention additive"))
 register(
     "translate-lstm-dot",
     "translation",
     "The Bahdanau tutorial's variant: English → French, BiLSTM encoder, LSTM decoder, scaled dot-product attention",
     card=WEIGHTS / "translate-lstm-dot" / "metrics.json",
     **CAPABILITIES,
-)(_factory("translate-lstm-dot"))
+)(TranslationAdapter.bundled("translate-lstm-dot", "python cli.py train translate --rnn lstm --attention dot"))
