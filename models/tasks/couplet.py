@@ -11,8 +11,8 @@ enforces it (``constraints``); the model never has to learn it.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,15 @@ import torch
 
 from models.nets.rnn_seq2seq import Seq2Seq
 from models.text.metrics import alignment_accuracy, char_bleu_detail, copy_rate
-from models.text.pairs import CORPORA, PairBatches, read_pairs, split_pairs
+from models.text.pairs import (
+    CORPORA,
+    Batch,
+    PairBatches,
+    bucketed_batches,
+    make_batch,
+    read_pairs,
+    split_pairs,
+)
 from models.text.runner import Seq2SeqRunner
 from models.text.search import Constraints, Decoded
 from models.text.vocab import Vocab
@@ -131,13 +139,127 @@ def build_vocab(train: Sequence[tuple[str, str]], max_size: int = 6000) -> Vocab
     return Vocab.build((u + low for u, low in train), max_size=max_size, reserved=PUNCTUATION)
 
 
-class CoupletBatches(PairBatches):
-    """Training batches of couplets, shuffled anew each epoch.
+# -- lines of one to three clauses (issue 16) ---------------------------------------------
+#
+# The corpus holds Tang couplets of 5 or 7 characters; modern couplets run longer, often two
+# or three clauses joined by "，" (腾飞上铁，锐意改革谋发展，勇当千里马). A couplet's two lines are
+# parallel position by position, so pieces cut at the same place from both lines are parallel
+# too, and so are clauses joined at the same places on both sides.
 
-    With probability ``join_prob`` an example joins 2–3 training couplets with punctuation
-    (上联1，上联2 → 下联1，下联2), so that the model also meets punctuation and lines longer
-    than seven characters, as typed on the page.
+COMMA = "，"
+# (start, end) pieces of a line, cut at the verse's caesura (5 = 2|3, 7 = 4|3 = 2|2|3): SPANS can
+# stand as a clause of their own (3 to 5 characters); PIECES, also the whole line and its first
+# two characters, can start a long clause
+SPANS = {5: ((2, 5), (0, 4)), 7: ((0, 4), (4, 7), (2, 7))}
+PIECES = {n: ((0, n), (0, 2), *spans) for n, spans in SPANS.items()}
+LONG_CLAUSE = (8, 12)  # a long clause: two pieces of two couplets side by side, no mark between
+MAX_LINE = 30  # the longest built line
+
+
+@dataclass(frozen=True)
+class ClauseMix:
+    """What built lines are made of; every share is between 0 and 1."""
+
+    multi: float = 0.5  # lines that join 2–3 clauses with a mark (the rest: one clause)
+    three: float = 0.4  # of those, the share with three clauses
+    span: float = 0.3  # clauses of a joined line that are a piece of one couplet (3–5 characters)
+    long: float = 0.15  # clauses of two pieces side by side (8–12 characters)
+    other_marks: float = 0.1  # joins by 、；。！？ instead of ，
+    max_chars: int = MAX_LINE
+
+    def scaled(self, f: float) -> ClauseMix:
+        """The curriculum's early mix: fewer joins, pieces and long clauses."""
+        return replace(self, multi=self.multi * f, span=self.span * f, long=self.long * f)
+
+
+@dataclass(frozen=True)
+class Built:
+    upper: list
+    lower: list
+    clauses: int
+    sources: tuple[int, ...]  # the couplets it was cut from (indices into the pool)
+
+
+Take = Callable[[], "tuple[int, tuple[Sequence, Sequence]] | None"]
+
+
+def _fit(upper, lower, room: int, rng: random.Random):
+    """The whole couplet if it fits in ``room``, else a piece of it that does, else its first
+    ``room`` characters (an odd corpus's long line), else None (less than 3 places left)."""
+    if len(upper) <= room:
+        return list(upper), list(lower)
+    fits = [(a, b) for a, b in SPANS.get(len(upper), ()) if b - a <= room]
+    a, b = rng.choice(fits) if fits else (0, room)
+    return (list(upper[a:b]), list(lower[a:b])) if b - a >= 3 else None
+
+
+def build_clause(rng: random.Random, take: Take, mix: ClauseMix, room: int):
+    """One clause from the next couplet(s) of ``take``: ``(upper, lower, sources)`` or None."""
+    first = take()
+    if first is None:
+        return None
+    i, (up, low) = first
+    r = rng.random()
+    if r < mix.long and room >= LONG_CLAUSE[1]:
+        second = take()
+        if second is not None:
+            j, (up2, low2) = second
+            lo, hi = LONG_CLAUSE
+            cuts = [(a, b) for a, b in PIECES.get(len(up), ((0, len(up)),)) if lo <= b - a + len(up2) <= hi]
+            if cuts:
+                a, b = rng.choice(cuts)
+                return [*up[a:b], *up2], [*low[a:b], *low2], (i, j)
+    elif r < mix.long + mix.span and len(up) in SPANS:
+        a, b = rng.choice(SPANS[len(up)])
+        if b - a <= room:
+            return list(up[a:b]), list(low[a:b]), (i,)
+    got = _fit(up, low, room, rng)
+    return None if got is None else (*got, (i,))
+
+
+def build_line(rng: random.Random, take: Take, mix: ClauseMix, marks: tuple) -> Built | None:
+    """One line of 1–3 clauses; ``marks``: (the usual join, the other joins), as line elements."""
+    wanted = 1 if rng.random() >= mix.multi else (3 if rng.random() < mix.three else 2)
+    per_clause = mix if wanted > 1 else replace(mix, span=0.0)  # a lone piece of 3–5 is no line
+    upper, lower, sources, clauses = [], [], (), 0
+    for _ in range(wanted):
+        room = mix.max_chars - len(upper) - (1 if upper else 0)
+        got = build_clause(rng, take, per_clause, room)
+        if got is None:
+            break
+        if upper:
+            mark = marks[0] if rng.random() >= mix.other_marks else rng.choice(marks[1])
+            upper, lower = [*upper, mark], [*lower, mark]
+        upper, lower = upper + got[0], lower + got[1]
+        sources, clauses = sources + got[2], clauses + 1
+    return Built(upper, lower, clauses, sources) if clauses else None
+
+
+def stream(pool: Sequence, order: Sequence[int]) -> Take:
+    """``take()`` for the couplets ``pool[i]`` in ``order``, once each, then None."""
+    it = iter(order)
+
+    def take():
+        i = next(it, None)
+        return None if i is None else (i, pool[i])
+
+    return take
+
+
+class CoupletBatches(PairBatches):
+    """Training batches of couplet lines of one to three clauses, built anew each epoch.
+
+    Each epoch walks the training couplets once in a seeded order and builds lines from them
+    (``build_line``): a share ``join_prob`` of the lines joins 2–3 clauses with "，" (now and
+    then another mark); a clause is a whole couplet, a piece cut from one (the first 4, the
+    last 3 or 5 characters of both lines) or two pieces side by side (8–12 characters), as
+    ``mix`` says. The curriculum: an epoch comes in ``STAGES`` stages, in order, and during the
+    first ``ramp_epochs`` the shares of joins, pieces and long clauses grow stage by stage from
+    nearly nothing to ``mix`` (mostly whole 5/7 lines first). Batches group similar lengths
+    within a stage. Deterministic per (seed, epoch): a resumed run replays the same batches.
     """
+
+    STAGES = 4
 
     def __init__(
         self,
@@ -145,31 +267,50 @@ class CoupletBatches(PairBatches):
         vocab: Vocab,
         batch_size: int = 128,
         seed: int = 0,
-        join_prob: float = 0.1,
+        join_prob: float = 0.5,
+        mix: ClauseMix | None = None,
+        ramp_epochs: float = 1.0,
     ):
         ids = [(vocab.encode(u), vocab.encode(low)) for u, low in train]
         super().__init__(ids, bos_id=vocab.bos_id, pad_id=vocab.pad_id, batch_size=batch_size, seed=seed)
-        self.vocab, self.join_prob = vocab, join_prob
-        self.punct = [vocab.index[p] for p in PUNCTUATION]
+        self.vocab, self.join_prob, self.ramp_epochs = vocab, join_prob, ramp_epochs
+        self.mix = replace(mix or ClauseMix(), multi=join_prob)
+        self.marks = (vocab.index[COMMA], [vocab.index[p] for p in PUNCTUATION if p != COMMA])
 
-    def examples(self, epoch: int) -> list[tuple[list[int], list[int]]]:
+    def share_at(self, epoch: int, stage: int) -> float:
+        """How much of ``mix`` a stage uses: (stage + 1) / STAGES of the way through the ramp."""
+        if self.ramp_epochs <= 0:
+            return 1.0
+        return min(1.0, (epoch + (stage + 1) / self.STAGES) / self.ramp_epochs)
+
+    def stages(self, epoch: int) -> list[list[tuple[list[int], list[int]]]]:
         rng = random.Random(self.seed * 1_000_003 + epoch)
         order = list(range(len(self.ids)))
         rng.shuffle(order)
-        out, i = [], 0
-        while i < len(order):
-            k = rng.choice((2, 3)) if rng.random() < self.join_prob else 1
-            group = [self.ids[j] for j in order[i : i + k]]
-            i += k
-            src, tgt = list(group[0][0]), list(group[0][1])
-            for s, t in group[1:]:
-                if len(src) + 1 + len(s) > MAX_CHARS:
-                    break
-                mark = rng.choice(self.punct)
-                src += [mark, *s]
-                tgt += [mark, *t]
-            out.append((src, tgt))
+        out = []
+        for s in range(self.STAGES):
+            part = order[s * len(order) // self.STAGES : (s + 1) * len(order) // self.STAGES]
+            take, mix = stream(self.ids, part), self.mix.scaled(self.share_at(epoch, s))
+            lines = []
+            while (line := build_line(rng, take, mix, self.marks)) is not None:
+                lines.append((line.upper, line.lower))
+            out.append(lines)
         return out
+
+    def examples(self, epoch: int) -> list[tuple[list[int], list[int]]]:
+        return [x for stage in self.stages(epoch) for x in stage]
+
+    def __call__(self, epoch: int) -> list[Batch]:
+        if self._cache and self._cache[0] == epoch:
+            return self._cache[1]
+        rng = random.Random(self.seed * 7_919 + epoch)
+        batches = []
+        for stage in self.stages(epoch):
+            for group in bucketed_batches([len(s) for s, _ in stage], self.batch_size, rng):
+                src, tgt = [stage[i][0] for i in group], [stage[i][1] for i in group]
+                batches.append(make_batch(src, tgt, bos_id=self.bos_id, pad_id=self.pad_id))
+        self._cache = (epoch, batches)
+        return batches
 
 
 # -- evaluation ----------------------------------------------------------------------------

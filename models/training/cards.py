@@ -68,6 +68,63 @@ def training_words(info: dict) -> TrainingWords:
     )
 
 
+def curriculum_words(info: dict) -> str:
+    """The Data section's account of the training lines (the curriculum of issue 16)."""
+    c = info.get("curriculum")
+    if c is None:  # bundled before the curriculum
+        return (
+            f"{info.get('join_prob', 0.1):.0%} of training examples join 2–3 couplets with punctuation so that "
+            "longer, punctuated\ninput is familiar."
+        )
+    ramp = "No curriculum ramp: every epoch uses this mix throughout."
+    if c["ramp_epochs"] > 0:
+        first = 1 / (c["stages_per_epoch"] * c["ramp_epochs"])
+        ramp = (
+            f"Curriculum: each epoch comes in {c['stages_per_epoch']} stages, in order, and the\n"
+            f"shares of joins, pieces and long clauses grow stage by stage from {first:.0%} of their values to all of\n"
+            f"them at the end of epoch {c['ramp_epochs']:g}, so training starts on mostly whole 5/7 lines."
+        )
+    return f"""Training lines of one to three clauses, 3 to {c["max_chars"]} characters, are built anew each epoch
+from the training couplets (`CoupletBatches`, models/tasks/couplet.py). A couplet's lines are
+parallel position by position, so {c["multi"]:.0%} of the lines join 2–3 clauses ({c["three"]:.0%} of them three)
+by "，" at the same places on both sides ({c["other_marks"]:.0%} of the joins by 、；。！？). A joined line's
+clause is a whole couplet, a piece cut at the caesura from both of its lines ({c["span"]:.0%}: the first 4,
+the last 3 or 5 characters) or two pieces of two couplets side by side ({c["long"]:.0%}: 8–12 characters,
+synthetic but parallel character by character); a single-clause line is a whole couplet, or
+({c["long"]:.0%}) such a long clause. {ramp}"""
+
+
+def clause_section(m: dict, whose: str = "") -> str:
+    """The cards' table of alignment by line length and clause count (``m["clauses"]``)."""
+    c = m["clauses"]
+    by_len, by_n = c["by_length"], c["by_clauses"]
+    fives_sevens = sum(by_len[b]["lines"] for b in ("5", "7") if b in by_len)
+    rows = "\n".join(f"| {b} | {v['lines']:,} | {v['alignment']:.4f} |" for b, v in by_len.items())
+    rows_n = "\n".join(
+        f"| {k} | {v['lines']:,} | {v['alignment']:.4f} |" for k, v in by_n.items() if v["lines"]
+    )
+    return f"""## Alignment by line length and clause count
+Force-decoded diagonal alignment{whose} (the share of lower-line characters whose attention
+peaks on their own position) on the clause validation split (models/tasks/couplet_clauses.py),
+{c["n_lines"]:,} lines built only from the held-out couplets: each of them as a 5- or 7-character
+line ({fives_sevens:,}), {by_n["1"]["lines"] - fives_sevens:,} long single clauses (8–12 characters, two pieces side by side), and
+{by_n["2"]["lines"]:,} lines of two and {by_n["3"]["lines"]:,} of three clauses joined by "，" (8–30 characters).
+
+| line length (characters) | lines | alignment |
+| --- | --- | --- |
+{rows}
+
+| clauses | lines | alignment |
+| --- | --- | --- |
+{rows_n}
+
+Single-clause 5/7-character lines: {c["alignment_single_5_7"]:.4f}; multi-clause lines: {c["alignment_multi"]:.4f}.
+Greedy generation for these {c["n_lines"]:,} upper lines: the lower line has the upper line's length
+{c["length_correct"]:.2%}, and its punctuation at the upper line's places (the same marks, none
+elsewhere) {c["punctuation_correct"]:.2%}; the search enforces both.
+"""
+
+
 # -- the templates -------------------------------------------------------------------------
 
 
@@ -97,8 +154,7 @@ hidden {cfg.hidden_size}{f", dropout {cfg.dropout:g} on the embeddings while tra
 
 ## Data
 Tang poetry couplets derived from the chinese-poetry project (MIT): {info["data"]}.
-{info["join_prob"]:.0%} of training examples join 2–3 couplets with punctuation so that longer, punctuated
-input is familiar.
+{curriculum_words(info)}
 
 ## Training
 {t.commands}
@@ -121,10 +177,12 @@ gradient clipping 1.0; {t.minutes} of training on {t.device}
 | copy rate of the reference lower lines, for comparison | {m["copy_rate_reference"]:.4f} |
 | validation loss per character | {m["valid_loss"]:.4f} |
 
+{clause_section(m) if "clauses" in m else ""}
 Example: {EXAMPLE[0]} → {example}
 
-Limitations: trained on Tang verse only; it writes plausible characters in the right
-places, not poetry. The length and punctuation rule is enforced by the search, not learned.
+Limitations: trained on Tang verse and on lines built from it only; it writes plausible
+characters in the right places, not poetry. The length and punctuation rule is enforced
+by the search, not learned.
 """
 
 
@@ -148,8 +206,7 @@ from the explicit softmax, per layer and head.
 
 ## Data
 Tang poetry couplets derived from the chinese-poetry project (MIT): {info["data"]}.
-{info.get("join_prob", 0.1) * 100:g} % of training examples join 2–3 couplets with punctuation so that longer, punctuated
-input is familiar.
+{curriculum_words(info)}
 
 ## Training
 {t.commands}
@@ -180,11 +237,12 @@ Copy rate of the reference lower lines, for comparison: {m["copy_rate_reference"
 Alignment of layer {m["best_layer"] + 1} while generating (greedy): {m["generation_alignment"]:.4f}.
 Validation loss per character (teacher forcing): {m["valid_loss"]:.4f}.
 
+{clause_section(m, f" of layer {m['best_layer'] + 1} (heads averaged)") if "clauses" in m else ""}
 Example: {EXAMPLE[0]} → {examples["greedy"]} (greedy), {examples[beam]} (beam {beam[4:]}).
 
-Limitations: trained on Tang verse only, for minutes on a CPU; it writes plausible
-characters in the right places, not poetry. The length and punctuation rule is enforced
-by the search, not learned.
+Limitations: trained on Tang verse and on lines built from it only, for minutes on a CPU;
+it writes plausible characters in the right places, not poetry. The length and punctuation
+rule is enforced by the search, not learned.
 """
 
 

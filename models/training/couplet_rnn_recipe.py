@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from models.nets.rnn_seq2seq import Seq2SeqConfig, scorer_for
 from models.tasks.couplet import EXAMPLE, CoupletModel, evaluate, forced_metrics
+from models.tasks.couplet_clauses import clause_report
 from models.training.cards import couplet_rnn_card
 from models.training.couplet_recipe import CoupletArgs, CoupletRecipe
 from models.training.loop import make_loss
@@ -58,14 +59,17 @@ class CoupletRNN(CoupletRecipe):
         return make_loss(self.args.teacher_forcing)
 
     def watch(self, model, vocabs, device, valid) -> dict:
-        return forced_metrics(CoupletModel(model, vocabs[0], device), valid[: self.args.eval_pairs])
+        cm = CoupletModel(model, vocabs[0], device)
+        multi = forced_metrics(cm, self.multi_sample(valid))
+        return {**forced_metrics(cm, valid[: self.args.eval_pairs]), "alignment_multi": multi["alignment"]}
 
     def facts(self, result, split, batches) -> dict:
         return {**super().facts(result, split, batches), "teacher_forcing": self.args.teacher_forcing}
 
     def evaluate(self, bundle, split, device) -> Evaluation:
         cm = CoupletModel(bundle.model, bundle.src_vocab, device)
-        return Evaluation(evaluate(cm, split.test), shown={"example": example_line(cm)})
+        metrics = {**evaluate(cm, split.test), "clauses": clause_report(cm, self.clause_lines(split.valid))}
+        return Evaluation(metrics, shown={"example": example_line(cm)})
 
     def card(self, bundle, info, ev) -> str:
         cfg, vocab = bundle.model.config, bundle.src_vocab

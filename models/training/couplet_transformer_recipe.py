@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from models.nets.transformer import TransformerConfig
 from models.storage.bundle import TransformerBundle
 from models.tasks.couplet import EXAMPLE
+from models.tasks.couplet_clauses import clause_report
 from models.tasks.couplet_heads import CoupletTransformer, evaluate_transformer, forced_layer_metrics
 from models.training.cards import couplet_transformer_card
 from models.training.couplet_recipe import CoupletArgs, CoupletRecipe
@@ -62,9 +63,9 @@ class CoupletTransformerRecipe(CoupletRecipe):
         return train_config(self.args, warmup_steps=self.args.warmup)
 
     def watch(self, model, vocabs, device, valid) -> dict:
-        return forced_layer_metrics(
-            CoupletTransformer(model, vocabs[0], device), valid[: self.args.eval_pairs]
-        )
+        cm = CoupletTransformer(model, vocabs[0], device)
+        multi = forced_layer_metrics(cm, self.multi_sample(valid))["alignment_layers"]
+        return {**forced_layer_metrics(cm, valid[: self.args.eval_pairs]), "alignment_multi_layers": multi}
 
     def facts(self, result, split, batches) -> dict:
         return {**super().facts(result, split, batches), "warmup": self.args.warmup}
@@ -76,6 +77,7 @@ class CoupletTransformerRecipe(CoupletRecipe):
         bundle.save_dir(self.out, dtype=self.args.dtype)
         beam = self.args.beam
         metrics = evaluate_transformer(cm, split.test, beam=beam)
+        metrics["clauses"] = clause_report(cm, self.clause_lines(split.valid))  # of the layer shown
         examples = {
             "greedy": cm.text(cm.generate([list(EXAMPLE[0])])[0]),
             f"beam{beam}": cm.text(cm.generate([list(EXAMPLE[0])], beam=beam)[0]),
