@@ -21,7 +21,6 @@ MINIMAL_APP = """
 import plotly.graph_objects as go
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parent.parent
 st.plotly_chart(go.Figure(go.Heatmap(z=[[0.2, 0.8], [0.6, 0.4]])))
 """
 

@@ -154,7 +154,6 @@ BASELINE_APP = """
 import plotly.graph_objects as go
 import streamlit as st
 
-ROOT = Path(__file__).resolve().parent.parent
 h = st.selectbox("head", [str(i) for i in range(12)], key="h")
 st.plotly_chart(go.Figure(go.Heatmap(z=[[int(h), 1], [2, 3]])).update_layout(title=f"head {h}"))
 """
