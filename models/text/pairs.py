@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-# The training corpora, copied from ../shared/data with their SOURCE.md (licence, provenance)
+# The training corpora, each beside its SOURCE.md (licence, provenance)
 # so that a clone anywhere can train and check the model cards.
 CORPORA = Path(__file__).resolve().parents[2] / "data"
 
