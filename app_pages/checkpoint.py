@@ -12,7 +12,7 @@ from ui.cached import first_index, model_choices, run_model
 from ui.live_heads import HINT, model_view_chart
 from ui.uploads import chosen_file, how_to, load_upload, run_upload, show_summary, upload_limits
 from ui.views import alignment_chart, alignment_figure, head_view_block, show_notices
-from ui.widgets import chart
+from ui.widgets import chart, plain, plural, text_box
 from viz_core.export import record_frame
 from viz_core.figures import head_view
 from viz_core.model_view import model_view
@@ -40,7 +40,7 @@ s = upload.summary
 show_summary(s)
 
 c1, c2 = st.columns([3, 2])
-text = c1.text_input("Input", s.example, key=K + "text_" + s.architecture, max_chars=5_000)
+text = text_box(c1, "Input", K + "text_" + s.architecture, 5_000, s.example)
 target = c2.text_input("Force this output (optional)", "", key=K + "target").strip() if s.seq2seq else ""
 if not text.strip():
     st.info("Type an input to see its attention.")
@@ -48,11 +48,11 @@ if not text.strip():
 try:
     result = run_upload(cache_key, upload.adapter, text, target or None)
 except (ValueError, RuntimeError) as err:  # empty input, weights that give no valid attention (NaN)…
-    st.error(f"The upload gives no attention for this input: {err}")
+    st.error(f"The upload gives no attention for this input: {plain(err)}")
     st.stop()
 show_notices(result.notices)
 if result.output is not None:
-    st.markdown(f"**Output:** {result.output}")
+    st.markdown(f"**Output:** {plain(result.output)}")
 
 kinds = list(result.records)
 first = kinds.index("cross") if "cross" in kinds else 0
@@ -65,7 +65,7 @@ if s.view == "alignment":
     st.subheader("Alignment")
     alignment_chart(rec, BIG, AXES, K + "heat", "upload_alignment")
 else:
-    st.subheader(f"Model view: {rec.n_layers} layers × {rec.n_heads} heads ({kind})")
+    st.subheader(f"Model view: {plural(rec.n_layers, 'layer')} × {plural(rec.n_heads, 'head')} ({kind})")
     st.caption(HINT)
     layer_key, head_key = f"{K}layer_{s.model_id}_{kind}", f"{K}head_{s.model_id}"  # head counts differ
     rid = record_id(cache_key, kind, text, target)
@@ -88,14 +88,14 @@ other = st.selectbox("bundled model", others, key=K + "compare")
 try:
     theirs = run_model(other, text, target or None)
 except (OSError, RuntimeError, ValueError) as err:  # weights not installed here, or input it cannot take
-    st.info(f"{other} cannot run here: {err}")
+    st.info(f"{other} cannot run here: {plain(err)}")
     st.stop()
 their_rec = theirs.records.get(kind) or next(iter(theirs.records.values()))
 sides = [(s.model_id, rec, result.output), (other, their_rec, theirs.output)]
 for col, (label, r, out) in zip(st.columns(2), sides, strict=True):
     with col:
         if out is not None:
-            st.markdown(f"**{label}:** {out}")
+            st.markdown(f"**{label}:** {plain(out)}")
         if s.view == "alignment":
             fig = alignment_figure(r, BIG, AXES, title=label)
         else:

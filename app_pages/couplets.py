@@ -1,14 +1,12 @@
 """Couplets (the couplet tutorial): an upper line in, the lower line and its alignment out."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from ui.cached import capabilities, first_index, model_choices, run_model
-from ui.views import alignment_chart, show_notices
-from ui.widgets import chart
-from viz_core.export import series_frame
-from viz_core.figures import grouped_bars, heatmap_row, larger_ticks
+from ui.views import alignment_chart, decoding_step, show_notices
+from ui.widgets import chart, plain
+from viz_core.figures import heatmap_row, larger_ticks
 from viz_core.stats import diagonal_share
 from viz_core.tokens import hover_labels
 
@@ -48,7 +46,7 @@ shown = ids if both else [model_id]
 try:
     results = {m: run_model(m, upper, target or None, beam) for m in shown}
 except FileNotFoundError as err:
-    st.info(f"The bundled weights are missing: {err}")
+    st.info(f"The bundled weights are missing: {plain(err)}")
     st.stop()
 show_notices((n for r in results.values() for n in r.notices), warn=True)
 records = {m: r.records["cross"] for m, r in results.items()}
@@ -57,7 +55,8 @@ for col, m in zip(st.columns(len(shown)) if both else [st.container()], shown, s
     rec, output = records[m], results[m].output
     line = output if output is not None else "".join(rec.query_tokens)
     with col:
-        st.markdown(f"### {line}" if both else f"### {''.join(rec.key_tokens)} → {line}")
+        upper_line = plain("".join(rec.key_tokens))
+        st.markdown(f"### {plain(line)}" if both else f"### {upper_line} → {plain(line)}")
         mass = diagonal_share(rec.head())
         st.caption(
             f"{m}, {verb}: alignment {rec.meta['alignment']:.0%} of characters (argmax) · "
@@ -81,24 +80,11 @@ if len(shown) == 2 and a.head().shape == b.head().shape:
     chart(larger_ticks(fig, BIG), frame, K + "diff", "couplet_difference")
 
 st.subheader("Step through the decoding")
-rec = records[model_id]
-n = len(rec.query_tokens)
+if both:
+    st.caption("The same step of each model's lower line, side by side.")
+n = max(len(r.query_tokens) for r in records.values())
 step = st.slider("Step", 1, n, 1, key=K + "step") if n > 1 else 1
-written = "".join(rec.query_tokens[: step - 1])
-st.markdown(f"Writing character **{step}** of {n} ({model_id}): {written}**[{rec.query_tokens[step - 1]}]**")
-c1, c2 = st.columns([3, 2])
-with c1:
-    row, labels = rec.head()[step - 1], hover_labels(rec.key_tokens)
-    fig = grouped_bars(
-        labels, {"weight": row}, "upper line 上联", "attention weight", title="where the decoder looked"
-    )
-    fig.update_xaxes(ticktext=rec.key_tokens, tickvals=labels, tickfont_size=BIG)
-    chart(fig, series_frame(labels, {"weight": row}, "upper"), K + "step_bars", "couplet_step")
-with c2:
-    top = rec.meta.get("top_candidates")
-    if top:
-        table = pd.DataFrame(top[step - 1], columns=["candidate", "probability"])
-        table["chosen"] = np.where(table["candidate"] == rec.query_tokens[step - 1], "←", "")
-        st.markdown("**The model's top candidates at this step**")
-        st.dataframe(table, hide_index=True, width="stretch")
-        st.caption("Its own probabilities, before the couplet rule (length, punctuation) is applied.")
+for col, m in zip(st.columns(len(shown)), shown, strict=True):
+    with col:
+        key = K + "step_bars" + ("_" + m if both else "")
+        decoding_step(records[m], step, m, BIG, key, "couplet_step" + ("_" + m if both else ""), stacked=both)

@@ -6,7 +6,7 @@ import streamlit as st
 from models.attention.demos import train_pooling
 from models.attention.kernel_regression import KERNELS
 from ui.cached import pooling_view
-from ui.widgets import chart
+from ui.widgets import chart, plain, plural, whole_number
 from viz_core.export import record_frame, series_frame
 from viz_core.figures import heatmap, lines, nadaraya_watson
 
@@ -23,7 +23,7 @@ kernel = c1.selectbox("kernel", list(KERNELS), key=K + "kernel")
 bandwidth = c2.slider("bandwidth h", 0.05, 3.0, 0.5, 0.05, key=K + "h")
 n_train = c3.slider("training points", 10, 200, 50, key=K + "n")
 noise = c4.slider("noise", 0.0, 2.0, 0.5, 0.1, key=K + "noise")
-seed = int(c5.number_input("random seed", 0, 99_999, 0, key=K + "seed"))
+seed = whole_number(c5, "random seed", 0, 99_999, 0, K + "seed")
 
 data_key = (n_train, noise, seed)
 trained = st.session_state.get(K + "trained")
@@ -41,9 +41,9 @@ chart(
 missing = view.record.meta["undefined_queries"]
 if missing:
     st.warning(
-        f"{missing} of {len(view.x_test)} queries have no training point within the {kernel} kernel's "
-        "reach: their estimate is undefined (the gaps), and they are left out of the heatmap. "
-        "Widen the bandwidth."
+        f"{plural(missing, 'query', 'queries')} of {len(view.x_test)} {'has' if missing == 1 else 'have'} "
+        f"no training point within the {kernel} kernel's reach: the estimate is undefined there (the "
+        "gaps), and the heatmap leaves those rows out. Widen the bandwidth."
     )
 
 st.subheader("Attention weights: test x (queries) × training x (keys)")
@@ -74,7 +74,7 @@ if st.button("Train", key=K + "train", type="primary"):
     try:
         w, losses = train_pooling(n_train, noise, seed, epochs, lr, on_epoch=report)
     except ValueError as err:
-        st.error(str(err))
+        st.error(plain(err))
     else:
         st.session_state[K + "trained"] = {"w": w, "losses": losses, "data_key": data_key}
         st.rerun()

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from ui.cached import first_index, learned_positions, model_choices, positional_tables
-from ui.widgets import chart
+from ui.widgets import chart, plain
 from viz_core.export import matrix_frame, series_frame
 from viz_core.figures import heatmap_row, matrix_heatmap, positional_curves
 from viz_core.stats import cosine_similarity
@@ -83,7 +83,7 @@ if st.toggle(f"compare with {model_id}'s learned position embeddings", key=K + "
     try:
         learned = learned_positions(model_id)
     except (OSError, KeyError) as err:
-        st.warning(f"{model_id} is not available here: {err}")
+        st.warning(f"{model_id} is not available here: {plain(err)}")
     else:
         n = min(length, learned.shape[0])
         panels = {

@@ -5,7 +5,7 @@ import streamlit as st
 
 from models.attention.demos import MASK_NAMES, ScoringSetup
 from ui.cached import capabilities, model_choices, model_queries_keys, saturation, scoring_records
-from ui.widgets import chart
+from ui.widgets import chart, plural, text_box, whole_number
 from viz_core.export import records_frame, series_frame
 from viz_core.figures import grouped_bars, heatmap_row, lines
 from viz_core.stats import row_entropy
@@ -25,21 +25,21 @@ if source == "random":
     c1, c2, c3 = st.columns(3)
     d = c1.select_slider("vector size d", [2, 4, 8, 16, 32, 64, 128, 256, 512], value=16, key=K + "d")
     n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
-    seed = c3.number_input("random seed", 0, 99_999, 0, key=K + "seed")
+    seed = whole_number(c3, "random seed", 0, 99_999, 0, K + "seed")
 else:
     model = capabilities(source.removeprefix("real: "))
     c1, c2, c3 = st.columns([3, 1, 1])
-    text = c1.text_input("text", model.example, key=K + "text", max_chars=200)
-    layer = c2.number_input("layer", 0, model.layers - 1, min(LAYER, model.layers - 1), key=K + "layer")
-    head = c3.number_input("head", 0, model.heads - 1, min(HEAD, model.heads - 1), key=K + "head")
+    text = text_box(c1, "text", K + "text", 200, model.example)
+    layer = whole_number(c2, "layer", 0, model.layers - 1, min(LAYER, model.layers - 1), K + "layer")
+    head = whole_number(c3, "head", 0, model.heads - 1, min(HEAD, model.heads - 1), K + "head")
     if not text.strip():
         st.info("Type a sentence: its tokens become the queries and keys.")
         st.stop()
-    real = model_queries_keys(model.id, text, int(layer), int(head))
+    real = model_queries_keys(model.id, text, layer, head)
     d, n, seed = real[0].shape[1], len(real[2]), 0
     st.caption(
-        f"{n} tokens, d = {d}: {model.id}'s layer {layer}, head {head}. Its own scores are the scaled dot "
-        "panel; the other panels ask what this head would attend to under another scoring function."
+        f"{plural(n, 'token')}, d = {d}: {model.id}'s layer {layer}, head {head}. Its own scores are the "
+        "scaled dot panel; the other panels ask what this head would attend to under another scoring function."
     )
 c1, c2, c3 = st.columns(3)
 mask = c1.selectbox("mask (the self-attention tutorial)", MASK_NAMES, key=K + "mask")

@@ -6,7 +6,7 @@ import streamlit as st
 from ui import cached
 from ui.live_heads import HINT, model_view_chart
 from ui.views import head_view_block, show_notices
-from ui.widgets import chart, csv_button
+from ui.widgets import chart, csv_button, plain, plural, text_box
 from viz_core.export import matrix_frame, series_frame
 from viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
 
@@ -26,7 +26,7 @@ if not models:
 c1, c2 = st.columns([1, 3])
 model_id = c1.selectbox("model", models, index=cached.first_index(models), key=K + "model")
 model = cached.capabilities(model_id)
-text = c2.text_input("text", model.example, key=K + "text_" + model_id, max_chars=10_000)
+text = text_box(c2, "text", K + "text", 10_000, model.example)  # kept across models once typed
 c1, c2, c3 = st.columns(3)
 merge = c1.toggle("merge word pieces into words", key=K + "merge")
 hide = c2.toggle("hide special tokens", key=K + "hide")
@@ -39,14 +39,14 @@ if not text.strip():
 try:
     result = cached.run_model(model_id, text)
 except ValueError as err:
-    st.warning(str(err))
+    st.warning(plain(err))
     st.stop()
 except (OSError, RuntimeError) as err:  # missing weights or package, a model that returns no weights
-    st.error(f"{model_id} cannot run here: {err}")
+    st.error(f"{model_id} cannot run here: {plain(err)}")
     st.stop()
 show_notices(result.notices)
 if result.output:
-    st.markdown(f"**Generated:** {result.output}")
+    st.markdown(f"**Generated:** {plain(result.output)}")
 
 view = cached.transformer_view(model_id, text, kind, merge, hide)
 record, share = view["record"], view["special_share"]
@@ -56,7 +56,7 @@ L, H = record.n_layers, record.n_heads
 @st.fragment
 def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
-    st.subheader(f"Model view: {L} layers × {H} heads")
+    st.subheader(f"Model view: {plural(L, 'layer')} × {plural(H, 'head')}")
     st.caption(HINT)
     model_view_chart(view["model_view"], K + "heads", (L, H), (K + "layer", K + "head"), heads=view["heads"])
 

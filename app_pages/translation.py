@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui.cached import capabilities, card_table, first_index, model_choices, run_model, translation_cost
 from ui.views import alignment_chart, show_notices
-from ui.widgets import chart
+from ui.widgets import chart, plain, text_box
 from viz_core.export import series_frame
 from viz_core.figures import lines
 
@@ -24,10 +24,10 @@ def run(model_id: str, english: str, french: str, beam: int):
     try:
         return run_model(model_id, english, french or None, beam)
     except FileNotFoundError as err:
-        st.info(f"The bundled weights are missing: {err}")
+        st.info(f"The bundled weights are missing: {plain(err)}")
         st.stop()
     except ValueError as err:  # input with no words left after cleaning
-        st.warning(str(err))
+        st.warning(plain(err))
         st.stop()
 
 
@@ -53,10 +53,9 @@ for col, sentence in zip(
 
 # Defaults through session state, since the example buttons also set these boxes.
 example = capabilities(ids[first_index(ids)]).example
-st.session_state.setdefault(K + "english", example)
 st.session_state.setdefault(K + "french", "")
 c1, c2 = st.columns([3, 2])
-english = c1.text_input("English", key=K + "english", max_chars=5000)
+english = text_box(c1, "English", K + "english", 5000, example)
 french = c1.text_input(
     "Force a French sentence (optional; empty: the model translates)",
     key=K + "french",
@@ -78,7 +77,8 @@ for col, m in zip(st.columns(len(shown)), shown, strict=True):
     rec = results[m].records["cross"]
     unfinished = "" if rec.meta.get("finished", True) else " · stopped at the length cap before <eos>"
     with col:
-        st.markdown(f"### {results[m].output if results[m].output is not None else french}")
+        used = " ".join(t for t in rec.query_tokens if t != "<eos>")  # a forced sentence as cut and read
+        st.markdown(f"### {plain(results[m].output if results[m].output is not None else used)}")
         st.caption(f"{m}, {how} · log-probability {rec.meta['log_prob']:.2f}{unfinished}")
         alignment_chart(rec, FONT, AXES, K + "heat_" + m, m, title=m if both else "")
 
@@ -87,7 +87,7 @@ with st.expander("The Bahdanau tutorial's four sentences, translated by " + ", "
         for col, m in zip(st.columns(len(shown)), shown, strict=True):
             r = run(m, sentence, "", 1)
             with col:
-                st.markdown(f"**{sentence}** → {r.output}  \n`{m}`")
+                st.markdown(f"**{plain(sentence)}** → {plain(r.output)}  \n`{m}`")
                 alignment_chart(r.records["cross"], FONT, AXES, K + "seed_" + m + sentence, m)
 
 st.header("Additive or dot product: what does the swap cost?")

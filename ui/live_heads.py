@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from ui.widgets import PLOTLY_CONFIG
+from ui.widgets import PLOTLY_CONFIG, plain
 
 HERE = Path(__file__).resolve().parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -47,7 +47,8 @@ def plotly_url() -> str:
             shutil.copyfile(PLOTLY_JS, partial)
             partial.replace(target)  # never serve a half-copied file
     except OSError as err:
-        st.error(f"The model and head views need plotly.js in {STATIC}, which cannot be written here: {err}")
+        where = plain(STATIC)
+        st.error(f"The model and head views need plotly.js in {where}, which cannot be written here: {plain(err)}")
         st.stop()
     base = st.get_option("server.baseUrlPath").strip("/")
     return "/".join(["", *([base] if base else []), "app", "static", PLOTLY_JS.name])

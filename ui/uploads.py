@@ -23,9 +23,14 @@ from models.uploads import (
     load_bytes,
     parse_vocab,
 )
+from ui.widgets import plain, plural
 
 K = "ckpt_"
-MB = 1 << 20
+# Streamlit's uploader counts a megabyte as 10⁶ bytes (1024² on Windows only), in its limit and in
+# the file sizes it shows: the page says sizes and the limit in the same megabytes.
+MB = 1_000_000
+SUFFIXES = (".safetensors", ".pt", ".pth", ".zip")
+ACCEPTED = ".safetensors, .pt / .pth, or a model folder as .zip"
 
 
 @st.cache_resource(show_spinner="Exporting the bundled checkpoint…")
@@ -58,26 +63,33 @@ def upload_limits() -> Limits:
     try:
         return Limits.from_env()
     except UploadError as err:  # a server setting, e.g. ATLAS_UPLOAD_MAX_MB=abc
-        st.error(f"The server's upload limits are misconfigured: {err}")
+        st.error(f"The server's upload limits are misconfigured: {plain(err)}")
         st.stop()
 
 
 def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes]:
     """The uploaded file's name and bytes, or the exported ``demo`` model once its button was
     pressed; until then the page explains itself and stops."""
+    cap = max(1, limits.max_bytes // MB)  # whole megabytes, as the uploader takes and shows its limit
     upload_file = st.file_uploader(
-        f"Checkpoint (.safetensors, .pt / .pth, or a model folder as .zip; up to {limits.max_bytes // MB} MB)",
-        type=["safetensors", "pt", "pth", "zip"],
-        key=K + "file",
-        max_upload_size=max(1, limits.max_bytes // MB),
+        f"Checkpoint ({ACCEPTED}; up to {cap:,} MB)",
+        key=K + "file",  # no type=[...]: the browser would refuse a file with a red "!" only
+        max_upload_size=cap,
     )
     if upload_file is not None:
-        return upload_file.name, upload_file.getvalue()
+        name, size = upload_file.name, upload_file.size
+        if not name.lower().endswith(SUFFIXES):
+            st.error(f"Refused: {plain(name)} is not a checkpoint file; the inspector reads {ACCEPTED}.")
+            st.stop()
+        if size > cap * MB:
+            st.error(f"Refused: {plain(name)} is {size_text(size)}; uploads are limited to {cap:,} MB.")
+            st.stop()
+        return name, upload_file.getvalue()
     if st.session_state.get(K + "demo_on"):
         try:
             return demo_checkpoint(demo)
         except (OSError, UploadError) as err:
-            st.info(f"The demo needs the bundled {demo} weights: {err}")
+            st.info(f"The demo needs the bundled {demo} weights: {plain(err)}")
             st.stop()
     st.info(
         "No checkpoint yet. Upload one above, or load our bundled couplet model exactly as "
@@ -97,11 +109,10 @@ def ask(need: NeedsAnswers, note) -> dict | None:
 
     ``note`` holds one warning, the latest: answering the architecture raises the next question.
     """
-    note.warning(str(need))
+    note.warning(plain(need))
     if need.inferred:
-        st.caption(
-            "Inferred from the tensor shapes: " + ", ".join(f"{k} = {v}" for k, v in need.inferred.items())
-        )
+        inferred = ", ".join(f"{k} = {v}" for k, v in need.inferred.items())
+        st.caption(f"Inferred from the tensor shapes: {plain(inferred)}")
     answers = {}
     for m in need.missing:
         label = f"{m.field}: {m.why}"
@@ -133,7 +144,7 @@ def load_upload(name: str, data: bytes, limits: Limits) -> tuple[Upload, str]:
     note = st.empty()
     for _ in range(len(ARCHITECTURES) + 3):
         try:
-            with st.spinner(f"Checking and loading {name}…"):
+            with st.spinner(f"Checking and loading {plain(name)}…"):
                 upload = load_bytes(data, name, answers, limits=limits)
             note.empty()
             digest = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
@@ -144,26 +155,32 @@ def load_upload(name: str, data: bytes, limits: Limits) -> tuple[Upload, str]:
                 st.stop()
             answers.update(given)
         except UploadError as err:
-            st.error(f"Refused: {err}")
+            st.error(f"Refused: {plain(err)}")
             st.stop()
     st.stop()
 
 
 def show_summary(s: Summary) -> None:
     """What the upload is: architecture, size, hash, notices, config, and any NaN or ±inf tensors."""
-    st.subheader(f"{s.file_name}")
+    st.subheader(plain(s.file_name))
     c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
-    c1.metric("architecture", s.architecture, help=s.description)
+    c1.metric("architecture", s.architecture, help=plain(s.description))
     c2.metric("parameters", f"{s.parameters:,}")
     c3.metric("vocabulary", f"{s.vocab_size:,}")
     c4.metric("layers × heads", f"({s.layers}) × {s.heads}" if "+" in s.layers else f"{s.layers} × {s.heads}")
-    size = f"{s.size / MB:,.1f} MB" if s.size >= MB else f"{s.size / 1024:,.1f} kB"
-    st.caption(f"{s.description} · {s.source} · {size} · model id `{s.model_id}`")
+    about = f"{plain(s.description)} · {plain(s.source)} · {size_text(s.size)}"
+    st.caption(f"{about} · model id `{s.model_id}`")
     st.code(f"SHA-256  {s.sha256}", language=None)
     for notice in s.notices:
-        st.caption(f"ℹ️ {notice}")
+        st.caption(f"ℹ️ {plain(notice)}")
     with st.expander("Config"):
         st.json(s.config, expanded=True)
     if s.nonfinite:
         shown = ", ".join(s.nonfinite[:5]) + (", …" if len(s.nonfinite) > 5 else "")
-        st.warning(f"{len(s.nonfinite)} tensor(s) hold NaN or infinite values: {shown}")
+        holds = "holds" if len(s.nonfinite) == 1 else "hold"
+        st.warning(f"{plural(len(s.nonfinite), 'tensor')} {holds} NaN or infinite values: {plain(shown)}")
+
+
+def size_text(n: int) -> str:
+    """``'10.4 MB'``, ``'48.9 kB'``: bytes in the uploader's own megabytes (``MB``)."""
+    return f"{n / MB:,.1f} MB" if n >= MB else f"{n / 1000:,.1f} kB"

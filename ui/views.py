@@ -1,14 +1,17 @@
-"""Drawing blocks several pages share: an alignment heatmap, a head view, each with its CSV; notices."""
+"""Blocks the pages share: an alignment heatmap, a head view (each with its CSV), notices, a decoding step."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from ui.live_heads import head_view_chart
-from ui.widgets import chart, csv_button
-from viz_core.export import matrix_frame, record_frame
-from viz_core.figures import head_matrix, head_view, heatmap, heatmap_row, larger_ticks
+from ui.widgets import chart, csv_button, plain
+from viz_core.export import matrix_frame, record_frame, series_frame
+from viz_core.figures import grouped_bars, head_matrix, head_view, heatmap, heatmap_row, larger_ticks
 from viz_core.record import AttentionRecord
+from viz_core.tokens import hover_labels
 
 
 def alignment_figure(rec: AttentionRecord, font: int, axes: dict, title: str = ""):
@@ -22,12 +25,12 @@ def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filen
 
 
 def show_notices(notices, warn: bool = False) -> None:
-    """Each distinct notice once: as a warning, or as an ℹ️ caption."""
+    """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption."""
     for notice in dict.fromkeys(notices):
         if warn:
-            st.warning(notice)
+            st.warning(plain(notice))
         else:
-            st.caption(f"ℹ️ {notice}")
+            st.caption(f"ℹ️ {plain(notice)}")
 
 
 def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, head: str, csv: tuple[str, str]):
@@ -42,3 +45,32 @@ def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, hea
         head_view_chart(head_view(record, layer, head), key, rid, layer, head, single=True)
         frame = matrix_frame(head_matrix(record, layer, head), "query_pos", "key_pos", "weight")
     csv_button(frame, *csv)
+
+
+def decoding_step(
+    rec: AttentionRecord, step: int, label: str, font: int, key: str, filename: str, stacked: bool = False
+):
+    """Step ``step`` (1-based) of the couplet decoder ``label``: the lower line so far with the character
+    being written, where it looked in the upper line, and the model's own top candidates (beside
+    the bars, or under them when ``stacked``)."""
+    tokens = rec.query_tokens
+    step = min(step, len(tokens))
+    written, now = plain("".join(tokens[: step - 1])), plain(tokens[step - 1])
+    # "\[**x**\]", not "**[x]**": a ** between a character and a bracket opens no bold in Markdown
+    st.markdown(f"Writing character **{step}** of {len(tokens)} ({label}): {written}\\[**{now}**\\]")
+    bars, table = (st.container(), st.container()) if stacked else st.columns([3, 2])
+    with bars:
+        row, labels = rec.head()[step - 1], hover_labels(rec.key_tokens)
+        fig = grouped_bars(
+            labels, {"weight": row}, "upper line 上联", "attention weight", title="where the decoder looked"
+        )
+        fig.update_xaxes(ticktext=rec.key_tokens, tickvals=labels, tickfont_size=font)
+        chart(fig, series_frame(labels, {"weight": row}, "upper"), key, filename)
+    top = rec.meta.get("top_candidates")
+    if top:
+        with table:
+            frame = pd.DataFrame(top[step - 1], columns=["candidate", "probability"])
+            frame["chosen"] = np.where(frame["candidate"] == tokens[step - 1], "←", "")
+            st.markdown(f"**{label}'s top candidates at this step**")
+            st.dataframe(frame, hide_index=True, width="stretch")
+            st.caption("Its own probabilities, before the couplet rule (length, punctuation) is applied.")

@@ -1,9 +1,12 @@
-"""Streamlit pieces every page shares: the device line in the sidebar, a chart with its CSV download.
+"""Streamlit pieces every page shares: the device line in the sidebar, a chart with its CSV download,
+user text shown as text, counted words, and the inputs that say what they cut or refuse.
 
 Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit there).
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -12,6 +15,35 @@ import streamlit as st
 from viz_core.export import to_csv
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+NOTE = "_note_"  # session-state prefix: what an input cut or refused, shown on the next run
+_EXAMPLE = "_example_"  # session-state prefix: the example a text box was last given
+
+# Streamlit renders labels, captions, notices and headings as Markdown, with $math$, :emoji:,
+# :material/icons:, :color[directives] and bare-URL autolinks: user and model text passes
+# through ``plain`` first. A backslash escapes the syntax (``_`` only where it could start or
+# end emphasis, not inside a word). Some of it is found in the text after the escapes are
+# gone, so a word joiner (U+2060, invisible) goes where it breaks the pattern instead: after
+# a ``:`` that a word follows (shortcodes, directives, icons), and in ``http://``, ``www.``
+# and ``a@b.c``, which would otherwise become live links.
+_SYNTAX = re.compile(r"([\\`*\[\]<>#|~$&])|(?<!\w)_|_(?!\w)")
+_LINE_START = re.compile(r"^([-+=]|\d+[.)])", re.MULTILINE)  # a list item or a setext underline
+_JOIN = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=:|\.)|@|:(?=\w)")
+WORD_JOINER = "\u2060"
+
+
+def plain(text) -> str:
+    r"""``text`` escaped for ``st.markdown`` and every element that renders Markdown, so that it
+    shows as typed: ``plain("**春**风")`` is ``\*\*春\*\*风``, never a bold 春, and no link,
+    code, image, math, emoji or icon comes out of it either."""
+    lines = "\n".join(line.lstrip() for line in str(text).splitlines())  # 4 spaces would make code
+    escaped = _SYNTAX.sub(lambda m: "\\" + m[0], lines)
+    escaped = _LINE_START.sub(lambda m: m[0][:-1] + "\\" + m[0][-1], escaped)
+    return _JOIN.sub(lambda m: m[0] + WORD_JOINER, escaped)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``'1 character'``, ``'2 characters'``, ``'1,024 tokens'``."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 @st.cache_resource(show_spinner=False)
@@ -26,9 +58,9 @@ def _device_line() -> tuple[str, str | None]:
 
 def sidebar_device() -> None:
     label, problem = _device_line()
-    st.sidebar.markdown(f"**Device:** {label}")
+    st.sidebar.markdown(f"**Device:** {plain(label)}")
     if problem:
-        st.sidebar.warning(problem)
+        st.sidebar.warning(plain(problem))
 
 
 def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
@@ -47,3 +79,45 @@ def csv_button(frame: pd.DataFrame, key: str, filename: str, label: str | None =
         key=f"{key}_csv",
         on_click="ignore",
     )
+
+
+def text_box(where, label: str, key: str, limit: int, example: str = "", **kw) -> str:
+    """A text input holding at most ``limit`` characters, that says what it cuts.
+
+    The browser's own ``max_chars`` drops a longer paste without a word (the box keeps the old
+    text); here a longer text is cut to ``limit`` in the box itself, and a warning says so for
+    as long as the box holds the cut text. ``example`` fills the box until the user types in
+    it: a new example (another model's) replaces the old one, never what the user typed.
+    """
+    if st.session_state.get(key) in (None, st.session_state.get(_EXAMPLE + key)):
+        st.session_state[key] = example
+    st.session_state[_EXAMPLE + key] = example
+
+    def cut() -> None:
+        text = st.session_state[key]
+        if len(text) > limit:
+            st.session_state[key] = text[:limit]
+            had = plural(len(text), "character")
+            note = f"The text had {had}; the box keeps the first {limit:,}, and they are what is used."
+            st.session_state[NOTE + key] = (note, text[:limit])
+
+    text = where.text_input(label, key=key, on_change=cut, **kw)
+    note, kept = st.session_state.get(NOTE + key, (None, None))
+    if note and text == kept:
+        st.warning(note)
+    return text
+
+
+def whole_number(where, label: str, lo: int, hi: int, default: int, key: str, **kw) -> int:
+    """A whole number from ``lo`` to ``hi``, the range in its label.
+
+    With ``min_value``/``max_value`` the browser refuses a number outside them by turning the
+    field red while the page silently stays as it was; here such a number is brought back into
+    the range in the field itself, and a warning says what was refused and what is used.
+    """
+    value = st.session_state.setdefault(key, default)
+    if value is None or not lo <= value <= hi:  # typed out of range, or a range that shrank (another model)
+        fixed = default if value is None else min(max(int(value), lo), hi)
+        st.session_state[key] = fixed
+        st.warning(f"{label} {value} is outside {lo:,}–{hi:,}; {fixed} is used.")
+    return int(where.number_input(f"{label} ({lo:,}–{hi:,})", step=1, key=key, **kw))

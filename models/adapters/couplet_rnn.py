@@ -52,8 +52,9 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
             if note:
                 out.append(note)
         if lower and len(lower.chars) != len(upper.chars):
+            n = len(lower.chars)
             out.append(
-                f"The lower line has {len(lower.chars)} characters and the upper "
+                f"The lower line has {n} character{'' if n == 1 else 's'} and the upper "
                 f"line {len(upper.chars)}; a couplet's lines are equally long."
             )
         return out

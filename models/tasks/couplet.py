@@ -86,9 +86,10 @@ def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = "upper line")
     if not missing:
         return None
     shown = "".join(missing[:12]) + ("…" if len(missing) > 12 else "")
+    one = len(missing) == 1
     return (
-        f"{len(missing)} character(s) of the {what} are not in the model's vocabulary "
-        f"({shown}); the model reads them as <unk>."
+        f"{len(missing)} character{'' if one else 's'} of the {what} {'is' if one else 'are'} not in "
+        f"the model's vocabulary ({shown}); the model reads {'it' if one else 'them'} as <unk>."
     )
 
 

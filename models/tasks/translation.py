@@ -76,9 +76,10 @@ def unknown_notice(words: Sequence[str], vocab: Vocab, what: str = "English sent
     if not missing:
         return None
     shown = ", ".join(missing[:10]) + (", …" if len(missing) > 10 else "")
+    one = len(missing) == 1
     return (
-        f"{len(missing)} word(s) of the {what} are not in the model's vocabulary ({shown}); "
-        f"the model reads them as <unk>."
+        f"{len(missing)} word{'' if one else 's'} of the {what} {'is' if one else 'are'} not in the "
+        f"model's vocabulary ({shown}); the model reads {'it' if one else 'them'} as <unk>."
     )
 
 

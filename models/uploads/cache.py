@@ -1,4 +1,9 @@
-"""Loaded uploads kept within a memory bound, so the same file twice loads once."""
+"""Loaded uploads kept within a memory bound, so the same file twice loads once.
+
+The cache is shared by every session of a server, so it keeps only what the bytes (and the
+answers) decide: the model and its summary, with no file name. Each caller gets the upload
+under the name it gave; nothing of one session's upload reaches another's page.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from models.uploads.incoming import Upload
@@ -17,7 +23,8 @@ class UploadCache:
 
     Thread-safe: Streamlit serves sessions from threads. Two sessions uploading the same file
     at once load it once (a lock per key); an upload larger than the whole bound is
-    returned but not kept.
+    returned but not kept. Kept uploads carry no file name: ``get(key, load, name)`` returns
+    the same model under the caller's ``name``.
     """
 
     def __init__(self, max_bytes: int):
@@ -37,7 +44,11 @@ class UploadCache:
     def __contains__(self, key) -> bool:
         return key in self._items
 
-    def get(self, key, load: Callable[[], Upload]) -> Upload:
+    def get(self, key, load: Callable[[], Upload], name: str = "") -> Upload:
+        """The upload of ``key``, loaded by ``load()`` unless kept, named ``name`` for this caller."""
+        return named(self._get(key, load), name)
+
+    def _get(self, key, load: Callable[[], Upload]) -> Upload:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
@@ -48,7 +59,7 @@ class UploadCache:
                 if key in self._items:
                     self._items.move_to_end(key)
                     return self._items[key]
-            upload = load()
+            upload = named(load(), "")  # what the next caller may see: nothing of this one's
             with self._lock:
                 self.loads += 1
                 self._key_locks.pop(key, None)
@@ -61,6 +72,11 @@ class UploadCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+def named(upload: Upload, name: str) -> Upload:
+    """``upload`` (the same model) with its summary under the file name ``name``."""
+    return replace(upload, summary=replace(upload.summary, file_name=name))
 
 
 CACHE = UploadCache(int(float(os.environ.get("ATLAS_UPLOAD_CACHE_MB") or 1024) * MB))

@@ -35,7 +35,7 @@ def load_bytes(
     limits = limits or Limits.from_env()
     f = Incoming(Path(name or "upload").name, data, limits, dict(answers or {}), device)
     limits.check_size(f.size, f.name)
-    return (CACHE if cache is None else cache).get(f.cache_key, lambda: _read(f))
+    return (CACHE if cache is None else cache).get(f.cache_key, lambda: _read(f), f.name)
 
 
 def load_path(

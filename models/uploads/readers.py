@@ -185,7 +185,8 @@ def _note_skipped(f: Incoming, skipped: list[str]) -> None:
         f.notices.append(f"never opened (code and pickles are not read from a zip): {', '.join(risky)}")
     if other:
         shown = ", ".join(other[:5]) + (", …" if len(other) > 5 else "")
-        f.notices.append(f"skipped {len(other)} other file(s) that are not model data: {shown}")
+        files = "1 other file that is" if len(other) == 1 else f"{len(other)} other files that are"
+        f.notices.append(f"skipped {files} not model data: {shown}")
 
 
 class AtlasFolderZip:

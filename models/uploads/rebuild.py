@@ -69,7 +69,7 @@ def from_state(f: Incoming, tensors: dict, meta: dict, source: str) -> Upload:
         "config": cfg.to_dict(),
         "src_vocab": vocab,
         "tgt_vocab": tgt_vocab,
-        "info": {"model_id": f.model_id, "uploaded_as": f.name},
+        "info": {"model_id": f.model_id},  # no file name: the cache shares this model between sessions
     }
     _check_vocab(f, cfg, full)
     specs = {k: TensorSpec(_dtype_name(v), tuple(v.shape)) for k, v in tensors.items()}

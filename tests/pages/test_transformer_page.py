@@ -54,7 +54,7 @@ def test_changing_head_rerenders_without_rerunning_the_model(first_load):
 
 def test_merge_and_hide_special_tokens(first_load):
     at = first_load
-    at.text_input(key="tf_text_minilm").set_value("Tokenization is unbelievably subtle").run()
+    at.text_input(key="tf_text").set_value("Tokenization is unbelievably subtle").run()
     pieces = charts(at)[1]["data"][0]["x"]
     at.toggle(key="tf_merge").set_value(True)
     at.toggle(key="tf_hide").set_value(True).run()
@@ -66,13 +66,13 @@ def test_merge_and_hide_special_tokens(first_load):
 
 def test_empty_text_prompts_instead_of_failing():
     at = run()
-    at.text_input(key="tf_text_minilm").set_value("   ").run()
+    at.text_input(key="tf_text").set_value("   ").run()
     assert not at.exception and any("Type a sentence" in i.value for i in at.info)
 
 
 def test_html_and_odd_scripts_are_plain_labels():
     at = run()
-    at.text_input(key="tf_text_minilm").set_value('<img src=x onerror="alert(1)"> مرحبا 😀\x07 风').run()
+    at.text_input(key="tf_text").set_value('<img src=x onerror="alert(1)"> مرحبا 😀\x07 风').run()
     assert not at.exception
     assert any("<" in label for label in charts(at)[1]["data"][0]["x"])
 

@@ -14,6 +14,7 @@ import pickle
 import stat
 import struct
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -290,8 +291,10 @@ def test_nan_weights_load_but_are_flagged(rnn):
 def test_same_file_twice_loads_once_and_the_cache_evicts_least_recently_used(rnn, tmp_path):
     cache = UploadCache(1 << 30)
     a = load_bytes(rnn[0], "a.safetensors", device=CPU, cache=cache)
-    assert load_bytes(rnn[0], "renamed.safetensors", device=CPU, cache=cache) is a
-    assert cache.loads == 1
+    again = load_bytes(rnn[0], "renamed.safetensors", device=CPU, cache=cache)
+    assert again.adapter is a.adapter and cache.loads == 1  # one model, loaded once
+    assert (a.summary.file_name, again.summary.file_name) == ("a.safetensors", "renamed.safetensors")
+    assert replace(again.summary, file_name="a.safetensors") == a.summary  # the rest is the same
 
     def dot_bundle(seed: int) -> bytes:
         cm = tiny_rnn_couplet("scaled_dot", seed)

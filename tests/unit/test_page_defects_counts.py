@@ -1,0 +1,41 @@
+"""Issue 17, item 11: a count agrees with its noun and verb ("1 character is", "2 characters are"),
+wherever a notice prints one. Each test failed before the fix ("1 character(s) ... are")."""
+
+from __future__ import annotations
+
+from models.tasks import couplet, translation
+from models.uploads.incoming import Incoming
+from models.uploads.readers import _note_skipped
+from models.uploads.safety import Limits
+from tests.support import tiny_vocab, tiny_vocabs
+from ui.widgets import plural
+
+
+def test_unknown_characters_and_words_agree_with_their_count():
+    vocab = tiny_vocab()
+    one = couplet.unknown_notice(list("两个黄鹂鸣翠X"), vocab)
+    two = couplet.unknown_notice(list("两个黄鹂鸣XY"), vocab)
+    assert one.startswith("1 character of the upper line is not") and "reads it as" in one
+    assert two.startswith("2 characters of the upper line are not") and "reads them as" in two
+    src, _ = tiny_vocabs()
+    one = translation.unknown_notice(["i", "lost", "zebra"], src)
+    assert one.startswith("1 word of the English sentence is not") and "reads it as" in one
+
+
+def test_one_skipped_file_in_a_zip_is_one_file():
+    f = Incoming("mine.zip", b"", Limits(), {})
+    _note_skipped(f, ["mine/README.md"])
+    _note_skipped(f, ["mine/a.txt", "mine/b.txt"])
+    assert f.notices == [
+        "skipped 1 other file that is not model data: mine/README.md",
+        "skipped 2 other files that are not model data: mine/a.txt, mine/b.txt",
+    ]
+
+
+def test_the_pages_count_words():
+    assert [plural(1, "character"), plural(2, "character"), plural(1, "query", "queries")] == [
+        "1 character",
+        "2 characters",
+        "1 query",
+    ]
+    assert plural(12_000, "token") == "12,000 tokens"
