@@ -1,0 +1,112 @@
+"""Block-wise attention from queries and keys (viz_core.blockwise) against a dense reference."""
+
+import numpy as np
+import pytest
+
+from viz_core import blockwise as bw
+from viz_core.stats import head_table
+
+
+def random_capture(n=37, layers=2, heads=4, kv=2, dim=8, causal=True, seed=0):
+    rng = np.random.default_rng(seed)
+    qs = [rng.normal(size=(heads, n, dim)).astype(np.float32) * 2 for _ in range(layers)]
+    ks = [rng.normal(size=(kv, n, dim)).astype(np.float32) * 2 for _ in range(layers)]
+    special = [i in (0, n - 1) for i in range(n)]
+    return bw.QKCapture("test", qs, ks, [dim**-0.5] * layers, causal, [f"t{i}" for i in range(n)], special)
+
+
+def dense(cap, layer, head):
+    """Every head at once, the textbook way: repeat the shared key heads, mask, softmax."""
+    q, k = cap.queries[layer], cap.keys[layer]
+    k = np.repeat(k, q.shape[0] // k.shape[0], axis=0).astype(np.float64)
+    s = q.astype(np.float64) @ k.transpose(0, 2, 1) * cap.scaling[layer]
+    if cap.causal:
+        s = np.where(np.triu(np.ones(s.shape[-2:], bool), 1), -np.inf, s)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True))[head]
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("block", [1, 5, 16, 256])
+def test_head_weights_equal_the_dense_softmax_for_any_block(causal, block):
+    cap = random_capture(causal=causal)
+    for layer in range(2):
+        for head in range(4):
+            got = bw.head_weights(cap, layer, head, block=block)
+            assert np.abs(got - dense(cap, layer, head)).max() < 1e-5
+    if causal:
+        assert np.all(np.triu(got, 1) == 0)
+
+
+def test_grouped_query_heads_share_their_key_head():
+    cap = random_capture(heads=6, kv=2)
+    assert np.array_equal(cap.head_qk(0, 2)[1], cap.keys[0][0])  # heads 0–2 share key head 0
+    assert np.array_equal(cap.head_qk(0, 3)[1], cap.keys[0][1])
+    with pytest.raises(IndexError, match="head 6 is outside 0–5"):
+        cap.head_qk(0, 6)
+
+
+def test_capture_refuses_shapes_that_do_not_fit():
+    cap = random_capture()
+    with pytest.raises(ValueError, match="do not share"):
+        bw.QKCapture("x", [cap.queries[0][:3]], [cap.keys[0]], [1.0], True, cap.tokens, cap.special)
+    with pytest.raises(ValueError, match="do not fit 36 tokens"):
+        bw.QKCapture("x", cap.queries[:1], cap.keys[:1], [1.0], True, cap.tokens[:-1], cap.special)
+
+
+@pytest.mark.parametrize("how", ["max", "mean"])
+@pytest.mark.parametrize(("n", "cells", "block"), [(37, 8, 5), (37, 37, 4), (37, 64, 256), (100, 7, 3)])
+def test_reduce_head_pools_each_cell_over_its_token_range(how, n, cells, block):
+    cap = random_capture(n=n)
+    full = dense(cap, 1, 3)
+    red = bw.reduce_head(cap, 1, 3, cells=cells, how=how, block=block)
+    assert red.values.shape == (min(n, cells), min(n, cells))
+    assert red.reduced == (cells < n)
+    for i, (a, b) in enumerate(red.ranges(0)):
+        for j, (c, d) in enumerate(red.ranges(1)):
+            cell = full[a : b + 1, c : d + 1]
+            assert red.values[i, j] == pytest.approx(cell.max() if how == "max" else cell.mean(), abs=1e-6)
+
+
+def test_max_pooling_keeps_a_one_token_diagonal_visible():
+    n = 400
+    eye = np.eye(n, dtype=np.float32)[None] * 30  # each query matches only its own key
+    cap = bw.QKCapture("d", [eye], [eye], [1.0], False, ["x"] * n, [False] * n)
+    red = bw.reduce_head(cap, 0, 0, cells=40)
+    assert np.all(np.diag(red.values) > 0.99)  # a mean would give about 0.1 per diagonal cell
+    assert bw.reduce_head(cap, 0, 0, cells=40, how="mean").values.max() < 0.2
+
+
+def test_window_is_the_full_resolution_slice_and_refuses_outside():
+    cap = random_capture(n=60)
+    full = dense(cap, 0, 1)
+    assert np.abs(bw.window(cap, 0, 1, (10, 30), (5, 55)) - full[10:30, 5:55]).max() < 1e-6
+    with pytest.raises(ValueError, match="inside 0–60"):
+        bw.window(cap, 0, 1, (10, 61), (0, 5))
+    big = random_capture(n=600, layers=1)
+    with pytest.raises(ValueError, match="at most 512 × 512"):
+        bw.window(big, 0, 0, (0, 513), (0, 10))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_stats_and_thumbnails_match_head_table_and_reduce_head(causal):
+    cap = random_capture(n=45, causal=causal)
+    weights = np.stack([[dense(cap, layer, h) for h in range(4)] for layer in range(2)]).astype(np.float32)
+    expected = head_table(weights, cap.special).to_dict("records")
+    thumbs, rows = bw.all_heads(cap, thumb=8, block=7)
+    assert thumbs.shape == (2, 4, 8, 8)
+    for want, got in zip(expected, rows, strict=True):
+        assert got["pattern"] == want["pattern"]
+        for key in ("entropy (bits)", "mean distance", "special share"):
+            assert got[key] == pytest.approx(want[key], abs=1e-5)
+    assert np.allclose(thumbs[1, 2], bw.reduce_head(cap, 1, 2, cells=8).values, atol=1e-6)
+    assert bw.head_stats(cap, 1, 2)["mean distance"] == pytest.approx(rows[6]["mean distance"], abs=1e-5)
+
+
+def test_patterns_are_named_like_head_table():
+    n = 30
+    ids = np.eye(n, dtype=np.float32)[None] * 40
+    prev = np.roll(ids, 1, axis=2)  # key j is e_(j+1): query i matches key i - 1
+    for keys, name in ((ids, "diagonal"), (prev, "previous token")):
+        cap = bw.QKCapture("p", [ids], [keys], [1.0], True, ["x"] * n, [False] * n)
+        assert bw.head_stats(cap, 0, 0)["pattern"] == name

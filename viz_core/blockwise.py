@@ -1,0 +1,294 @@
+"""Attention weights computed from captured queries and keys, a block of query rows at a time.
+
+A long input keeps no attention weights: the adapter captures each layer's queries and keys
+(``QKCapture``, float32) and any head's weights are ``softmax(q kᵀ · scaling + mask)`` computed
+here on demand, ``block`` query rows at a time, so no n × n tensor of every head ever exists.
+For a causal model a row block only multiplies the keys up to its last row (the rest is 0).
+
+Reductions for the views, each block-wise:
+
+- ``reduce_head``: a head pooled to at most ``cells × cells`` cells with the token range of each
+  cell. The model view's thumbnails and the head overview use **max** pooling, so a sharp
+  diagonal or a single strong key stays visible however far the view is reduced (a mean would
+  dilute a one-token line 1/width). ``how="mean"`` is there too.
+- ``window``: a rectangle at full resolution (≤ 512 × 512), each row normalised over all keys.
+- ``head_stats`` / ``all_heads``: entropy, mean distance, special-token share and pattern with
+  the definitions of ``viz_core.stats.head_table``, accumulated over row blocks.
+
+numpy only (no torch): this module sits in viz_core.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+BLOCK = 256  # query rows per block: 256 × 8,192 float32 scores = 8 MB
+MAX_WINDOW = 512  # a zoom window's side, in tokens
+
+
+@dataclass(frozen=True)
+class QKCapture:
+    """Every layer's queries and keys for one text, as the model computed them.
+
+    ``queries[layer]`` is ``[heads, tokens, head_dim]`` and ``keys[layer]`` is
+    ``[key_heads, tokens, head_dim]`` (grouped-query attention: fewer key heads, each shared by
+    ``heads // key_heads`` query heads), float32, after any rotary embedding.
+    """
+
+    model_id: str
+    queries: list[np.ndarray]
+    keys: list[np.ndarray]
+    scaling: list[float]  # per layer: the factor on q·k (1/√head_dim unless the model says)
+    causal: bool
+    tokens: list[str]
+    special: list[bool]
+    notices: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if len(self.queries) != len(self.keys) or len(self.queries) != len(self.scaling):
+            raise ValueError(
+                f"{len(self.queries)} layers of queries, {len(self.keys)} of keys, {len(self.scaling)} scalings"
+            )
+        n = len(self.tokens)
+        for layer, (q, k) in enumerate(zip(self.queries, self.keys, strict=True)):
+            if q.ndim != 3 or k.ndim != 3 or q.shape[1] != n or k.shape[1] != n or q.shape[2] != k.shape[2]:
+                raise ValueError(f"layer {layer}: queries {q.shape} and keys {k.shape} do not fit {n} tokens")
+            if q.shape[0] % k.shape[0]:
+                raise ValueError(
+                    f"layer {layer}: {q.shape[0]} query heads do not share {k.shape[0]} key heads"
+                )
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.queries)
+
+    @property
+    def n_heads(self) -> int:
+        return self.queries[0].shape[0]
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(q.nbytes + k.nbytes for q, k in zip(self.queries, self.keys, strict=True))
+
+    def head_qk(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
+        """One head's queries and keys ``[tokens, head_dim]`` (its shared key head for GQA)."""
+        if not 0 <= layer < self.n_layers:
+            raise IndexError(f"layer {layer} is outside 0–{self.n_layers - 1}")
+        if not 0 <= head < self.n_heads:
+            raise IndexError(f"head {head} is outside 0–{self.n_heads - 1}")
+        q, k = self.queries[layer], self.keys[layer]
+        return q[head], k[head // (q.shape[0] // k.shape[0])]
+
+
+def row_blocks(n: int, block: int = BLOCK) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, block):
+        yield start, min(start + block, n)
+
+
+def rows(q: np.ndarray, k: np.ndarray, scaling: float, causal: bool, start: int, stop: int) -> np.ndarray:
+    """Weights of query rows ``start:stop`` over every key ``[stop - start, keys]``, float32."""
+    n_keys = k.shape[0]
+    width = min(stop, n_keys) if causal else n_keys  # causal: keys after the last row are 0
+    scores = q[start:stop] @ k[:width].T
+    scores *= np.float32(scaling)
+    if causal:
+        ahead = np.arange(width)[None, :] > np.arange(start, stop)[:, None]
+        scores[ahead] = -np.inf
+    scores -= scores.max(-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(-1, keepdims=True)
+    if width == n_keys:
+        return scores
+    out = np.zeros((stop - start, n_keys), dtype=np.float32)
+    out[:, :width] = scores
+    return out
+
+
+def head_blocks(
+    cap: QKCapture, layer: int, head: int, block: int = BLOCK
+) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, weights of a row block)`` over one head, top to bottom."""
+    q, k = cap.head_qk(layer, head)
+    for start, stop in row_blocks(len(q), block):
+        yield start, rows(q, k, cap.scaling[layer], cap.causal, start, stop)
+
+
+def head_weights(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> np.ndarray:
+    """One head's full ``[query, key]`` weights (n² floats: for files and short inputs)."""
+    n = cap.n_tokens
+    out = np.empty((n, n), dtype=np.float32)
+    for start, part in head_blocks(cap, layer, head, block):
+        out[start : start + len(part)] = part
+    return out
+
+
+# -- reductions -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """A head pooled to cells: ``values[i, j]`` covers queries ``row_edges[i]:row_edges[i+1]``
+    and keys ``col_edges[j]:col_edges[j+1]`` (one token per cell when not ``reduced``)."""
+
+    values: np.ndarray  # [rows, cols] float32
+    row_edges: np.ndarray  # [rows + 1] int
+    col_edges: np.ndarray  # [cols + 1] int
+    how: str  # "max" or "mean"
+
+    @property
+    def reduced(self) -> bool:
+        return self.values.shape != (
+            self.row_edges[-1] - self.row_edges[0],
+            self.col_edges[-1] - self.col_edges[0],
+        )
+
+    def ranges(self, axis: int = 0) -> list[tuple[int, int]]:
+        """The token range ``(first, last)`` (inclusive) of each row (axis 0) or column (axis 1)."""
+        edges = self.row_edges if axis == 0 else self.col_edges
+        return [(int(a), int(b) - 1) for a, b in itertools.pairwise(edges)]
+
+
+def cell_edges(n: int, cells: int) -> np.ndarray:
+    """``min(n, cells) + 1`` increasing edges from 0 to n (cells of near-equal width)."""
+    return np.linspace(0, n, min(n, cells) + 1).round().astype(np.int64)
+
+
+def _pool(block: np.ndarray, edges: np.ndarray, how: str, axis: int) -> np.ndarray:
+    starts = edges[:-1] - edges[0]
+    if how == "max":
+        return np.maximum.reduceat(block, starts, axis=axis)
+    sums = np.add.reduceat(block, starts, axis=axis)
+    widths = np.diff(edges).astype(np.float32)
+    return sums / (widths[:, None] if axis == 0 else widths[None, :])
+
+
+class _Pooler:
+    """Collects row blocks of one head into ``cells × cells`` pooled cells."""
+
+    def __init__(self, n: int, cells: int, how: str):
+        if how not in ("max", "mean"):
+            raise ValueError(f"pooling is 'max' or 'mean', not {how!r}")
+        self.how, self.rows, self.cols = how, cell_edges(n, cells), cell_edges(n, cells)
+        self.values = np.zeros((len(self.rows) - 1, len(self.cols) - 1), dtype=np.float32)
+        self.pending, self.first_cell = [], 0
+
+    def add(self, start: int, part: np.ndarray) -> None:
+        """Feed the next row block (rows arrive in order); full cells are pooled and dropped."""
+        self.pending.append(_pool(part, self.cols, self.how, axis=1))
+        stop = start + len(part)
+        last = int(np.searchsorted(self.rows, stop, side="right")) - 1  # cells complete up to here
+        if last > self.first_cell:
+            stacked = np.concatenate(self.pending)
+            lo = self.rows[self.first_cell]
+            done = self.rows[last] - lo
+            edges = self.rows[self.first_cell : last + 1]
+            self.values[self.first_cell : last] = _pool(stacked[:done], edges, self.how, axis=0)
+            self.pending = [stacked[done:]] if done < len(stacked) else []
+            self.first_cell = last
+
+    def result(self) -> Reduced:
+        return Reduced(self.values, self.rows, self.cols, self.how)
+
+
+def reduce_head(
+    cap: QKCapture, layer: int, head: int, cells: int = 1024, how: str = "max", block: int = BLOCK
+) -> Reduced:
+    """One head pooled to at most ``cells × cells`` (the overview; a thumbnail with small ``cells``)."""
+    pooler = _Pooler(cap.n_tokens, cells, how)
+    for start, part in head_blocks(cap, layer, head, block):
+        pooler.add(start, part)
+    return pooler.result()
+
+
+def window(
+    cap: QKCapture, layer: int, head: int, queries: tuple[int, int], keys: tuple[int, int]
+) -> np.ndarray:
+    """Full-resolution weights of queries ``[a, b)`` × keys ``[c, d)``, at most 512 × 512."""
+    (a, b), (c, d) = queries, keys
+    n = cap.n_tokens
+    if not (0 <= a < b <= n and 0 <= c < d <= n):
+        raise ValueError(f"a window must lie inside 0–{n} on both axes, not queries {a}–{b}, keys {c}–{d}")
+    if b - a > MAX_WINDOW or d - c > MAX_WINDOW:
+        raise ValueError(f"a window is at most {MAX_WINDOW} × {MAX_WINDOW} tokens, not {b - a} × {d - c}")
+    q, k = cap.head_qk(layer, head)
+    return rows(q, k, cap.scaling[layer], cap.causal, a, b)[:, c:d]
+
+
+# -- statistics (viz_core.stats.head_table's definitions, block-wise) --------------------------------
+
+
+class _Stats:
+    """Running sums over row blocks of one head."""
+
+    def __init__(self, n: int, special: list[bool]):
+        self.n, self.sp = n, np.asarray(special, dtype=bool)
+        self.entropy = self.distance = self.special = self.first = 0.0
+        self.diag = self.prev = 0.0
+
+    def add(self, start: int, part: np.ndarray) -> None:
+        w = part.astype(np.float64)
+        idx = np.arange(start, start + len(part))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.entropy += float(np.where(w > 0, -w * np.log2(w), 0.0).sum())
+        self.distance += float((w * np.abs(idx[:, None] - np.arange(self.n)[None, :])).sum())
+        self.special += float(w[:, self.sp].sum())
+        self.first += float(w[:, 0].sum())
+        local = np.arange(len(part))
+        self.diag += float(w[local, idx].sum())
+        keep = idx >= 1
+        self.prev += float(w[local[keep], idx[keep] - 1].sum())
+
+    def row(self) -> dict:
+        n = self.n
+        shares = {
+            "previous token": self.prev / max(n - 1, 1) if n > 1 else 0.0,
+            "diagonal": self.diag / n,
+            "first token / sink": self.first / n,
+        }
+        name, share = max(shares.items(), key=lambda kv: kv[1])
+        entropy = self.entropy / n
+        if share < 0.5:
+            name = "broad" if entropy / max(np.log2(n), 1e-9) >= 0.75 else "mixed"
+        return {
+            "entropy (bits)": entropy,
+            "mean distance": self.distance / n,
+            "special share": self.special / n,
+            "pattern": name,
+        }
+
+
+def head_stats(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> dict:
+    """``head_table``'s row for one head: entropy (bits), mean distance, special share, pattern."""
+    stats = _Stats(cap.n_tokens, cap.special)
+    for start, part in head_blocks(cap, layer, head, block):
+        stats.add(start, part)
+    return {"layer": layer, "head": head, **stats.row()}
+
+
+def all_heads(
+    cap: QKCapture, thumb: int = 32, block: int = BLOCK, progress=None
+) -> tuple[np.ndarray, list[dict]]:
+    """Every head in one pass each: max-pooled thumbnails ``[layers, heads, ≤thumb, ≤thumb]`` and
+    ``head_table``'s rows (a list of dicts; ``pandas.DataFrame(rows)`` is the table)."""
+    side = min(cap.n_tokens, thumb)
+    thumbs = np.zeros((cap.n_layers, cap.n_heads, side, side), dtype=np.float32)
+    table = []
+    for layer in range(cap.n_layers):
+        for head in range(cap.n_heads):
+            pooler, stats = _Pooler(cap.n_tokens, thumb, "max"), _Stats(cap.n_tokens, cap.special)
+            for start, part in head_blocks(cap, layer, head, block):
+                pooler.add(start, part)
+                stats.add(start, part)
+            thumbs[layer, head] = pooler.result().values
+            table.append({"layer": layer, "head": head, **stats.row()})
+            if progress:
+                progress(layer, head)
+    return thumbs, table
