@@ -3,7 +3,9 @@
     python cli.py models [--json]
     python cli.py extract (--model ID | --checkpoint FILE) (--text TEXT [--target TEXT] | --input-file FILE)
                           [--json | --out FILE.npz] [--beam N]
-    python cli.py figure  (--model ID | --checkpoint FILE) --text TEXT --view head|model
+    python cli.py extract (--model ID | --checkpoint FILE) (--text TEXT | --text-file FILE)
+                          --layer L --head H --out FILE.npz      (one head, any length up to the context)
+    python cli.py figure  (--model ID | --checkpoint FILE) (--text TEXT | --text-file FILE) --view head|model
                           [--kind K --layer L --head H] --out FILE.(json|html|png)
     python cli.py export  --model ID --out FILE
     python cli.py train   couplet-rnn --attention additive|dot [--steps N ...]
@@ -77,7 +79,22 @@ def _read_inputs(path: str) -> list[tuple[str, str | None]]:
     return items
 
 
+def _text(args: argparse.Namespace) -> str | None:
+    """``--text``, or the contents of ``--text-file`` (UTF-8, trailing line breaks dropped)."""
+    if getattr(args, "text_file", None) is None:
+        return args.text
+    try:
+        return Path(args.text_file).read_text(encoding="utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as err:
+        raise CliError(f"--text-file {args.text_file}: not UTF-8 text ({err.reason})") from err
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
+    args.text = _text(args)
+    if (args.layer is None) != (args.head is None):
+        raise CliError("extract: --layer and --head go together (one head's weights)")
+    if args.layer is not None:
+        return _extract_head(args)
     if args.input_file and (args.text is not None or args.target is not None):
         raise CliError("extract: give --text (and --target) or --input-file, not both")
     if args.input_file and args.out:
@@ -99,6 +116,59 @@ def cmd_extract(args: argparse.Namespace) -> int:
     else:
         _print_text(adapter, result)
     return 0
+
+
+def _extract_head(args: argparse.Namespace) -> int:
+    """One head's full ``[query, key]`` weights to ``--out F.npz``, at any length up to the context:
+    from captured queries and keys where the model allows, else from its record."""
+    if not args.out or Path(args.out).suffix != ".npz":
+        raise CliError("extract: --layer/--head write one head's weights: give --out FILE.npz")
+    if args.input_file or args.target is not None:
+        raise CliError(
+            "extract: --layer/--head take one --text or --text-file (no --target, no --input-file)"
+        )
+    from models.adapters import capture as cp
+
+    adapter = _adapter(args)
+    if cp.supports(adapter) is None:
+        cap = cp.capture(adapter, args.text)
+        _check_head(args, cap.n_layers, cap.n_heads)
+        from viz_core.blockwise import head_weights
+
+        weights, queries, keys, notices = (
+            head_weights(cap, args.layer, args.head),
+            cap.tokens,
+            cap.tokens,
+            cap.notices,
+        )
+    else:
+        result = adapter.run(args.text, beam=args.beam)
+        record = result.records.get("cross") or next(iter(result.records.values()))
+        _check_head(args, record.n_layers, record.n_heads)
+        weights, queries, keys = record.head(args.layer, args.head), record.query_tokens, record.key_tokens
+        notices = result.notices
+    for notice in notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        out,
+        weights=weights,
+        query_tokens=np.array(queries),
+        key_tokens=np.array(keys),
+        model=np.array(adapter.model_id),
+        layer=np.array(args.layer),
+        head=np.array(args.head),
+    )
+    print(f"wrote {out} (layer {args.layer}, head {args.head}: {weights.shape[0]:,} × {weights.shape[1]:,})")
+    return 0
+
+
+def _check_head(args: argparse.Namespace, layers: int, heads: int) -> None:
+    if not 0 <= args.layer < layers:
+        raise CliError(f"--layer {args.layer} is out of range: the model has layers 0..{layers - 1}")
+    if not 0 <= args.head < heads:
+        raise CliError(f"--head {args.head} is out of range: the model has heads 0..{heads - 1}")
 
 
 def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int, chunk: int = 512) -> int:
@@ -233,7 +303,9 @@ def _add_train(sub) -> None:
     c.add_argument("--target-alignment", type=float, help="stop once validation alignment ≥ this")
     c.add_argument("--min-steps", type=int, help="never stop early before this step")
     c.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
-    c.add_argument("--keys", choices=["tanh", "linear"], help="encoder states through tanh (the couplet tutorial) or not")
+    c.add_argument(
+        "--keys", choices=["tanh", "linear"], help="encoder states through tanh (the couplet tutorial) or not"
+    )
     c.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.0)")
     c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
@@ -269,7 +341,6 @@ def _add_train(sub) -> None:
 
 
 def cmd_figure(args: argparse.Namespace) -> int:
-    import plotly.io as pio
 
     from viz_core.figures import head_view
     from viz_core.model_view import model_view
@@ -277,7 +348,12 @@ def cmd_figure(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix not in (".json", ".html", ".png"):
         raise CliError(f"--out must end in .json, .html or .png, not {out.suffix or 'nothing'!r}")
-    result = _adapter(args).run(args.text, target=args.target)
+    args.text = _text(args)
+    adapter = _adapter(args)
+    long_fig = _long_figure(args, adapter)
+    if long_fig is not None:
+        return _save_figure(long_fig, out)
+    result = adapter.run(args.text, target=args.target)
     kind = args.kind or ("cross" if "cross" in result.records else next(iter(result.records)))
     if kind not in result.records:
         raise CliError(f"--kind {kind!r}: this model gives {', '.join(result.records)}")
@@ -292,6 +368,37 @@ def cmd_figure(args: argparse.Namespace) -> int:
         if args.head != "average" and not (args.head.isdigit() and int(args.head) < record.n_heads):
             raise CliError(f"--head {args.head!r}: give 0..{record.n_heads - 1} or 'average'")
         fig = head_view(record, args.layer, args.head)
+    return _save_figure(fig, out)
+
+
+def _long_figure(args: argparse.Namespace, adapter):
+    """For text over ``run()``'s token limit: the long-context figure from captured queries and
+    keys (the head's max-pooled overview, or every head's thumbnail); None for shorter text."""
+    from models.adapters import capture as cp
+
+    limit = getattr(adapter, "max_tokens", None)
+    if limit is None or cp.supports(adapter) is not None or args.target:
+        return None
+    if limit >= cp.context_limit(adapter) or len(adapter.tokenizer(args.text)["input_ids"]) <= limit:
+        return None  # run() reads it all, or cuts it with a notice as before (minilm: 512 either way)
+    from viz_core import blockwise as bw
+    from viz_core import long_figures as lf
+
+    cap = cp.capture(adapter, args.text)
+    title = f"{adapter.model_id}, {cap.n_tokens:,} tokens"
+    if args.view == "model":
+        return lf.thumbnail_view(bw.all_heads(cap)[0], title=title)
+    if not args.head.isdigit():
+        raise CliError(f"--head {args.head!r}: give a head number (0..{cap.n_heads - 1}) at long context")
+    args.head = int(args.head)
+    _check_head(args, cap.n_layers, cap.n_heads)
+    red = bw.reduce_head(cap, args.layer, args.head)
+    return lf.overview_figure(red, cap.tokens, f"{title}, layer {args.layer}, head {args.head}")
+
+
+def _save_figure(fig, out: Path) -> int:
+    import plotly.io as pio
+
     if out.suffix == ".json":
         out.write_text(pio.to_json(fig, validate=False), encoding="utf-8")  # what st.plotly_chart sends
     elif out.suffix == ".html":
@@ -316,8 +423,13 @@ def build_parser() -> argparse.ArgumentParser:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--text", help="the input, e.g. an upper line 两个黄鹂鸣翠柳")
     what.add_argument("--input-file", help="one input a line: source or source<TAB>target")
+    what.add_argument(
+        "--text-file", help="one input: the whole UTF-8 file (long context, with --layer/--head)"
+    )
     p.add_argument("--target", help="force-decode this output (teacher forcing)")
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    p.add_argument("--layer", type=int, help="with --head and --out F.npz: that head's full weights only")
+    p.add_argument("--head", type=int, help="with --layer: the head whose weights --out writes")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object per input")
     fmt.add_argument("--out", help="write the records to FILE.npz")
@@ -332,7 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="a registry id (see: cli.py models)")
     which.add_argument("--checkpoint", help="a self-describing checkpoint file (cli.py export)")
-    p.add_argument("--text", required=True, help="the input")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--text", help="the input")
+    what.add_argument("--text-file", help="the input: a UTF-8 file, up to the model's context")
     p.add_argument("--target", help="force-decode this output (seq2seq models)")
     p.add_argument(
         "--kind", help="self, encoder_self, decoder_self or cross (default: cross, else the first)"
