@@ -229,22 +229,28 @@ class _Stats:
     """Running sums over row blocks of one head."""
 
     def __init__(self, n: int, special: list[bool]):
-        self.n, self.sp = n, np.asarray(special, dtype=bool)
+        self.n, self.sp_idx = n, np.flatnonzero(np.asarray(special, dtype=bool))
+        self.cols = np.arange(n, dtype=np.float32)
         self.entropy = self.distance = self.special = self.first = 0.0
         self.diag = self.prev = 0.0
 
     def add(self, start: int, part: np.ndarray) -> None:
-        w = part.astype(np.float64)
+        """Float32 per row (numpy's pairwise sums), float64 across rows."""
+        w = part
         idx = np.arange(start, start + len(part))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.entropy += float(np.where(w > 0, -w * np.log2(w), 0.0).sum())
-        self.distance += float((w * np.abs(idx[:, None] - np.arange(self.n)[None, :])).sum())
-        self.special += float(w[:, self.sp].sum())
-        self.first += float(w[:, 0].sum())
+        logs = np.zeros_like(w)
+        np.log2(w, out=logs, where=w > 0)
+        logs *= w
+        self.entropy -= float(logs.sum(-1).astype(np.float64).sum())
+        dist = np.abs(self.cols[None, :] - idx.astype(np.float32)[:, None])
+        dist *= w
+        self.distance += float(dist.sum(-1).astype(np.float64).sum())
+        self.special += float(w[:, self.sp_idx].sum(dtype=np.float64))
+        self.first += float(w[:, 0].sum(dtype=np.float64))
         local = np.arange(len(part))
-        self.diag += float(w[local, idx].sum())
+        self.diag += float(w[local, idx].sum(dtype=np.float64))
         keep = idx >= 1
-        self.prev += float(w[local[keep], idx[keep] - 1].sum())
+        self.prev += float(w[local[keep], idx[keep] - 1].sum(dtype=np.float64))
 
     def row(self) -> dict:
         n = self.n
