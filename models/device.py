@@ -63,7 +63,8 @@ def describe(device: torch.device) -> str:
         return f"CUDA ({torch.cuda.get_device_name(device)})"
     if device.type == "mps":
         return "MPS (Apple GPU)"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"CPU ({n} thread{'' if n == 1 else 's'})"
 
 
 def autocast(device: torch.device):
