@@ -1,0 +1,142 @@
+"""Long context (issue 12): SmolLM2 at 2,048 and 8,192 tokens from captured queries and keys.
+
+Measured in one run on the CPU with two torch threads (issue 12's goals in brackets):
+- capture forward vs a plain SDPA forward of the same ids (same weights, ≤ 1.3×);
+- resident memory holding the 8,192-token capture, above the same process after a 16-token one (≤ 1 GB);
+- one head's overview (≤ 1024² cells, max-pooled) at 8,192 (≤ 2 s) and 2,048 (≤ 0.5 s); a 512² zoom
+  window (≤ 0.3 s); the model view's payload at 8,192 (≤ 2 MB): every head's 32² max-pooled
+  thumbnail as viz_core.long_figures.thumbnail_view, the JSON st.plotly_chart would send;
+- all 270 heads' thumbnails and statistics at 8,192 (no goal: the time a page would wait).
+The chromium click-to-head time belongs to the page half (not built yet): not measured here.
+
+Run: python -m bench.bench_long_context [--sizes 2048 8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import resource
+import time
+from datetime import date
+
+import plotly.io as pio
+import torch
+
+from bench.results import machine, write_section
+from models.adapters import capture as cp
+from models.registry import load
+from viz_core import blockwise as bw
+from viz_core.long_figures import thumbnail_view
+
+CPU = torch.device("cpu")
+LAYER, HEAD = 15, 4  # "any head": one in the middle
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sdpa_twin(model):
+    """The same weights on transformers' plain SDPA path (the baseline forward)."""
+    twin = copy.deepcopy(model, {id(p): p for p in model.parameters()}).eval()
+    twin.set_attn_implementation("sdpa")
+    return twin
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def ids_of(n: int) -> torch.Tensor:
+    return torch.randint(100, 40_000, (1, n), generator=torch.Generator().manual_seed(n))
+
+
+def capture_of(adapter, ids) -> bw.QKCapture:
+    store = cp.capture_ids(adapter, ids)
+    n = ids.shape[1]
+    enc = adapter._encoded(ids, [False] * n, list(range(n)), [])
+    return cp._to_capture(adapter, store, enc, [])
+
+
+def forward_ratio(adapter, plain, n: int) -> tuple[float, float, bw.QKCapture]:
+    ids = ids_of(n)
+    with torch.no_grad():
+        t_cap, cap = timed(lambda: capture_of(adapter, ids))
+        t_plain, _ = timed(lambda: plain.base_model(input_ids=ids))
+    return t_cap, t_plain, cap
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    started = machine()
+    adapter = load("smollm2", CPU)
+    plain = sdpa_twin(adapter.model)
+    with torch.no_grad():
+        capture_of(adapter, ids_of(16)), plain.base_model(input_ids=ids_of(16))  # warm both paths
+    base_rss = rss_mb()
+    lines = [
+        "## Long context (bench_long_context)",
+        "",
+        f"{date.today()}, {started}; smollm2 on the CPU, random token ids, one timing each.",
+        "",
+        "| tokens | capture forward | plain SDPA forward | ratio [≤ 1.3] | overview (1024² max) | zoom 512² |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    caps = {}
+    for n in args.sizes:
+        t_cap, t_plain, cap = forward_ratio(adapter, plain, n)
+        t_over, red = timed(lambda cap=cap: bw.reduce_head(cap, LAYER, HEAD))
+        side = min(512, n // 2)  # a window below the diagonal: queries [n/2, n/2 + side), keys before them
+        box = ((n // 2, n // 2 + side), (n // 2 - side, n // 2))
+        t_zoom, _ = timed(lambda cap=cap, box=box: bw.window(cap, LAYER, HEAD, *box))
+        lines.append(
+            f"| {n:,} | {t_cap:.2f} s | {t_plain:.2f} s | {t_cap / t_plain:.2f}× | "
+            f"{t_over:.2f} s ({red.values.shape[0]}² cells) | {t_zoom * 1000:.0f} ms |"
+        )
+        caps = {n: cap}  # keep only the latest capture alive (its memory is what is measured)
+        print(lines[-1], flush=True)
+    n, cap = next(iter(caps.items()))
+    held = rss_mb()
+    lines += [
+        "",
+        f"Resident memory holding the {n:,}-token capture ({cap.nbytes / 2**20:,.0f} MB of float32 q/k): "
+        f"{held - base_rss:,.0f} MB above the same process after a 16-token input [≤ 1,024 MB] "
+        f"({held:,.0f} MB now, {base_rss:,.0f} MB then; peak RSS of the whole run {peak_mb():,.0f} MB, "
+        "the plain forward's activations included).",
+    ]
+    print(lines[-1], flush=True)
+    t_all, (thumbs, table) = timed(lambda: bw.all_heads(cap))
+    payload = len(pio.to_json(thumbnail_view(thumbs), validate=False).encode())
+    lines += [
+        "",
+        f"Model view at {n:,} tokens: {thumbs.shape[0]} × {thumbs.shape[1]} heads, {thumbs.shape[-1]}² max-pooled "
+        f"thumbnails, payload {payload / 2**20:.2f} MB [≤ 2 MB] (the Plotly JSON, model_view's uint8 tile "
+        f"encoding); every head's thumbnail and statistics took {t_all:.0f} s "
+        f"({t_all / len(table):.2f} s a head). Patterns: "
+        + ", ".join(
+            f"{p} {sum(r['pattern'] == p for r in table)}" for p in sorted({r["pattern"] for r in table})
+        )
+        + ".",
+        "",
+        "Not measured here: the browser's click-to-head time at 2,048 tokens (the page half of issue 12).",
+    ]
+    print("\n".join(lines[-4:]), flush=True)
+    write_section("bench_long_context", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
