@@ -163,3 +163,20 @@ def test_smollm2_stays_equal_to_eager_at_1024_tokens(smollm2):
         out = smollm2.model.model(input_ids=ids, output_attentions=True)  # the eager model, its own weights
     weights = {layer: out.attentions[layer][0].numpy() for layer in layers}
     assert max_diff(cap, weights, [(layer, head) for layer in layers for head in (0, 4, 8)]) < 1e-5
+
+
+def test_cuda_out_of_memory_falls_back_to_the_cpu_with_a_notice(tiny_hf_folders, monkeypatch):
+    adapter = HFAdapter("tiny-encoder", tiny_hf_folders["encoder"], CPU)  # this test's own adapter
+    adapter.device = torch.device("cuda")  # as if it lived on a GPU
+    real = cp._forward
+
+    def forward(adapter, ids, device):
+        if device.type == "cuda":
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return real(adapter, ids, device)
+
+    monkeypatch.setattr(cp, "_forward", forward)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    cap = cp.capture(adapter, "the cat sat on the mat")
+    assert cap.notices == ["cuda ran out of memory for 8 tokens; captured on the CPU"]
+    assert cap.n_tokens == 8
