@@ -63,7 +63,7 @@ def ids_of(n: int) -> torch.Tensor:
 def capture_of(adapter, ids) -> bw.QKCapture:
     store = cp.capture_ids(adapter, ids)
     n = ids.shape[1]
-    enc = adapter._encoded(ids, [False] * n, list(range(n)), [])
+    enc = cp.encoded(adapter, ids, [False] * n, list(range(n)))
     return cp._to_capture(adapter, store, enc, [])
 
 

@@ -187,7 +187,17 @@ def encode_long(adapter, text: str):
     except (ValueError, AttributeError):
         word_ids = list(range(ids.shape[1]))
     special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
-    return adapter._encoded(ids, special, word_ids, [])
+    return encoded(adapter, ids, special, word_ids)
+
+
+def encoded(adapter, ids: torch.Tensor, special: list[bool], word_ids: list):
+    """The adapter's ``Encoded`` for ``ids``: its own token labels where it makes them (byte-level
+    pieces decoded), else the tokenizer's strings."""
+    if hasattr(adapter, "_encoded"):
+        return adapter._encoded(ids, special, word_ids, [])
+    from models.adapters.hf import Encoded
+
+    return Encoded(ids, adapter.tokenizer.convert_ids_to_tokens(ids[0].tolist()), special, word_ids, [])
 
 
 def capture(adapter, text: str) -> QKCapture:

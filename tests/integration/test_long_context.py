@@ -156,7 +156,7 @@ def test_smollm2_stays_equal_to_eager_at_1024_tokens(smollm2):
     assert cap.n_tokens > 1024  # more than run()'s 512: nothing was cut
     ids = smollm2.tokenizer(text, return_tensors="pt")["input_ids"][:, :1024]
     cap = cp._to_capture(
-        smollm2, cp.capture_ids(smollm2, ids), smollm2._encoded(ids, [False] * 1024, [], []), []
+        smollm2, cp.capture_ids(smollm2, ids), cp.encoded(smollm2, ids, [False] * 1024, []), []
     )
     layers = (0, 7, 15, 29)
     with torch.no_grad():
@@ -180,3 +180,13 @@ def test_cuda_out_of_memory_falls_back_to_the_cpu_with_a_notice(tiny_hf_folders,
     cap = cp.capture(adapter, "the cat sat on the mat")
     assert cap.notices == ["cuda ran out of memory for 8 tokens; captured on the CPU"]
     assert cap.n_tokens == 8
+
+
+def test_an_adapter_without_its_own_labels_gets_the_tokenizer_strings(minilm):
+    from types import SimpleNamespace
+
+    ids = minilm.tokenizer("a cat", return_tensors="pt")["input_ids"]
+    enc = cp.encoded(
+        SimpleNamespace(tokenizer=minilm.tokenizer), ids, [True, False, False, True], [None, 0, 1, None]
+    )
+    assert enc.tokens == ["[CLS]", "a", "cat", "[SEP]"] and enc.special[0]
