@@ -5,7 +5,7 @@ import streamlit as st
 
 from ui.cached import first_index, learned_positions, model_choices, positional_tables
 from ui.widgets import chart, plain
-from viz_core.export import matrix_frame, series_frame
+from viz_core.export import matrix_frame, panels_frame, series_frame
 from viz_core.figures import heatmap_row, matrix_heatmap, positional_curves
 from viz_core.stats import cosine_similarity
 
@@ -93,7 +93,7 @@ if st.toggle(f"compare with {model_id}'s learned position embeddings", key=K + "
         pos = [str(i) for i in range(n)]
         chart(
             heatmap_row(panels, pos, pos, zmin=-1, zmax=1, colorscale="RdBu_r", label="cosine"),
-            series_frame(np.arange(n), {k: v[0] for k, v in panels.items()}, "position"),
+            panels_frame(panels, "position_a", "position_b"),  # every cell of both matrices
             K + "learned_sim",
             "position_similarity",
         )

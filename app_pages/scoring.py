@@ -6,7 +6,7 @@ import streamlit as st
 from models.attention.demos import MASK_NAMES, ScoringSetup
 from ui.cached import capabilities, model_choices, model_queries_keys, saturation, scoring_records
 from ui.widgets import chart, plural, text_box, whole_number
-from viz_core.export import records_frame, series_frame
+from viz_core.export import records_frame, series_frame, token_series_frame
 from viz_core.figures import grouped_bars, heatmap_row, lines
 from viz_core.stats import row_entropy
 
@@ -87,7 +87,7 @@ st.caption(
 entropy = {name: row_entropy(r.head()) for name, r in records.items()}
 chart(
     grouped_bars(first.query_tokens, entropy, "query", "entropy (bits)"),
-    series_frame(first.query_tokens, entropy, "query"),
+    token_series_frame(first.query_tokens, entropy),
     K + "entropy",
     "scoring_entropy",
 )

@@ -7,7 +7,7 @@ from ui import cached
 from ui.live_heads import HINT, model_view_chart
 from ui.views import head_view_block, show_notices
 from ui.widgets import chart, csv_button, plain, plural, text_box
-from viz_core.export import matrix_frame, series_frame
+from viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
 
 K = "tf_"
@@ -102,7 +102,7 @@ with tab_flow:
         st.info("Rollout and flow follow one stream of tokens through the layers: pick a self-attention.")
     else:
         fig = heatmap(view["rollout"], *tokens, title="rollout through all layers", label="share")
-        frame = matrix_frame(view["rollout"], "query_pos", "key_pos", "rollout")
+        frame = token_matrix_frame(view["rollout"], *tokens, "rollout")
         chart(fig, frame, K + "rollout", f"{model_id}_rollout")
         st.caption(
             "Rollout: heads averaged, the residual connection added (½ identity), multiplied layer by layer. "
@@ -115,9 +115,7 @@ with tab_flow:
             flow = cached.exact_flow(model_id, text, kind, merge, hide)
             title = "attention flow (max-flow), each row normalised"
             fig = heatmap(flow, *tokens, title=title, label="share")
-            chart(
-                fig, matrix_frame(flow, "query_pos", "key_pos", "flow"), K + "flowchart", f"{model_id}_flow"
-            )
+            chart(fig, token_matrix_frame(flow, *tokens, "flow"), K + "flowchart", f"{model_id}_flow")
 
 with tab_pos:
     layer = st.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "pos_layer")

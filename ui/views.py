@@ -8,8 +8,16 @@ import streamlit as st
 
 from ui.live_heads import head_view_chart
 from ui.widgets import chart, csv_button, plain
-from viz_core.export import matrix_frame, record_frame, series_frame
-from viz_core.figures import grouped_bars, head_matrix, head_view, heatmap, heatmap_row, larger_ticks
+from viz_core.export import record_frame, series_frame, token_matrix_frame
+from viz_core.figures import (
+    PLOT_WIDTH,
+    grouped_bars,
+    head_matrix,
+    head_view,
+    heatmap,
+    heatmap_row,
+    larger_ticks,
+)
 from viz_core.record import AttentionRecord
 from viz_core.tokens import hover_labels
 
@@ -43,7 +51,7 @@ def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, hea
         frame = record_frame(record).query(f"layer == {layer}")
     else:
         head_view_chart(head_view(record, layer, head), key, rid, layer, head, single=True)
-        frame = matrix_frame(head_matrix(record, layer, head), "query_pos", "key_pos", "weight")
+        frame = token_matrix_frame(head_matrix(record, layer, head), record.query_tokens, record.key_tokens)
     csv_button(frame, *csv)
 
 
@@ -61,10 +69,10 @@ def decoding_step(
     bars, table = (st.container(), st.container()) if stacked else st.columns([3, 2])
     with bars:
         row, labels = rec.head()[step - 1], hover_labels(rec.key_tokens)
-        fig = grouped_bars(
-            labels, {"weight": row}, "upper line 上联", "attention weight", title="where the decoder looked"
-        )
-        fig.update_xaxes(ticktext=rec.key_tokens, tickvals=labels, tickfont_size=font)
+        # one bar per position of the upper line, with its character below
+        axes = ("upper line 上联", "attention weight")
+        fig = grouped_bars(rec.key_tokens, {"weight": row}, *axes, title="where the decoder looked")
+        larger_ticks(fig, font, width=PLOT_WIDTH // 2 if stacked else PLOT_WIDTH * 3 // 5)
         chart(fig, series_frame(labels, {"weight": row}, "upper"), key, filename)
     top = rec.meta.get("top_candidates")
     if top:

@@ -1,6 +1,9 @@
 """Records derived from records for viewing: sub-word pieces merged into words, special tokens hidden.
 
 Extraction stays token-level and exact; these only change what a view shows.
+
+Per-token lists in a record's ``meta`` (``<side>_special``, ``<side>_word_ids``, and
+``<side>_pieces``, the tokenizer's own strings of a byte-level BPE model) follow both.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from dataclasses import replace
 import numpy as np
 
 from viz_core.record import AttentionRecord
-from viz_core.tokens import clean_token
+from viz_core.tokens import byte_level_labels, clean_token, piece_bytes
+
+PER_TOKEN = ("special", "word_ids", "pieces")  # meta lists with one entry per token, on each side
 
 
 def groups_from_word_ids(word_ids: list[int | None]) -> list[list[int]]:
@@ -26,7 +31,13 @@ def groups_from_word_ids(word_ids: list[int | None]) -> list[list[int]]:
     return groups
 
 
-def _join(tokens: list[str], group: list[int]) -> str:
+def _join(tokens: list[str], pieces: list[str] | None, group: list[int]) -> str:
+    """A word's label: its byte pieces decoded together (two halves of 两 make one 两), else its
+    pieces' labels glued."""
+    if pieces is not None and len(group) > 1:
+        joined = "".join(pieces[i] for i in group)
+        if piece_bytes(joined) is not None:
+            return clean_token(byte_level_labels([joined])[0])
     return "".join(clean_token(tokens[i]) for i in group)
 
 
@@ -45,15 +56,18 @@ def merge_words(record: AttentionRecord) -> AttentionRecord:
     merged = np.stack([summed[..., g, :].mean(-2) for g in q_groups], axis=-2)  # [.., query words, key words]
     meta = dict(record.meta)
     for side, groups in (("query", q_groups), ("key", k_groups)):
-        special = record.meta.get(f"{side}_special")
+        special, pieces = record.meta.get(f"{side}_special"), record.meta.get(f"{side}_pieces")
         if special is not None:
             meta[f"{side}_special"] = [all(special[i] for i in g) for g in groups]
+        if pieces is not None:
+            meta[f"{side}_pieces"] = ["".join(pieces[i] for i in g) for g in groups]
         meta[f"{side}_word_ids"] = list(range(len(groups)))
+    q_pieces, k_pieces = record.meta.get("query_pieces"), record.meta.get("key_pieces")
     return replace(
         record,
         weights=merged,
-        query_tokens=[_join(record.query_tokens, g) for g in q_groups],
-        key_tokens=[_join(record.key_tokens, g) for g in k_groups],
+        query_tokens=[_join(record.query_tokens, q_pieces, g) for g in q_groups],
+        key_tokens=[_join(record.key_tokens, k_pieces, g) for g in k_groups],
         scores=None,
         meta={**meta, "merged": True},
     )
@@ -77,11 +91,12 @@ def hide_special(record: AttentionRecord) -> AttentionRecord:
     w = record.weights[..., ~q_special, :][..., ~k_special]
     total = w.sum(-1, keepdims=True)
     w = np.divide(w, total, out=np.full_like(w, 1.0 / w.shape[-1]), where=total > 0)
-    meta = {k: v for k, v in record.meta.items() if not k.endswith(("_special", "_word_ids"))}
+    meta = {k: v for k, v in record.meta.items() if not k.endswith(tuple(f"_{n}" for n in PER_TOKEN))}
     for side, keep in (("query", ~q_special), ("key", ~k_special)):
-        ids = record.meta.get(f"{side}_word_ids")
-        if ids is not None:
-            meta[f"{side}_word_ids"] = [x for x, k in zip(ids, keep, strict=True) if k]
+        for name in PER_TOKEN:
+            values = record.meta.get(f"{side}_{name}")
+            if values is not None:
+                meta[f"{side}_{name}"] = [x for x, k in zip(values, keep, strict=True) if k]
         meta[f"{side}_special"] = [False] * int(keep.sum())
     return replace(
         record,

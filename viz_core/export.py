@@ -1,4 +1,8 @@
-"""Tidy tables for download: one row per number, with its positions and tokens."""
+"""Tidy tables for download: one row per number, with its positions and tokens.
+
+Each chart's CSV holds the numbers the chart shows (every cell of every panel), with the
+tokens wherever the chart's axes have tokens.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +47,42 @@ def matrix_frame(
     m = np.asarray(matrix)
     r, c = (a.ravel() for a in np.indices(m.shape))
     return pd.DataFrame({row_name: r, col_name: c, value_name: m.ravel()})
+
+
+def token_matrix_frame(
+    matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str], value_name: str = "weight"
+) -> pd.DataFrame:
+    """A ``[query, key]`` matrix (one head, heads averaged, rollout, flow) as tidy rows:
+    query_pos, query_token, key_pos, key_token, value."""
+    m = np.asarray(matrix)
+    q, k = (a.ravel() for a in np.indices(m.shape))
+    return pd.DataFrame(
+        {
+            "query_pos": q,
+            "query_token": np.asarray(query_tokens, dtype=object)[q],
+            "key_pos": k,
+            "key_token": np.asarray(key_tokens, dtype=object)[k],
+            value_name: m.ravel(),
+        }
+    )
+
+
+def panels_frame(panels: dict[str, np.ndarray], row_name: str = "row", col_name: str = "col") -> pd.DataFrame:
+    """Matrices of one shape shown side by side: one row per cell, one value column per panel."""
+    first = np.asarray(next(iter(panels.values())))
+    r, c = (a.ravel() for a in np.indices(first.shape))
+    return pd.DataFrame({row_name: r, col_name: c, **{k: np.asarray(v).ravel() for k, v in panels.items()}})
+
+
+def token_series_frame(tokens: list[str], series: dict[str, np.ndarray], side: str = "query") -> pd.DataFrame:
+    """Values per token position (bars per query): <side>_pos, <side>_token, then one column per series."""
+    return pd.DataFrame(
+        {
+            f"{side}_pos": np.arange(len(tokens)),
+            f"{side}_token": list(tokens),
+            **{k: np.asarray(v) for k, v in series.items()},
+        }
+    )
 
 
 def to_csv(frame: pd.DataFrame) -> bytes:

@@ -1,8 +1,10 @@
 """Figure builders: data in, ``go.Figure`` out. They never call streamlit or ``.show()``.
 
-Heatmap axes are positions: each column is a category named ``"<pos> · <token>"``
-(unique even when a character repeats) and its tick shows just the token. The hover
-names query and key with position and token, and the weight.
+Token axes are positions: each column (or bar) is a category named ``"<pos> · <token>"``
+(unique even when a token repeats) and its tick shows just the token. The hover
+names query and key with position and token, and the weight. Tick font, stride and angle
+follow the number of tokens and the space (``viz_core.layout``); a builder takes the
+``width`` it is planned for, a full-width chart by default.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz_core.layout import COLORBAR, PAD, PLOT_WIDTH, ROW_GAP, TICK_FONT, fit_axes, panel_grid, text_em
 from viz_core.record import AttentionRecord
 from viz_core.tokens import clean_tokens, hover_labels
+
+__all__ = ["PLOT_WIDTH"]  # re-exported: pages plan their charts' widths with it
 
 # CJK-capable fonts first, so 黄鹂 reads as well as "cat" on a projector.
 FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
 ATTENTION_SCALE = "Blues"
 DIVERGING_SCALE = "RdBu_r"
-MAX_TICKS = 48  # beyond this, label every k-th position so labels stay legible
 TINY = np.float32(2.0**-62)  # smaller magnitudes are sent to the browser as 0
 
 
@@ -38,25 +42,24 @@ def display_precision(values: np.ndarray) -> np.ndarray:
 def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left") if title else None,
-        font=dict(family=FONT, size=15),
+        font=dict(family=FONT, size=TICK_FONT),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height,
     )
     return fig
 
 
-def _axis_ticks(tokens: list[str], turn: bool = True) -> dict:
-    """Token tick labels; a long row of key labels (``turn``) stands vertical so they never overlap."""
-    labels, shown = hover_labels(tokens), clean_tokens(tokens)
-    step = max(1, -(-len(tokens) // MAX_TICKS))
+def _axis_ticks(tokens: list[str]) -> dict:
+    """A token axis: one category per position, each tick showing its token (``fit_axes`` then
+    sizes and thins the ticks)."""
+    labels = hover_labels(tokens)
     return dict(
         type="category",
         categoryorder="array",
         categoryarray=labels,
         tickmode="array",
-        tickvals=labels[::step],
-        ticktext=shown[::step],
-        tickangle=-90 if turn and len(tokens) > 24 else 0,
+        tickvals=labels,
+        ticktext=clean_tokens(tokens),
         automargin=True,
     )
 
@@ -99,13 +102,17 @@ def heatmap(
     x_title: str = "key",
     y_title: str = "query",
     label: str = "weight",
+    width: int = PLOT_WIDTH,
 ) -> go.Figure:
     """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
     fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label))
     fig.update_xaxes(title=x_title, side="top", **_axis_ticks(key_tokens))
-    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens, turn=False))
+    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens))
     n = max(len(query_tokens), 4)
-    return _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
+    _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
+    if title:  # above the key labels, which stand on top and may be turned: never across them
+        fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad_t=8, automargin=True))
+    return fit_axes(fig, width=width)
 
 
 def record_heatmap(record: AttentionRecord, layer: int = 0, head: int = 0, title: str = "") -> go.Figure:
@@ -122,29 +129,46 @@ def heatmap_row(
     zmax: float | None = None,
     colorscale: str = ATTENTION_SCALE,
     label: str = "weight",
+    width: int = PLOT_WIDTH,
 ) -> go.Figure:
-    """Several ``[query, key]`` matrices side by side on one shared colour scale."""
+    """Several ``[query, key]`` matrices on one shared colour scale: side by side, in as many rows
+    as ``width`` needs for each panel's key labels to be read. Query labels show in the first
+    column, key labels under the lowest panel of each column."""
     if not panels:
         raise ValueError("heatmap_row needs at least one panel")
     names = list(panels)
-    fig = make_subplots(rows=1, cols=len(names), subplot_titles=names, horizontal_spacing=0.03)
+    labels = max(text_em(t) for t in clean_tokens(query_tokens)) * TICK_FONT + PAD  # the query labels
+    plot_w = width - 20 - COLORBAR - labels
+    grid = panel_grid(len(names), len(query_tokens), len(key_tokens), plot_w)
+    plot_h = grid.rows * grid.panel_h + (grid.rows - 1) * ROW_GAP
+    fig = make_subplots(
+        rows=grid.rows,
+        cols=grid.cols,
+        subplot_titles=names,
+        horizontal_spacing=min(0.2, 20 / plot_w) if grid.cols > 1 else 0.03,
+        vertical_spacing=ROW_GAP / plot_h if grid.rows > 1 else 0.03,
+    )
     top = zmax if zmax is not None else max(float(np.max(m)) for m in panels.values())
-    for col, name in enumerate(names, start=1):
+    for i, name in enumerate(names):
+        row, col = divmod(i, grid.cols)
         fig.add_trace(
             _heatmap_trace(panels[name], query_tokens, key_tokens, coloraxis="coloraxis", label=label),
-            row=1,
-            col=col,
+            row=row + 1,
+            col=col + 1,
         )
-        fig.update_xaxes(row=1, col=col, **_axis_ticks(key_tokens))
+        lowest = i + grid.cols >= len(names)  # no panel under this one
+        fig.update_xaxes(row=row + 1, col=col + 1, showticklabels=lowest, **_axis_ticks(key_tokens))
         fig.update_yaxes(
-            row=1,
-            col=col,
+            row=row + 1,
+            col=col + 1,
             autorange="reversed",
-            showticklabels=col == 1,
-            **_axis_ticks(query_tokens, turn=False),
+            showticklabels=col == 0,
+            **_axis_ticks(query_tokens),
         )
     fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top, colorbar=dict(title=label)))
-    return _base_layout(fig, title, height=170 + 22 * min(len(query_tokens), 24))
+    _base_layout(fig, title, height=int(plot_h + (50 if title else 20) + 30 + 80))
+    fig.update_layout(margin_t=(60 if title else 30))  # room for the first row's panel titles
+    return fit_axes(fig, width=width)
 
 
 def lines(
@@ -168,14 +192,32 @@ def lines(
 
 
 def grouped_bars(
-    categories: list[str], series: dict[str, np.ndarray], x_title: str, y_title: str, title: str = ""
+    tokens: list[str],
+    series: dict[str, np.ndarray],
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    width: int = PLOT_WIDTH,
 ) -> go.Figure:
-    """Bars per category, one colour per series (e.g. entropy per query, per scorer)."""
-    fig = go.Figure([go.Bar(x=categories, y=np.asarray(v), name=name) for name, v in series.items()])
-    fig.update_xaxes(title=x_title, type="category")
+    """Bars per token position, one colour per series (e.g. entropy per query, per scorer); a token
+    that repeats keeps one group of bars per position."""
+    positions = hover_labels(tokens)
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=positions,
+                y=np.asarray(v),
+                name=name,
+                hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
+            )
+            for name, v in series.items()
+        ]
+    )
+    fig.update_xaxes(title=x_title, **_axis_ticks(tokens))
     fig.update_yaxes(title=y_title)
     fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
-    return _base_layout(fig, title, height=380)
+    _base_layout(fig, title, height=380)
+    return fit_axes(fig, width=width)
 
 
 def matrix_heatmap(
@@ -286,14 +328,13 @@ def head_matrix(record: AttentionRecord, layer: int, head: int | str = 0) -> np.
     return record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
 
 
-def head_view(record: AttentionRecord, layer: int, head: int | str = 0) -> go.Figure:
+def head_view(record: AttentionRecord, layer: int, head: int | str = 0, width: int = PLOT_WIDTH) -> go.Figure:
     """One head (or ``"average"`` of a layer's heads) with its title: the page's and the CLI's figure."""
     matrix = head_matrix(record, layer, head)
-    return heatmap(matrix, record.query_tokens, record.key_tokens, title=head_title(layer, head))
+    return heatmap(matrix, record.query_tokens, record.key_tokens, title=head_title(layer, head), width=width)
 
 
-def larger_ticks(fig: go.Figure, size: int) -> go.Figure:
-    """Tick labels at ``size`` px on both axes (characters that must read from the back of a room)."""
-    fig.update_xaxes(tickfont_size=size)
-    fig.update_yaxes(tickfont_size=size)
-    return fig
+def larger_ticks(fig: go.Figure, size: int, width: int = PLOT_WIDTH) -> go.Figure:
+    """Token tick labels up to ``size`` px (characters that must read from the back of a room),
+    smaller where the tokens would not fit: a 32-character couplet gets less than a 7-character one."""
+    return fit_axes(fig, largest=size, width=width)

@@ -4,7 +4,9 @@ Every head becomes one tile of a single image (one heatmap trace, not hundreds o
 subplots): long inputs are pooled to ``TILE`` × ``TILE`` (rows averaged, keys summed, so
 each row still sums to 1), each tile is scaled to its own maximum and sent as one byte per
 cell. An invisible marker over each tile carries the hover and the click that opens the
-head in the head view.
+head in the head view. The heads share the chart's width and the tiles' height follows from
+the grid (``viz_core.layout.tile_size``): SmolLM2's 30 × 9 heads get wide tiles across the
+page, not a strip of small squares in its middle.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz_core.figures import FONT
+from viz_core.layout import PLOT_WIDTH, VIEW_CHROME, tile_size
 from viz_core.record import AttentionRecord
 
 TILE = 32  # cells per tile side at most: the pattern stays readable, the payload small
@@ -45,9 +48,12 @@ def tiles(weights: np.ndarray, size: int = TILE, gutter: int = 1) -> np.ndarray:
     return image
 
 
-def model_view(record: AttentionRecord, size: int = TILE, title: str = "") -> go.Figure:
+def model_view(
+    record: AttentionRecord, size: int = TILE, title: str = "", width: int = PLOT_WIDTH
+) -> go.Figure:
     """Small multiples of every head; the scatter trace's points are (layer, head) for clicks."""
     layers, heads = record.n_layers, record.n_heads
+    tile_w, tile_h = tile_size(layers, heads, width)
     image = tiles(record.weights, size)
     tq = image.shape[0] // layers - 1
     tk = image.shape[1] // heads - 1
@@ -66,7 +72,7 @@ def model_view(record: AttentionRecord, size: int = TILE, title: str = "") -> go
         x=centres_x[grid_head.ravel()],
         y=centres_y[grid_layer.ravel()],
         mode="markers",
-        marker=dict(symbol="square", size=max(8, min(40, 900 // max(heads, layers))), opacity=0),
+        marker=dict(symbol="square", size=max(8, min(tile_w, tile_h) - 4), opacity=0),
         customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
         hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>click to open<extra></extra>",
         showlegend=False,
@@ -78,6 +84,7 @@ def model_view(record: AttentionRecord, size: int = TILE, title: str = "") -> go
         ticktext=[str(h) for h in range(heads)],
         title="head",
         side="top",
+        range=[-0.5, image.shape[1] - 0.5],  # the tiles edge to edge: the markers add no padding
         showgrid=False,
         zeroline=False,
     )
@@ -86,17 +93,15 @@ def model_view(record: AttentionRecord, size: int = TILE, title: str = "") -> go
         tickvals=centres_y,
         ticktext=[str(layer) for layer in range(layers)],
         title="layer",
-        autorange="reversed",
+        range=[image.shape[0] - 0.5, -0.5],  # layer 0 at the top
         showgrid=False,
         zeroline=False,
-        scaleanchor="x",
     )
-    cell = max(2, min(6, 720 // max(image.shape)))
     fig.update_layout(
         title=dict(text=title, x=0.01) if title else None,
         font=dict(family=FONT, size=14),
         margin=dict(l=10, r=10, t=60, b=10),
-        height=min(1400, 120 + image.shape[0] * cell),
+        height=round(VIEW_CHROME + layers * tile_h),
         clickmode="event",  # a click opens the head; no selection to redraw
     )
     return fig

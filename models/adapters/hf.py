@@ -22,6 +22,7 @@ import torch
 from models.registry import RunResult
 from models.uploads.hf_folder import HFFamily, register_hf_family
 from viz_core.record import AttentionRecord
+from viz_core.tokens import byte_level_labels
 
 # Never reach a hub, whatever the caller's environment says.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -37,10 +38,19 @@ class InputError(ValueError):
 @dataclass(frozen=True)
 class Encoded:
     ids: torch.Tensor  # [1, tokens]
-    tokens: list[str]
+    tokens: list[str]  # per token: its label (a byte-level piece decoded: "两(1/2)", " cat")
     special: list[bool]  # per token: [CLS], [SEP], <s>, bos, ...
     word_ids: list[int | None]  # per token: index of the word it belongs to (None for specials)
     notices: list[str]
+    pieces: list[str] | None = None  # per token: the tokenizer's own string, for byte-level BPE only
+
+
+def is_byte_level(tokenizer) -> bool:
+    """Whether the tokenizer writes bytes as characters (GPT-2's byte-level BPE: ``Ġcat``, ``ä¸``)."""
+    if hasattr(tokenizer, "byte_decoder"):  # the slow GPT-2 family
+        return True
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    return backend is not None and "ByteLevel" in repr(backend.decoder)
 
 
 def family_of(config) -> str:
@@ -85,6 +95,7 @@ class HFAdapter:
         )
         self.model.to(device).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        self.byte_level = is_byte_level(self.tokenizer)
         self.max_tokens = max_tokens or _token_limit(self.config, self.tokenizer)
         self.n_layers, self.n_heads = _layers_heads(self.config)
 
@@ -112,13 +123,15 @@ class HFAdapter:
             word_ids = enc.word_ids(0)
         except (ValueError, AttributeError):  # slow tokenizers do not track words
             word_ids = list(range(ids.shape[1]))
-        return Encoded(
-            ids=ids,
-            tokens=self.tokenizer.convert_ids_to_tokens(ids[0].tolist()),
-            special=[bool(s) for s in enc["special_tokens_mask"][0].tolist()],
-            word_ids=list(word_ids),
-            notices=notices,
-        )
+        special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
+        return self._encoded(ids, special, list(word_ids), notices)
+
+    def _encoded(self, ids: torch.Tensor, special: list[bool], word_ids: list, notices: list[str]) -> Encoded:
+        """Token labels for ``ids``: the tokenizer's strings, or for byte-level BPE the text they stand for."""
+        pieces = self.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+        if not self.byte_level:
+            return Encoded(ids, pieces, special, word_ids, notices)
+        return Encoded(ids, byte_level_labels(pieces, special), special, word_ids, notices, pieces)
 
     # ------------------------------------------------------------------ run
     def run(self, text: str, target: str | None = None, max_tokens: int | None = None, **_) -> RunResult:
@@ -144,8 +157,8 @@ class HFAdapter:
         block = pool[torch.randperm(len(pool), generator=gen)[:period]]
         prefix = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
         ids = torch.tensor([prefix + block.tolist() * 2])
-        tokens = self.tokenizer.convert_ids_to_tokens(ids[0].tolist())
-        enc = Encoded(ids, tokens, [False] * len(tokens), list(range(len(tokens))), [])
+        n = ids.shape[1]
+        enc = self._encoded(ids, [False] * n, list(range(n)), [])
         with torch.no_grad():
             out = self.model(input_ids=ids.to(self.device), output_attentions=True)
         return self._record(self._stack(out.attentions, "self-attention"), enc, enc, "self"), len(prefix)
@@ -191,13 +204,10 @@ class HFAdapter:
                 decoder_ids = self.model.generate(
                     ids, max_new_tokens=min(64, self.max_tokens - 1), do_sample=False
                 )
-        dec_tokens = self.tokenizer.convert_ids_to_tokens(decoder_ids[0].tolist())
-        dec = Encoded(
-            decoder_ids.cpu(),
-            dec_tokens,
-            [t in self.tokenizer.all_special_tokens for t in dec_tokens],
-            list(range(len(dec_tokens))),
-            [],
+        specials = set(self.tokenizer.all_special_ids)
+        dec_ids = decoder_ids[0].tolist()
+        dec = self._encoded(
+            decoder_ids.cpu(), [i in specials for i in dec_ids], list(range(len(dec_ids))), []
         )
         with torch.no_grad():
             out = self.model(input_ids=ids, decoder_input_ids=decoder_ids, output_attentions=True)
@@ -240,21 +250,18 @@ class HFAdapter:
         return self.n_layers
 
     def _record(self, weights: np.ndarray, queries: Encoded, keys: Encoded, kind: str) -> AttentionRecord:
+        meta = {
+            "device": str(self.device),
+            "query_special": queries.special,
+            "key_special": keys.special,
+            "query_word_ids": queries.word_ids,
+            "key_word_ids": keys.word_ids,
+            "family": self.family,
+        }
+        if self.byte_level:  # the tokenizer's own strings, so merged words decode their bytes together
+            meta.update(query_pieces=queries.pieces, key_pieces=keys.pieces)
         return AttentionRecord(
-            weights,
-            queries.tokens,
-            keys.tokens,
-            kind,
-            self.model_id,
-            scoring="scaled_dot",
-            meta={
-                "device": str(self.device),
-                "query_special": queries.special,
-                "key_special": keys.special,
-                "query_word_ids": queries.word_ids,
-                "key_word_ids": keys.word_ids,
-                "family": self.family,
-            },
+            weights, queries.tokens, keys.tokens, kind, self.model_id, "scaled_dot", meta=meta
         )
 
 

@@ -1,0 +1,94 @@
+"""Each chart's CSV holds the numbers the chart shows, with tokens where the chart has tokens
+(issue 17, item 9), read back from the download buttons as a browser would get them."""
+
+import base64
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit.testing.v1.app_test as app_test
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+from tests.support import charts, page_runner
+
+
+class KeptStorage(MemoryMediaFileStorage):
+    """AppTest's in-memory media store, kept reachable after the run (the downloads live there)."""
+
+    last = None
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        KeptStorage.last = self
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kept_downloads():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(app_test, "MemoryMediaFileStorage", KeptStorage)
+        yield
+
+
+def download(at, key: str) -> pd.DataFrame:
+    button = next(b for b in at.get("download_button") if b.proto.id.endswith(key))
+    data = KeptStorage.last.get_file(button.proto.url.rsplit("/", 1)[1]).content
+    return pd.read_csv(io.BytesIO(data), encoding="utf-8-sig")
+
+
+def z_of(trace: dict) -> np.ndarray:
+    z = trace["z"]
+    if isinstance(z, dict):  # plotly's typed array: base64 with dtype and shape
+        shape = [int(s) for s in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.asarray(z, dtype=float)
+
+
+def test_learned_positions_csv_holds_both_whole_matrices():
+    run = page_runner("app_pages/positional.py", 300)
+    at = run()
+    at.toggle(key="pe_learned").set_value(True)
+    at = run(at)
+    fig = charts(at)[-1]
+    shown = [z_of(t) for t in fig["data"]]
+    n = shown[0].shape[0]
+    frame = download(at, "pe_learned_sim_csv")
+    assert len(frame) == n * n  # every cell of each matrix, not row 0 alone
+    values = [c for c in frame.columns if c not in ("position_a", "position_b")]
+    assert len(values) == 2
+    for column, matrix in zip(values, shown, strict=True):
+        grid = frame.pivot(index="position_a", columns="position_b", values=column).to_numpy()
+        np.testing.assert_allclose(grid, matrix, atol=2e-3)  # the chart sends 3 significant digits
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    return page_runner("app_pages/transformer.py", 300)()
+
+
+def test_head_view_csv_has_tokens_and_the_heads_numbers(transformer):
+    head = charts(transformer)[1]
+    frame = download(transformer, "tf_head_csv")
+    assert {"query_pos", "query_token", "key_pos", "key_token", "weight"} <= set(frame.columns)
+    shown = [label.split(" · ", 1)[1] for label in head["data"][0]["x"]]
+    assert frame.drop_duplicates("key_pos")["key_token"].str.strip().tolist() == shown
+    grid = frame.pivot(index="query_pos", columns="key_pos", values="weight").to_numpy()
+    np.testing.assert_allclose(grid, z_of(head["data"][0]), atol=2e-3)
+
+
+def test_rollout_csv_has_tokens(transformer):
+    frame = download(transformer, "tf_rollout_csv")
+    assert {"query_token", "key_token"} <= set(frame.columns)
+    assert frame["key_token"].iloc[0] == "[CLS]"
+
+
+def test_scoring_entropy_on_minilm_keeps_one_bar_and_row_per_position():
+    run = page_runner("app_pages/scoring.py", 300)
+    at = run()
+    at.radio(key="scoring_source").set_value("real: minilm")
+    at = run(at)
+    bars = next(f for f in charts(at) if f["data"][0]["type"] == "bar")
+    assert all(len(set(t["x"])) == len(t["x"]) == 13 for t in bars["data"])  # the two "the" keep two bars
+    frame = download(at, "scoring_entropy_csv")
+    assert len(frame) == 13
+    assert "query_pos" in frame.columns and (frame["query_token"] == "the").sum() == 2

@@ -1,0 +1,186 @@
+"""How big tick labels may be and how many fit: from the number of tokens and the space they get.
+
+The server does not know how wide the browser draws a chart (charts stretch to their column),
+so widths are planned for ``PLOT_WIDTH``, a full-width chart on the wide layout at 1280 × 720,
+the narrower of the two screens the app is checked on; a page that puts a chart in a column
+passes that column's width. Heights are the figure's own.
+
+On each categorical axis the font shrinks from the largest size asked for until every label
+fits, down to ``MIN_FONT``; below that only every ``stride``-th position is labelled (the
+hover still names every cell). Labels side by side along x stay upright when each is one
+character (汉字 turned on their side are hard to read) and otherwise get Plotly's automatic
+angle, which turns them only if they would overlap in the browser, at whatever zoom; so each
+such label must fit turned, in a line's height. Labels stacked along y need a line each.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+PLOT_WIDTH = 820  # px: a full-width chart on the wide layout at 1280 × 720 (940 at 1400 × 900)
+TICK_FONT = 15  # px: the charts' text size, and the largest tick label unless a page asks for more
+MIN_FONT = 10  # px: smaller labels are hard to read, so the ticks are thinned instead
+LINE = 1.3  # em: what a label needs across the axis when stacked (y) or turned (x)
+GAP = 4  # px: between two upright labels side by side
+STRIDES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32, 40, 50, 64, 80, 100, 128, 256, 512, 1024)
+COLORBAR = 100  # px: a colour bar with its tick labels and title
+TITLE = 30  # px: an axis title
+PAD = 10  # px: between tick labels and their plot
+NUMBERS = 50  # px: the tick labels of a numeric y axis
+SEPARATOR = " · "  # between position and token in a category name (viz_core.tokens.hover_labels)
+
+
+def text_em(label: str) -> float:
+    """A label's width in em: CJK characters and emoji 1 em, anything else about 0.6 em."""
+    return sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.6 for ch in label) or 0.6
+
+
+@dataclass(frozen=True)
+class Ticks:
+    size: int  # px
+    stride: int  # every stride-th position is labelled
+    angle: int | str | None  # 0 (upright), "auto" (Plotly turns them if they would overlap), None (y)
+
+
+def fit_ticks(labels: list[str], length: float, largest: int = TICK_FONT, across: bool = True) -> Ticks:
+    """Font and stride for ``labels`` spread evenly over ``length`` px (``across``: an x axis)."""
+    slot = length / max(len(labels), 1)
+    widest = max((text_em(t) for t in labels), default=0.6)
+    upright = across and widest <= 1.0  # one character each: side by side as they are
+
+    def need(size: float) -> float:  # px one label takes along the axis
+        return widest * size + GAP if upright else LINE * size
+
+    size = (slot - GAP) / widest if upright else slot / LINE
+    angle = (0 if upright else "auto") if across else None
+    if size >= MIN_FONT:
+        return Ticks(int(min(largest, size)), 1, angle)
+    size = min(largest, MIN_FONT)
+    stride = next((s for s in STRIDES if need(size) <= slot * s), STRIDES[-1])
+    return Ticks(size, stride, angle)
+
+
+# -- a whole figure ---------------------------------------------------------------------------------
+
+
+def _tokens(axis) -> list[str]:
+    return [str(c).split(SEPARATOR, 1)[-1] for c in axis.categoryarray]
+
+
+def _span(axis) -> float:
+    lo, hi = axis.domain if axis.domain is not None else (0.0, 1.0)
+    return hi - lo
+
+
+def _shows_labels(axis) -> bool:
+    return axis.showticklabels is not False
+
+
+def _is_category(axis) -> bool:
+    return axis.type == "category" and axis.categoryarray is not None and len(axis.categoryarray) > 0
+
+
+def _band(axes: list, sizes: dict, across: bool) -> float:
+    """px the labels and title of the shown ``axes`` take beside the plot (left for y, above/below for x)."""
+    band = 0.0
+    for axis in axes:
+        if not _shows_labels(axis):
+            continue
+        title = TITLE if axis.title.text else 0
+        if not _is_category(axis):
+            band = max(band, (0 if across else NUMBERS) + title + (LINE * TICK_FONT if across else 0))
+            continue
+        size = sizes.get(id(axis), TICK_FONT)
+        tokens = _tokens(axis)
+        widest = max(text_em(t) for t in tokens)
+        turned = across and widest > 1.0
+        extent = min(widest * size, 180) if (turned or not across) else LINE * size
+        band = max(band, extent + title + PAD)
+    return band
+
+
+def _has_colorbar(fig: go.Figure) -> bool:
+    if fig.layout.coloraxis.colorscale is not None or fig.layout.coloraxis.cmax is not None:
+        return fig.layout.coloraxis.showscale is not False
+    return any(t.type == "heatmap" and t.showscale is not False for t in fig.data)
+
+
+def fit_axes(fig: go.Figure, largest: int = TICK_FONT, width: int = PLOT_WIDTH) -> go.Figure:
+    """Fit the tick labels of every categorical axis of ``fig`` (positions named ``"3 · token"``) to
+    its share of a ``width`` × ``fig.layout.height`` figure: font up to ``largest``, stride, angle."""
+    xs, ys = list(fig.select_xaxes()), list(fig.select_yaxes())
+    margin = fig.layout.margin
+    height = fig.layout.height or 450
+    right = COLORBAR if _has_colorbar(fig) else 0
+    sizes: dict[int, int] = {}
+    chosen: dict[int, Ticks] = {}
+    for _ in range(2):  # the y labels' width narrows the x axes, the x labels' height shortens the y axes
+        plot_w = width - (margin.l or 0) - (margin.r or 0) - right - _band(ys, sizes, across=False)
+        for axis in filter(_is_category, xs):
+            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_w * _span(axis), largest, across=True)
+            sizes[id(axis)] = chosen[id(axis)].size
+        plot_h = height - (margin.t or 0) - (margin.b or 0) - _band(xs, sizes, across=True)
+        for axis in filter(_is_category, ys):
+            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_h * _span(axis), largest, across=False)
+            sizes[id(axis)] = chosen[id(axis)].size
+    for axis in filter(_is_category, xs + ys):
+        ticks, names = chosen[id(axis)], list(axis.categoryarray)
+        axis.update(
+            tickmode="array",
+            tickvals=names[:: ticks.stride],
+            ticktext=_tokens(axis)[:: ticks.stride],
+            tickfont_size=ticks.size,
+        )
+        if ticks.angle is not None:
+            axis.tickangle = None if ticks.angle == "auto" else ticks.angle  # unset: Plotly's own "auto"
+    return fig
+
+
+# -- small multiples --------------------------------------------------------------------------------
+
+PANEL_MIN = 140  # px: the narrowest panel of a row of heatmaps
+PANEL_MAX_NEED = 190  # px: no panel needs more than this to be read
+PANEL_GAP = 20  # px between panels side by side
+ROW_GAP = 45  # px between rows of panels (the next row's titles)
+ROW_PX = 22  # px per query row of a panel, as far as the panel's shape allows
+
+
+@dataclass(frozen=True)
+class Grid:
+    rows: int
+    cols: int
+    panel_w: float  # px
+    panel_h: float  # px
+
+
+def panel_grid(panels: int, queries: int, keys: int, plot_w: float) -> Grid:
+    """Rows × columns for ``panels`` heatmaps of ``queries`` × ``keys`` in ``plot_w`` px, each panel
+    wide enough for its key labels; as few rows as that allows, the columns balanced."""
+    need = max(PANEL_MIN, min(keys * LINE * 12, PANEL_MAX_NEED))
+    most = max(1, min(panels, int((plot_w + PANEL_GAP) // (need + PANEL_GAP))))
+    rows = math.ceil(panels / most)
+    cols = math.ceil(panels / rows)
+    panel_w = (plot_w - (cols - 1) * PANEL_GAP) / cols
+    panel_h = min(max(ROW_PX * queries, 120), max(1.2 * panel_w, 240))
+    return Grid(rows, cols, panel_w, panel_h)
+
+
+# -- the model view's tiles -------------------------------------------------------------------------
+
+TILE_MAX = 160  # px: the tallest tile (a small grid would otherwise fill a screen)
+TILE_MIN = 24  # px: the shortest tile a head's pattern still shows in
+VIEW_MAX = 1400  # px: the model view's height, unless that would make tiles shorter than TILE_MIN
+VIEW_CHROME = 70  # px: its head numbers, their title and the margins (measured in chromium)
+LAYER_LABELS = 55  # px: its layer numbers, their title and the margins
+
+
+def tile_size(layers: int, heads: int, width: int = PLOT_WIDTH) -> tuple[float, float]:
+    """(width, height) in px of one model-view tile: the heads share the width, and a tile is as
+    tall as it is wide where the page's height allows, else as tall as fits (30 × 9: 85 × 44)."""
+    tile_w = (width - LAYER_LABELS) / heads
+    fits = (VIEW_MAX - VIEW_CHROME) / layers
+    return tile_w, max(min(tile_w, TILE_MAX, fits), TILE_MIN)
