@@ -16,14 +16,12 @@ st.page_link(
 )
 st.page_link(
     "app_pages/positional.py",
-    label="**Positional encoding**: the sinusoidal curves, the whole "
-    "matrix P, why P·Pᵀ depends on the offset between positions, and the binary-counter analogy.",
+    label="**Positional encoding**: sinusoidal curves, the matrix P, why P·Pᵀ depends on the offset; binary counting.",
     icon="🌊",
 )
 st.page_link(
     "app_pages/pooling.py",
-    label="**Attention pooling**: Nadaraya–Watson kernel regression as the "
-    "simplest attention; pick a kernel and bandwidth, or train the kernel width live.",
+    label="**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live.",
     icon="📈",
 )
 

@@ -52,7 +52,11 @@ valid_len = c1.slider(
 temperature = c2.slider("cosine temperature", 0.05, 2.0, 0.2, 0.05, key=K + "temp")
 sigma = c3.slider("Gaussian σ", 0.25, 10.0, 2.0, 0.25, key=K + "sigma")
 c1, c2 = st.columns(2)
-identical = c1.toggle("make every key identical (the attention-pooling tutorial: the weights become uniform)", key=K + "same")
+identical = c1.toggle(
+    "make every key identical (weights turn uniform)",
+    key=K + "same",
+    help="The attention-pooling tutorial: when all keys are equal, every score is equal, so softmax spreads evenly.",
+)
 relative = c2.toggle(
     "add a relative position bias (the self-attention tutorial)",
     key=K + "relbias",
