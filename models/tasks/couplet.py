@@ -301,15 +301,33 @@ class CoupletBatches(PairBatches):
     def examples(self, epoch: int) -> list[tuple[list[int], list[int]]]:
         return [x for stage in self.stages(epoch) for x in stage]
 
+    def passes(self, steps: int) -> float:
+        """How many passes over the training couplets ``steps`` batches make (epochs, fractional)."""
+        epoch = 0
+        while True:
+            n = len(self._groups(epoch))
+            if steps <= n:
+                return epoch + steps / n
+            steps, epoch = steps - n, epoch + 1
+
+    def _groups(self, epoch: int) -> list[tuple[list, list[int]]]:
+        """The epoch's batches as (stage lines, member indices), in training order."""
+        rng = random.Random(self.seed * 7_919 + epoch)
+        return [
+            (stage, group)
+            for stage in self.stages(epoch)
+            for group in bucketed_batches([len(s) for s, _ in stage], self.batch_size, rng)
+        ]
+
     def __call__(self, epoch: int) -> list[Batch]:
         if self._cache and self._cache[0] == epoch:
             return self._cache[1]
-        rng = random.Random(self.seed * 7_919 + epoch)
-        batches = []
-        for stage in self.stages(epoch):
-            for group in bucketed_batches([len(s) for s, _ in stage], self.batch_size, rng):
-                src, tgt = [stage[i][0] for i in group], [stage[i][1] for i in group]
-                batches.append(make_batch(src, tgt, bos_id=self.bos_id, pad_id=self.pad_id))
+        batches = [
+            make_batch(
+                [stage[i][0] for i in g], [stage[i][1] for i in g], bos_id=self.bos_id, pad_id=self.pad_id
+            )
+            for stage, g in self._groups(epoch)
+        ]
         self._cache = (epoch, batches)
         return batches
 

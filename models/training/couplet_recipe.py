@@ -77,7 +77,7 @@ class CoupletRecipe(Recipe):
             "stages_per_epoch": batches.STAGES,
         }
         return {
-            **super().facts(result, split, batches),
+            "epochs": round(batches.passes(result.step), 2),  # passes over the training couplets
             "join_prob": self.args.join_prob,
             "curriculum": curriculum,
         }

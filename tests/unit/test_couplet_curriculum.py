@@ -112,6 +112,13 @@ def test_batches_are_deterministic_per_seed_and_epoch_and_replayable(batches):
     assert batches.examples(1) != batches.examples(2) and batches.examples(1) != other.examples(1)
 
 
+def test_passes_count_epochs_of_the_training_couplets(batches):
+    first, second = len(batches(0)), len(batches(1))
+    assert first != second  # the ramp's short lines make epoch 0 longer in batches
+    assert batches.passes(first) == 1.0 and batches.passes(first // 2) == (first // 2) / first
+    assert batches.passes(first + second // 2) == 1 + (second // 2) / second
+
+
 def test_mix_scales_only_the_shares_the_curriculum_ramps():
     mix = ClauseMix(multi=0.6, three=0.4, span=0.3, long=0.2, other_marks=0.1)
     half = mix.scaled(0.5)
