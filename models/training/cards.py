@@ -84,7 +84,7 @@ def curriculum_words(info: dict) -> str:
             f"shares of joins, pieces and long clauses grow stage by stage from {first:.0%} of their values to all of\n"
             f"them at the end of epoch {c['ramp_epochs']:g}, so training starts on mostly whole 5/7 lines."
         )
-    return f"""Training lines of one to three clauses, 3 to {c["max_chars"]} characters, are built anew each epoch
+    return f"""Training lines of one to three clauses, up to {c["max_chars"]} characters, are built anew each epoch
 from the training couplets (`CoupletBatches`, models/tasks/couplet.py). A couplet's lines are
 parallel position by position, so {c["multi"]:.0%} of the lines join 2–3 clauses ({c["three"]:.0%} of them three)
 by "，" at the same places on both sides ({c["other_marks"]:.0%} of the joins by 、；。！？). A joined line's

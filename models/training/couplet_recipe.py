@@ -3,7 +3,7 @@
 ``couplet_rnn_recipe`` and ``couplet_transformer_recipe`` add their networks to it; the
 steps every family takes are ``models.training.recipe``'s.
 
-The schedule (issue 16): training lines of one to three clauses, 3 to 30 characters, built
+The schedule (issue 16): training lines of one to three clauses, 5 to 30 characters, built
 from the training couplets by ``CoupletBatches`` (a share ``join_prob`` of 2–3 clauses joined
 by "，"; clauses whole, cut, or two pieces side by side), with a ramp over the first
 ``ramp_epochs`` from mostly whole 5/7 lines to that mix. Quick checks watch the held-out
