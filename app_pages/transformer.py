@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import cached
+from ui import cached, long_context
 from ui.live_heads import HINT, model_view_chart
 from ui.views import head_view_block, show_notices
 from ui.widgets import chart, csv_button, plain, plural, text_box
@@ -26,6 +26,9 @@ if not models:
 c1, c2 = st.columns([1, 3])
 model_id = c1.selectbox("model", models, index=cached.first_index(models), key=K + "model")
 model = cached.capabilities(model_id)
+if long_context.offered(model_id) and c1.toggle("long input", key=K + "long", help=long_context.HELP):
+    long_context.page(model_id, c2)  # inputs up to the model's own context, from queries and keys
+    st.stop()
 text = text_box(c2, "text", K + "text", 10_000, model.example)  # kept across models once typed
 c1, c2, c3 = st.columns(3)
 merge = c1.toggle("merge word pieces into words", key=K + "merge")
