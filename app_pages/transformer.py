@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from ui import cached, long_context
+from ui import cached, compare, long_context
 from ui.live_heads import HINT, model_view_chart
 from ui.views import head_view_block, show_notices
 from ui.widgets import chart, csv_button, plain, plural, text_box
@@ -73,7 +73,9 @@ def heads_tab():
 
 
 tokens = (record.query_tokens, record.key_tokens)
-tab_heads, tab_stats, tab_flow, tab_pos = st.tabs(["Heads", "Head statistics", "Rollout & flow", "Positions"])
+tab_heads, tab_stats, tab_flow, tab_pos, tab_cmp, tab_mask = st.tabs(
+    ["Heads", "Head statistics", "Rollout & flow", "Positions", "Compare two inputs", "Mask a token"]
+)
 with tab_heads:
     heads_tab()
 
@@ -132,3 +134,9 @@ with tab_pos:
         "A head that peaks at −1 looks at the previous token; the P·Pᵀ curve is how similar two "
         "sinusoidal positions are at each offset (d = 64), the signal a head can use to find offsets."
     )
+
+with tab_cmp:
+    compare.compare_tab(model_id, text, kind, merge, hide, view)
+
+with tab_mask:
+    compare.mask_tab(model_id, text, kind, merge, hide, view)
