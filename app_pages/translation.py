@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui.cached import capabilities, card_table, first_index, model_choices, run_model, translation_cost
-from ui.views import alignment_chart, show_notices
+from ui.views import alignment_chart, difference_chart, show_notices
 from ui.widgets import chart, plain, text_box
 from viz_core.export import series_frame
 from viz_core.figures import lines
@@ -81,6 +81,19 @@ for col, m in zip(st.columns(len(shown)), shown, strict=True):
         st.markdown(f"### {plain(results[m].output if results[m].output is not None else used)}")
         st.caption(f"{m}, {how} · log-probability {rec.meta['log_prob']:.2f}{unfinished}")
         alignment_chart(rec, FONT, AXES, K + "heat_" + m, m, title=m if both else "")
+
+if both:
+    # The same French forced through both models, so that their rows line up word for word.
+    a_id, b_id = shown
+    reference = french or results[a_id].output
+    a, b = (run(m, english, reference, 1).records["cross"] for m in shown)
+    st.subheader(f"Difference: {a_id} − {b_id}")
+    whose = "yours" if french else f"{a_id}'s translation"
+    st.caption(
+        f"Both models force-decode the same French ({whose}), so each row is the same word: "
+        "red where the first model reads an English word more, blue where the second does."
+    )
+    difference_chart(a, b, (a_id, b_id), FONT, K + "diff", "translation_difference")
 
 with st.expander("The Bahdanau tutorial's four sentences, translated by " + ", ".join(shown), expanded=False):
     for sentence in SEED_SENTENCES:

@@ -6,6 +6,7 @@ Heavy imports (transformers, streamlit) wait inside the functions that need them
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
@@ -285,3 +287,12 @@ def check_unknown_long_and_empty(run: Callable, key: str, unknown: str, long: st
     at.text_input(key=key).set_value("   ")
     at = run(at)
     assert at.info and not at.get("plotly_chart")
+
+
+def z_of(trace: dict) -> np.ndarray:
+    """A heatmap trace's z as an array (plotly sends typed arrays as base64 with dtype and shape)."""
+    z = trace["z"]
+    if isinstance(z, dict):
+        shape = [int(s) for s in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.asarray(z, dtype=float)

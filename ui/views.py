@@ -32,6 +32,19 @@ def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filen
     chart(alignment_figure(rec, font, axes, title), record_frame(rec), key, filename)
 
 
+def difference_chart(
+    a: AttentionRecord, b: AttentionRecord, names: tuple[str, str], font: int, key: str, filename: str
+):
+    """``a − b`` for two one-head records with the same shape (the same rows and keys), on a diverging
+    scale: red where ``a`` attends more; rows labelled 'x｜y' where the two records' tokens differ."""
+    rows = [x if x == y else f"{x}｜{y}" for x, y in zip(a.query_tokens, b.query_tokens, strict=True)]
+    diff = a.head() - b.head()
+    panels = {f"{names[0]} − {names[1]}": diff}
+    fig = heatmap_row(panels, rows, a.key_tokens, zmin=-1, zmax=1, colorscale="RdBu_r", label="difference")
+    frame = pd.DataFrame(diff, index=rows, columns=hover_labels(a.key_tokens)).reset_index()
+    chart(larger_ticks(fig, font), frame, key, filename)
+
+
 def show_notices(notices, warn: bool = False) -> None:
     """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption."""
     for notice in dict.fromkeys(notices):

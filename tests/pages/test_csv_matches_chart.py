@@ -1,7 +1,6 @@
 """Each chart's CSV holds the numbers the chart shows, with tokens where the chart has tokens
 (issue 17, item 9), read back from the download buttons as a browser would get them."""
 
-import base64
 import io
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 import streamlit.testing.v1.app_test as app_test
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from tests.support import charts, page_runner
+from tests.support import charts, page_runner, z_of
 
 
 class KeptStorage(MemoryMediaFileStorage):
@@ -34,14 +33,6 @@ def download(at, key: str) -> pd.DataFrame:
     button = next(b for b in at.get("download_button") if b.proto.id.endswith(key))
     data = KeptStorage.last.get_file(button.proto.url.rsplit("/", 1)[1]).content
     return pd.read_csv(io.BytesIO(data), encoding="utf-8-sig")
-
-
-def z_of(trace: dict) -> np.ndarray:
-    z = trace["z"]
-    if isinstance(z, dict):  # plotly's typed array: base64 with dtype and shape
-        shape = [int(s) for s in str(z["shape"]).split(",")]
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return np.asarray(z, dtype=float)
 
 
 def test_learned_positions_csv_holds_both_whole_matrices():

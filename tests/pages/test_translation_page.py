@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
-from tests.support import charts, check_unknown_long_and_empty, page_runner
+from models.registry import load
+from tests.support import charts, check_unknown_long_and_empty, page_runner, z_of
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "app_pages/translation.py"
 K = "translate_"
+MODELS = ("translate-gru-additive", "translate-lstm-dot")
 
 
 run = page_runner(PAGE, 180)
@@ -48,3 +53,19 @@ def test_seed_sentence_button_forced_french_and_both_models():
 
 def test_unknown_chinese_long_and_empty_input():
     check_unknown_long_and_empty(run, K + "english", "I love 你 zyxxyq", "word " * 500, "first 50")
+
+
+def test_both_models_show_their_difference_on_the_same_french():
+    at = run()
+    at.toggle(key=K + "both").set_value(True)
+    at = run(at)
+    diff = next(
+        f for f in charts(at) if "−" in json.dumps(f["layout"].get("annotations", []), ensure_ascii=False)
+    )
+    shown = z_of(diff["data"][0])
+    # the same French (the first model's translation) forced through both models, subtracted row by row
+    french = next(m.value[4:] for m in at.markdown if m.value.startswith("### "))
+    a, b = (load(m).run("I'm home.", french).records["cross"].head() for m in MODELS)
+    assert shown.shape == a.shape == b.shape
+    assert np.allclose(shown, a - b, atol=1e-3)
+    assert np.abs(a - b).max() > 0.01  # two different models: the difference is not empty
