@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 from ui import cached, compare, long_context
+from ui.line_view import line_view_block
 from ui.live_heads import HINT, model_view_chart
 from ui.views import head_view_block, show_notices
 from ui.widgets import chart, csv_button, plain, plural, text_box
@@ -70,6 +71,9 @@ def heads_tab():
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
     csv = (K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
     head_view_block(record, K + "heads", view["record_id"], layer, head, csv)
+
+    st.subheader("Line view")
+    line_view_block(record, layer, head, K + "line")
 
 
 tokens = (record.query_tokens, record.key_tokens)

@@ -270,7 +270,8 @@ def page_runner(page: str, timeout: float) -> Callable[[AppTest | None], AppTest
 def charts(at: AppTest) -> list[dict]:
     """Every figure on the page: first those drawn by ui.live_heads (model view, head view), then
     the ``st.plotly_chart`` ones, each in page order."""
-    live = [json.loads(json.loads(c.proto.json)["figure"]) for c in at.get("bidi_component")]
+    data = [json.loads(c.proto.json) for c in at.get("bidi_component")]
+    live = [json.loads(d["figure"]) for d in data if "figure" in d]
     return live + [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
@@ -296,3 +297,13 @@ def z_of(trace: dict) -> np.ndarray:
         shape = [int(s) for s in str(z["shape"]).split(",")]
         return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
     return np.asarray(z, dtype=float)
+
+
+def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
+    """Click the model view's tile (layer, head) in a Playwright page, as a person would."""
+    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
+    box = tile.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)
+    page.mouse.down()
+    page.mouse.up()

@@ -92,9 +92,12 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
   box.group = group;
   box.pick = setTriggerValue;
   group.pick = (layer, head) => box.pick("pick", { layer, head });
+  group.highlight = (layer, head) => highlightTile(Plotly, box, group, layer, head);
   if (box.figure !== data.figure) {
     box.figure = data.figure;
     await drawFigure(Plotly, box, data.figure, data.config);
+    group.tile = box.div.layout.meta?.tile; // [tq, tk] cells a tile (viz_core/model_view.py)
+    if (group.open) group.highlight(...group.open);
   }
   if (!box.listening) {
     box.listening = true;
@@ -108,6 +111,24 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
   }
 }
 
+function tileBounds(tile, layer, head) {
+  // Tiles of tq × tk cells with a one-cell gutter after each (viz_core/model_view.py).
+  const [tq, tk] = tile;
+  const x0 = head * (tk + 1) - 0.5, y0 = layer * (tq + 1) - 0.5;
+  return { x0, x1: x0 + tk, y0, y1: y0 + tq };
+}
+
+function highlightTile(Plotly, box, group, layer, head) {
+  // The open head framed in the model view (Dodrio); head = null frames the whole layer.
+  group.open = [layer, head];
+  if (!group.tile || !(layer >= 0 && layer < group.grid[0])) return;
+  const first = tileBounds(group.tile, layer, 0);
+  const bounds = head === null ? { ...first, x1: tileBounds(group.tile, layer, group.grid[1] - 1).x1 }
+    : tileBounds(group.tile, layer, head);
+  const frame = { type: "rect", xref: "x", yref: "y", ...bounds, line: { color: "#d62728", width: 3 }, name: "open head" };
+  Plotly.relayout(box.div, { shapes: [frame] });
+}
+
 function showHead(Plotly, box, group, layer, head) {
   // Redraw from the weights already here: same matrix, colour range and title as Python's figure.
   const heads = group.heads;
@@ -117,6 +138,7 @@ function showHead(Plotly, box, group, layer, head) {
   const i = layer * perLayer + head;
   const z = Array.from({ length: q }, (_, r) => group.weights.subarray((i * q + r) * k, (i * q + r + 1) * k));
   box.shown = `${heads.id}|${layer}|${head}`;
+  group.highlight?.(layer, head);
   Plotly.update(box.div, { z: [z], zmax: [heads.zmax[i]] }, { "title.text": heads.titles[i] });
 }
 
@@ -144,6 +166,9 @@ async function drawHeadView(Plotly, box, data) {
     box.div.addEventListener("pointerdown", () => box.div.focus({ preventScroll: true }), true);
     box.div.addEventListener("keydown", (event) => stepHead(groups[data.group], box, event));
   }
+  const [, layer, head] = data.shown.split("|");
+  group.open = [Number(layer), /^\d+$/.test(head) ? Number(head) : null]; // "average" etc.: the layer
+  group.highlight?.(...group.open);
   if (box.shown === data.shown) return; // on screen already, perhaps drawn from the weights here
   box.shown = data.shown;
   box.single = data.single;

@@ -103,5 +103,6 @@ def model_view(
         margin=dict(l=10, r=10, t=60, b=10),
         height=round(VIEW_CHROME + layers * tile_h),
         clickmode="event",  # a click opens the head; no selection to redraw
+        meta={"tile": [tq, tk]},  # the browser frames the open head's tile (ui/live_heads.js)
     )
     return fig

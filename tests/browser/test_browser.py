@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
-from tests.support import SHOTS
+from tests.support import SHOTS, click_tile
 
 pytestmark = pytest.mark.browser
 PAGES = ["scoring", "positional", "pooling", "transformer", "couplets", "translation"]
@@ -100,15 +100,6 @@ def test_model_view_click_opens_that_head(page):
     page.keyboard.press("ArrowDown")
     page.locator(".gtitle", has_text="layer 2, head 3").first.wait_for(timeout=30_000)
     page.get_by_text("CSV: minilm_layer2_3").wait_for(timeout=30_000)
-
-
-def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
-    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
-    box = tile.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(300)
-    page.mouse.down()
-    page.mouse.up()
 
 
 def test_model_view_click_on_an_input_too_long_to_send_whole_asks_python(page):

@@ -13,8 +13,18 @@ PAGE = "app_pages/transformer.py"
 run = page_runner(PAGE, 300)
 
 
-def live_data(at: AppTest) -> list[dict]:
+def components(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.json) for c in at.get("bidi_component")]
+
+
+def live_data(at: AppTest) -> list[dict]:
+    """The model view's and the head view's data (``ui/live_heads``), in that order."""
+    return [c for c in components(at) if "role" in c]
+
+
+def line_data(at: AppTest) -> dict:
+    """The line view's data (``ui/line_view``)."""
+    return next(c for c in components(at) if "queries" in c)
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +112,25 @@ def test_exact_flow_on_request_for_a_short_input():
     assert not at.exception
     titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
     assert len(titles) == n_before + 1 and any("attention flow" in t for t in titles)
+
+
+def test_line_view_draws_the_open_head_and_overlays_others():
+    at = run()
+    at.text_input(key="tf_text").set_value("The cat sat on the mat.").run()
+    at.selectbox(key="tf_head").set_value("2").run()
+    data = line_data(at)
+    from models.registry import load
+
+    record = load("minilm").run("The cat sat on the mat.").records["self"]
+    weights = record.head(3, 2)
+    assert data["queries"][0] == "[CLS]" and len(data["keys"]) == weights.shape[1]
+    (only,) = data["heads"]
+    assert only["head"] == 2
+    assert len(only["links"]) == int((weights >= 0.01).sum())  # every visible weight, nothing else
+    for q, k, w in only["links"]:
+        assert abs(w - weights[q, k]) < 1e-3
+    at.multiselect(key="tf_line_heads").set_value([7, 2]).run()
+    assert [h["head"] for h in line_data(at)["heads"]] == [2, 7]  # the open head first, no repeat
+    assert len({h["colour"] for h in line_data(at)["heads"]}) == 2
+    at.selectbox(key="tf_head").set_value("average").run()
+    assert [h["head"] for h in line_data(at)["heads"]] == [7, 2]

@@ -1,0 +1,78 @@
+"""The views BertViz and Dodrio users look for, in chromium: the line view and the open head framed."""
+
+import numpy as np
+import pytest
+
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from tests.support import click_tile
+
+pytestmark = pytest.mark.browser
+TEXT = "The cat sat on the mat because it was tired."
+VISIBLE_LINES = "() => [...document.querySelectorAll('svg.atlas-line-view line')].filter((l) => l.style.display !== 'none')"
+
+
+@pytest.fixture(scope="module")
+def page():
+    problem = chromium_missing()
+    assert problem is None, problem
+    with streamlit_server() as url, browser_page(height=3000) as pg:
+        pg.goto(f"{url}/transformer")
+        pg.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+        pg.wait_for_selector("svg.atlas-line-view", timeout=60_000)
+        yield pg
+
+
+def test_the_open_head_is_framed_in_the_model_view(page):
+    frame = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].layout.shapes?.[0]")
+    assert frame is not None  # the first load's head (layer 3, head 0) is framed already
+    click_tile(page, 1, 2)
+    page.locator(".gtitle", has_text="layer 1, head 2").first.wait_for(timeout=30_000)
+    picks = page.evaluate(
+        "() => { const t = document.querySelectorAll('.js-plotly-plot')[0]._fullData[1];"
+        " return {x: Array.from(t.x), y: Array.from(t.y)}; }"
+    )
+    frame = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].layout.shapes[0]")
+    inside = [
+        (i, j)
+        for i in range(6)
+        for j in range(12)
+        if frame["x0"] < picks["x"][i * 12 + j] < frame["x1"]
+        and frame["y0"] < picks["y"][i * 12 + j] < frame["y1"]
+    ]
+    assert inside == [(1, 2)]  # exactly the clicked tile, nothing else
+    page.get_by_text("CSV: minilm_layer1_2").wait_for(timeout=30_000)
+
+
+def test_line_view_lines_are_the_weights_and_hover_isolates_a_token(page):
+    from models.registry import load
+
+    weights = load("minilm").run(TEXT).records["self"].head(1, 2)  # the head the last test opened
+    page.wait_for_function(
+        f"() => ({VISIBLE_LINES})().length === {int((weights >= 0.01).sum())}", timeout=30_000
+    )
+    token = page.locator("svg.atlas-line-view .atlas-line-q text").nth(3)
+    token.hover()
+    shown = page.evaluate(
+        f"() => ({VISIBLE_LINES})().map((l) => [+l.dataset.q, +l.dataset.k, +l.getAttribute('stroke-opacity')])"
+    )
+    assert {q for q, _, _ in shown} == {3}
+    assert len(shown) == int((weights[3] >= 0.01).sum())
+    for _, k, w in shown:
+        assert w == pytest.approx(weights[3, k], abs=1e-3)
+    page.mouse.move(5, 5)  # leave the column: every line again
+    page.wait_for_function(f"() => ({VISIBLE_LINES})().length === {int((weights >= 0.01).sum())}")
+    assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_line_view_shows_html_in_a_token_as_text(page):
+    box = page.get_by_label("text")
+    box.fill("<img src=x onerror=alert(1)> cat")
+    box.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('svg.atlas-line-view text')].some((t) => t.textContent === '<')",
+        timeout=60_000,
+    )
+    assert page.locator("svg.atlas-line-view img, img[src='x']").count() == 0
+    assert np.isfinite(page.evaluate("() => document.querySelectorAll('svg.atlas-line-view line').length"))
+    box.fill(TEXT)
+    box.press("Enter")

@@ -1,0 +1,75 @@
+// BertViz's line view: queries on the left, keys on the right, a line per weight whose opacity
+// is the weight, one colour per head. Hovering a token shows only its own lines. Every token
+// is set as text (textContent), never parsed as HTML.
+const SVG = "http://www.w3.org/2000/svg";
+const ROW = 22; // px per token row
+const TOP = 2 * ROW; // the legend's band above the tokens
+
+function el(name, attrs, parent) {
+  const node = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  parent?.appendChild(node);
+  return node;
+}
+
+function tokenColumn(svg, tokens, x, anchor, side) {
+  const column = el("g", { class: `atlas-line-${side}` }, svg);
+  tokens.forEach((token, i) => {
+    const label = el("text", { x, y: TOP + (i + 1) * ROW, "text-anchor": anchor, "data-i": i, class: "atlas-token", fill: "currentColor" }, column);
+    label.textContent = token;
+  });
+  return column;
+}
+
+function legend(svg, heads) {
+  // One coloured square and "head h" per overlaid head, above the columns.
+  const band = el("g", { class: "atlas-legend" }, svg);
+  heads.forEach(({ head, colour }, i) => {
+    el("rect", { x: 8 + i * 90, y: ROW - 12, width: 14, height: 14, fill: colour }, band);
+    el("text", { x: 28 + i * 90, y: ROW, fill: "currentColor" }, band).textContent = `head ${head}`;
+  });
+}
+
+function isolate(svg, side, i) {
+  // side = "q" or "k": keep the lines of token i on that side; i = null: show every line.
+  for (const line of svg.querySelectorAll("line")) {
+    line.style.display = i === null || line.dataset[side] === String(i) ? "" : "none";
+  }
+  for (const label of svg.querySelectorAll(".atlas-token")) label.style.fontWeight = "";
+}
+
+function draw(parent, data) {
+  parent.replaceChildren();
+  const width = Math.max(320, Math.min(parent.clientWidth || 700, 900));
+  const rows = Math.max(data.queries.length, data.keys.length);
+  const svg = el("svg", { width, height: TOP + (rows + 1) * ROW, class: "atlas-line-view", role: "img" }, parent);
+  svg.style.fontFamily = "Noto Sans CJK SC, Source Han Sans SC, Arial, sans-serif";
+  svg.style.fontSize = "14px";
+  const left = width * 0.3, right = width * 0.7;
+  legend(svg, data.heads);
+  const links = el("g", { class: "atlas-links" }, svg);
+  for (const { head, colour, links: pairs } of data.heads) {
+    for (const [q, k, w] of pairs) {
+      el("line", {
+        x1: left + 6, y1: TOP + (q + 1) * ROW - 5, x2: right - 6, y2: TOP + (k + 1) * ROW - 5,
+        stroke: colour, "stroke-width": 2, "stroke-opacity": w, "data-q": q, "data-k": k, "data-head": head,
+      }, links);
+    }
+  }
+  const sides = [[data.queries, left - 4, "end", "q"], [data.keys, right + 4, "start", "k"]];
+  for (const [tokens, x, anchor, side] of sides) {
+    const column = tokenColumn(svg, tokens, x, anchor, side);
+    column.addEventListener("mouseover", (event) => {
+      const i = event.target.dataset?.i;
+      if (i === undefined) return;
+      isolate(svg, side, i);
+      event.target.style.fontWeight = "bold";
+    });
+    column.addEventListener("mouseleave", () => isolate(svg, side, null));
+  }
+}
+
+export default function (component) {
+  const { data, parentElement } = component;
+  draw(parentElement, data);
+}
