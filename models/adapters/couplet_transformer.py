@@ -90,6 +90,42 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
         }
         return RunResult(records, None if lower else "".join(written), notices)
 
+    def replacements(self) -> dict[str, str]:
+        """What may stand in for a masked character: the vocabulary has no mask, so ``<unk>``
+        (a ``<pad>`` key would be masked out of attention altogether, not read as a token)."""
+        from models.text.vocab import UNK
+
+        return {"unk": UNK}
+
+    def run_masked(
+        self, text: str, position: int, replacement: str | None = "unk", target: str | None = None, **_
+    ) -> RunResult:
+        """``run(text, target)`` with the upper line's character at ``position`` read as ``<unk>``.
+
+        Give the unmasked run's output as ``target`` so that the decoder reads the same lower line
+        and every record keeps its rows."""
+        from models.adapters.base import TOP_K
+        from models.tasks.couplet import Line
+
+        upper = self.prepare(text, self.source_name)
+        if not 0 <= position < len(upper.chars):
+            raise ValueError(
+                f"position {position} is outside this upper line's characters 0–{len(upper.chars) - 1}"
+            )
+        choices = self.replacements()
+        if (replacement or "unk") not in choices:
+            raise ValueError(f"{self.model_id} masks with <unk> only, not {replacement}")
+        chars = list(upper.chars)
+        chars[position] = choices[replacement or "unk"]
+        upper = Line(chars, upper.notices, upper.truncated)
+        lower = None if target is None else self.prepare(target, self.target_name)
+        if lower is None:
+            decoded = self.runner.generate([upper.tokens], top_k=TOP_K)[0]
+        else:
+            decoded = self.runner.force([upper.tokens], [lower.tokens], top_k=TOP_K)[0]
+        notices = [*upper.notices, *(lower.notices if lower else []), *self.notices(upper, lower)]
+        return self.result(upper, lower, decoded, "forced" if lower else "greedy", notices)
+
 
 from_checkpoint = CoupletTransformerAdapter.from_checkpoint
 

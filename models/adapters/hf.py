@@ -13,7 +13,7 @@ The module also registers the Hugging Face families an uploaded folder may hold 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 MAX_CHARS = 20_000  # longer input is cut before tokenizing (the token limit then applies)
+MASK_NAMES = ("mask", "pad", "unk", "eos")  # what may stand in for a masked token, in this order
 
 
 class InputError(ValueError):
@@ -138,11 +139,51 @@ class HFAdapter:
         src = self.encode(text, max_tokens)
         if self.family == "seq2seq":
             return self._run_seq2seq(src, target)
+        return self.run_encoded(src)
+
+    def run_encoded(self, src: Encoded) -> RunResult:
+        """Self-attention of an encoder or causal LM for ids already made (``encode``, ``masked``)."""
+        if self.family == "seq2seq":
+            raise InputError(f"{self.model_id}: ids are run through self-attention models only, not seq2seq")
         with torch.no_grad():
             out = self.model(input_ids=src.ids.to(self.device), output_attentions=True)
         weights = self._stack(out.attentions, "self-attention")  # [layers, heads, query, key]
         record = self._record(weights, src, src, "self")
         return RunResult(records={"self": record}, output=None, notices=src.notices)
+
+    # ------------------------------------------------------------------ one token masked (exBERT)
+    def replacements(self) -> dict[str, str]:
+        """What may stand in for a masked token, by name: the tokenizer's mask, else pad, unk, eos
+        (those it has, each token once, the mask first): ``{"mask": "[MASK]", "pad": "[PAD]", …}``."""
+        out: dict[str, str] = {}
+        for name in MASK_NAMES:
+            token = getattr(self.tokenizer, f"{name}_token", None)
+            if token is not None and str(token) not in out.values():
+                out[name] = str(token)
+        return out
+
+    def masked(self, text: str, position: int, replacement: str | None = None) -> Encoded:
+        """``text`` encoded, with the id at ``position`` replaced by the ``replacement`` token's id
+        (by default the first of ``replacements()``). Length, special flags and words stay as they
+        were; a special token (``[CLS]``, ``<s>``…) cannot be masked."""
+        src = self.encode(text)
+        n = src.ids.shape[1]
+        if not 0 <= position < n:
+            raise InputError(f"position {position} is outside this input's tokens 0–{n - 1}")
+        if src.special[position]:
+            raise InputError(f"{src.tokens[position]} is a special token: special tokens cannot be masked")
+        choices = self.replacements()
+        name = replacement or next(iter(choices), None)
+        if name not in choices:
+            raise InputError(f"{self.model_id}'s tokenizer has no {name} token to mask with")
+        ids = src.ids.clone()
+        ids[0, position] = int(self.tokenizer.convert_tokens_to_ids(choices[name]))
+        flags = [*src.special[:position], True, *src.special[position + 1 :]]  # a label of its own
+        return replace(self._encoded(ids, flags, src.word_ids, src.notices), special=src.special)
+
+    def run_masked(self, text: str, position: int, replacement: str | None = None, **_) -> RunResult:
+        """``run(text)`` with the token at ``position`` masked (``masked``)."""
+        return self.run_encoded(self.masked(text, position, replacement))
 
     def run_repeated(self, period: int = 20, seed: int = 0) -> tuple[AttentionRecord, int]:
         """Self-attention on a random token sequence repeated twice (the induction-head probe).
