@@ -36,6 +36,14 @@ merge = c1.toggle("merge word pieces into words", key=K + "merge")
 hide = c2.toggle("hide special tokens", key=K + "hide")
 kinds = list(model.kinds)
 kind = c3.radio("attention", kinds, horizontal=True, key=K + "kind") if len(kinds) > 1 else kinds[0]
+WEIGHTED_HELP = (
+    "Kobayashi et al. (2020), 'Attention is not only a weight': αᵢⱼ times the norm of key j's value "
+    "vector through the head's output projection, ‖αᵢⱼ f(xⱼ)‖, each row rescaled to sum to 1. A large "
+    "weight on a token whose value vector is tiny (often [SEP] or the first token) moves little."
+)
+weighted = cached.value_weighting_offered(model_id) and c3.toggle(
+    "weight by value norms ‖α f(x)‖", key=K + "value_norms", help=WEIGHTED_HELP
+)
 
 if not text.strip():
     st.info("Type a sentence to see its attention.")
@@ -49,10 +57,15 @@ except (OSError, RuntimeError) as err:  # missing weights or package, a model th
     st.error(f"{model_id} cannot run here: {plain(err)}")
     st.stop()
 show_notices(result.notices)
+if weighted:
+    st.caption(
+        "ℹ️ Every view below shows value-weighted attention ‖α f(x)‖ (rows rescaled to sum to 1), "
+        "not the raw weights α; rollout and flow are computed from it."
+    )
 if result.output:
     st.markdown(f"**Generated:** {plain(result.output)}")
 
-view = cached.transformer_view(model_id, text, kind, merge, hide)
+view = cached.transformer_view(model_id, text, kind, merge, hide, weighted)
 record, share = view["record"], view["special_share"]
 L, H = record.n_layers, record.n_heads
 
@@ -121,7 +134,7 @@ with tab_flow:
         if n > limit:
             st.info(f"Exact attention flow is switched off: this input has {n} tokens (limit {limit}).")
         elif st.toggle("compute exact attention flow", key=K + "flow"):
-            flow = cached.exact_flow(model_id, text, kind, merge, hide)
+            flow = cached.exact_flow(model_id, text, kind, merge, hide, weighted)
             title = "attention flow (max-flow), each row normalised"
             fig = heatmap(flow, *tokens, title=title, label="share")
             chart(fig, token_matrix_frame(flow, *tokens, "flow"), K + "flowchart", f"{model_id}_flow")

@@ -76,11 +76,28 @@ def induction(model_id: str, period: int = 20, seed: int = 0):
     return induction_scores(record.weights, period, offset)
 
 
+@st.cache_data(show_spinner="Reading the value vectors…", max_entries=32)
+def value_norms(model_id: str, text: str):
+    """``[layers, heads, tokens]`` norms ‖f_h(xⱼ)‖ of the value vectors through each head's output slice."""
+    from models.adapters.value_norms import value_norms as norms
+
+    return norms(adapter(model_id), text)
+
+
+def value_weighting_offered(model_id: str) -> bool:
+    """Whether the Transformer page can weight ``model_id``'s attention by value norms."""
+    from models.adapters.value_norms import supports
+
+    return supports(adapter(model_id))
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
-def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: bool) -> dict:
+def transformer_view(
+    model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool = False
+) -> dict:
     """Everything the Transformer page derives from one record, computed once per input and option.
 
-    Switching layer or head then only builds one heatmap.
+    Switching layer or head then only builds one heatmap. ``value_weighted``: ‖α f(x)‖ instead of α.
     """
     from viz_core.derive import hide_special, merge_words, special_share
     from viz_core.model_view import model_view
@@ -88,11 +105,17 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
     from viz_core.wire import all_heads, record_id
 
     record = run_model(model_id, text).records[kind]
+    if value_weighted:
+        from dataclasses import replace
+
+        from models.adapters.value_norms import weighted
+
+        record = replace(record, weights=weighted(record.weights, value_norms(model_id, text)))
     record = merge_words(record) if merge else record
     share = special_share(record)
     record = hide_special(record) if hide else record
     offsets, profile = offset_profile(record.weights)
-    rid = record_id(model_id, text, kind, merge, hide)
+    rid = record_id(model_id, text, kind, merge, hide, value_weighted)
     return {
         "record": record,
         "record_id": rid,
@@ -108,11 +131,11 @@ def transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: boo
 
 
 @st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
-def exact_flow(model_id: str, text: str, kind: str, merge: bool, hide: bool):
+def exact_flow(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool = False):
     """Exact attention flow of the Transformer page's record; each row split over the inputs."""
     from viz_core.stats import attention_flow
 
-    flow = attention_flow(transformer_view(model_id, text, kind, merge, hide)["record"].weights)
+    flow = attention_flow(transformer_view(model_id, text, kind, merge, hide, value_weighted)["record"].weights)
     return flow / flow.sum(-1, keepdims=True)  # each row: how the position's inflow splits over inputs
 
 

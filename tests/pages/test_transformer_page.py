@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -134,3 +135,31 @@ def test_line_view_draws_the_open_head_and_overlays_others():
     assert len({h["colour"] for h in line_data(at)["heads"]}) == 2
     at.selectbox(key="tf_head").set_value("average").run()
     assert [h["head"] for h in line_data(at)["heads"]] == [7, 2]
+
+
+def test_value_norm_weighting_changes_every_view_to_alpha_times_value_norms():
+    from models.adapters.value_norms import value_norms, weighted
+    from models.registry import load
+    from tests.support import z_of
+
+    at = run()
+    text = at.text_input(key="tf_text").value
+    raw = z_of(charts(at)[1]["data"][0])
+    at.toggle(key="tf_value_norms").set_value(True).run()
+    assert not at.exception
+    adapter = load("minilm")
+    expected = weighted(adapter.run(text).records["self"].weights, value_norms(adapter, text))[3, 0]
+    shown = z_of(charts(at)[1]["data"][0])
+    assert np.allclose(shown, expected, atol=2e-3) and not np.allclose(shown, raw, atol=2e-3)
+    assert any("‖α f(x)‖" in c.value for c in at.caption)
+    rollout = next(f for f in charts(at) if "rollout" in str(f["layout"].get("title", {}).get("text", "")))
+    from viz_core.stats import rollout as roll
+
+    assert np.allclose(
+        z_of(rollout["data"][0]),
+        roll(weighted(adapter.run(text).records["self"].weights, value_norms(adapter, text))),
+        atol=2e-3,
+    )
+    at.selectbox(key="tf_model").set_value("couplet-transformer").run()
+    assert not at.exception
+    assert all(t.key != "tf_value_norms" for t in at.toggle)  # not offered where values cannot be read
