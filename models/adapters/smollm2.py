@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from models.registry import register
@@ -34,36 +32,38 @@ def gguf_path() -> Path:
 
 
 def converted_folder() -> Path:
-    """The safetensors folder, converting the GGUF file on first use (atomic: a cut-off run leaves nothing)."""
-    target = cache_root() / CACHE_NAME
-    if (target / "config.json").exists():
-        return target
+    """The safetensors folder, converting the GGUF file on first use; see ``converted``."""
+    return converted()[0]
+
+
+def converted() -> tuple[Path, list[str]]:
+    """The converted folder and any notices. The folder is built beside its place, its
+    ``MANIFEST.json`` (sizes, SHA-256) written last, then renamed in: a run killed mid-way leaves
+    nothing that passes for a cache. Each use checks it against the manifest; a truncated or
+    damaged cache is rebuilt, with a notice (a cache from before manifests is adopted if whole)."""
+    from models.storage.atomic import ensure_folder
+
+    return ensure_folder(cache_root() / CACHE_NAME, convert, adopt=True)
+
+
+def convert(staging: Path) -> None:
+    """Dequantise the GGUF file into a plain safetensors folder at ``staging`` (~25 s)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = gguf_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=CACHE_NAME + ".", dir=target.parent))
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name, local_files_only=True)
-        gguf_model = AutoModelForCausalLM.from_pretrained(
-            source.parent, gguf_file=source.name, local_files_only=True
-        )
-        # The weights are dequantised floats now, but the model still carries the GGUF
-        # quantizer, which refuses to save: rebuild a plain model from the config.
-        config = gguf_model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        model = AutoModelForCausalLM.from_config(config)
-        model.load_state_dict(gguf_model.state_dict())
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        staging.rename(target)
-    except OSError:
-        if not (target / "config.json").exists():  # another process may have won the race
-            raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name, local_files_only=True)
+    gguf_model = AutoModelForCausalLM.from_pretrained(
+        source.parent, gguf_file=source.name, local_files_only=True
+    )
+    # The weights are dequantised floats now, but the model still carries the GGUF
+    # quantizer, which refuses to save: rebuild a plain model from the config.
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config)
+    model.load_state_dict(gguf_model.state_dict())
+    model.save_pretrained(staging)
+    tokenizer.save_pretrained(staging)
 
 
 @register(
@@ -78,4 +78,7 @@ def converted_folder() -> Path:
 def load(device):
     from models.adapters.hf import HFAdapter
 
-    return HFAdapter("smollm2", converted_folder(), device)
+    folder, notices = converted()
+    adapter = HFAdapter("smollm2", folder, device)
+    adapter.load_notices = notices  # a rebuilt cache says so (the log has it too)
+    return adapter

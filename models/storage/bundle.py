@@ -17,6 +17,7 @@ import torch
 
 from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
 from models.nets.transformer import Transformer, TransformerConfig
+from models.storage.atomic import atomic_write
 from models.storage.checkpoint import (
     CheckpointError,
     file_sha256,
@@ -76,11 +77,9 @@ class Seq2SeqBundle:
         config = {k: meta[k] for k in ("format", "format_version", "task", "tokenizer", "config")}
         config["stored_dtype"] = dtype
         config["model_id"] = self.info.get("model_id")
-        (folder / "config.json").write_text(
-            json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        atomic_write(folder / "config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
         vocab = {"src": self.src_vocab.tokens, "tgt": meta["tgt_vocab"]}
-        (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write(folder / "vocab.json", json.dumps(vocab, ensure_ascii=False) + "\n")
         return path
 
     @classmethod

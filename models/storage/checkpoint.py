@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from models.storage.atomic import atomic_path
 
 FORMAT_KEY = "format"
 
@@ -44,11 +45,8 @@ def save_checkpoint(
     header = {k: json.dumps(v, ensure_ascii=False) for k, v in meta.items()}
     header["stored_dtype"] = json.dumps(dtype)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    save_file(out, str(tmp), metadata=header)
-    os.chmod(tmp, 0o644)  # safetensors writes 0600; bundled weights are ordinary repo files
-    tmp.replace(path)  # atomic: a run cut off mid-write leaves the last good file
+    with atomic_path(path) as tmp:  # a run cut off mid-write leaves the last good file
+        save_file(out, str(tmp), metadata=header)
     return path
 
 

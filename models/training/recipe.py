@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import torch
 
 from models.device import describe, pick_device
+from models.storage.atomic import atomic_write
 from models.storage.bundle import Seq2SeqBundle
 from models.text.vocab import Vocab
 from models.training.cards import data_words
@@ -227,7 +228,7 @@ def stored_vocabs(path: Path, build: Callable[[], Vocabs], fresh: bool) -> Vocab
         text = src.to_json()
     else:
         text = json.dumps({"src": src.tokens, "tgt": tgt.tokens}, ensure_ascii=False)
-    path.write_text(text, encoding="utf-8")
+    atomic_write(path, text)
     return src, tgt
 
 
@@ -256,8 +257,8 @@ def bundle_and_report(recipe: Recipe, model, vocabs: Vocabs, info: dict, history
     examples = {} if ev.examples is None else {"examples": ev.examples}
     # ``loaded.info``: the facts as stored, with what ``evaluate`` added (the Transformer's best layer)
     full = {"metrics": ev.metrics, **examples, "training": loaded.info, "history": history}
-    (out / "metrics.json").write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "MODEL_CARD.md").write_text(recipe.card(loaded, loaded.info, ev), encoding="utf-8")
+    atomic_write(out / "metrics.json", json.dumps(full, indent=2, ensure_ascii=False) + "\n")
+    atomic_write(out / "MODEL_CARD.md", recipe.card(loaded, loaded.info, ev))
     return ev.metrics
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from models.storage.atomic import atomic_write
 from models.storage.checkpoint import read_meta
 
 
@@ -29,7 +30,7 @@ def record_command(run_dir: Path, command: str, fresh: bool) -> list[str]:
         if command and (not old or old[-1].split("  #")[0] != command.split("  #")[0])
         else old
     )
-    path.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    atomic_write(path, "".join(f"{x}\n" for x in lines))
     return lines
 
 
@@ -43,7 +44,7 @@ def check_same_run(path: Path, cfg: Any, fresh: bool) -> None:
                 f"{path.parent} holds a run with another config ({', '.join(changed)}); "
                 f"use --fresh or another --run-dir"
             )
-    path.write_text(json.dumps(cfg.to_dict(), indent=2) + "\n", encoding="utf-8")
+    atomic_write(path, json.dumps(cfg.to_dict(), indent=2) + "\n")
 
 
 def logger(path: Path):
