@@ -34,7 +34,7 @@ with st.expander("How to produce a checkpoint"):
 
 couplets = model_choices(("couplet",))
 limits = upload_limits()
-name, data = chosen_file(limits, demo=couplets[first_index(couplets)])
+name, data, limits = chosen_file(limits, demo=couplets[first_index(couplets)])
 upload, cache_key = load_upload(name, data, limits)
 s = upload.summary
 show_summary(s)

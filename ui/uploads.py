@@ -21,6 +21,7 @@ from models.uploads import (
     UploadError,
     export_bytes,
     load_bytes,
+    local,
     parse_vocab,
 )
 from ui.widgets import plain, plural
@@ -67,9 +68,10 @@ def upload_limits() -> Limits:
         st.stop()
 
 
-def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes]:
-    """The uploaded file's name and bytes, or the exported ``demo`` model once its button was
-    pressed; until then the page explains itself and stops."""
+def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes, Limits]:
+    """The uploaded file's name, bytes and the limits that apply: an upload, a path on the server
+    (where ``ATLAS_LOCAL_PATHS=1``), or the exported ``demo`` model once its button was pressed;
+    until then the page explains itself and stops."""
     cap = max(1, limits.max_bytes // MB)  # whole megabytes, as the uploader takes and shows its limit
     upload_file = st.file_uploader(
         f"Checkpoint ({ACCEPTED}; up to {cap:,} MB)",
@@ -84,10 +86,14 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes]:
         if size > cap * MB:
             st.error(f"Refused: {plain(name)} is {size_text(size)}; uploads are limited to {cap:,} MB.")
             st.stop()
-        return name, upload_file.getvalue()
+        return name, upload_file.getvalue(), limits
+    if local.allowed():
+        opened = local_path(limits)
+        if opened is not None:
+            return opened
     if st.session_state.get(K + "demo_on"):
         try:
-            return demo_checkpoint(demo)
+            return (*demo_checkpoint(demo), limits)
         except (OSError, UploadError) as err:
             st.info(f"The demo needs the bundled {demo} weights: {plain(err)}")
             st.stop()
@@ -102,6 +108,26 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes]:
         on_click=lambda: st.session_state.update({K + "demo_on": True}),
     )
     st.stop()
+
+
+def local_path(limits: Limits) -> tuple[str, bytes, Limits] | None:
+    """A checkpoint file or Hugging Face folder opened by its path on the server, or None if no path is typed."""
+    typed = st.text_input(
+        "…or open a checkpoint file or model folder on this server by its path",
+        key=K + "path",
+        placeholder="/models/bert-base-uncased",
+        help="For checkpoints larger than an upload may be. The same checks as an upload; nothing in it runs.",
+    ).strip()
+    if not typed:
+        return None
+    try:
+        bigger = local.local_limits(limits)
+        with st.spinner("Reading the checkpoint from disk…"):
+            name, data = local.read_local(typed, bigger)
+    except (UploadError, OSError) as err:
+        st.error(f"Refused: {plain(err)}")
+        st.stop()
+    return name, data, bigger
 
 
 def ask(need: NeedsAnswers, note) -> dict | None:

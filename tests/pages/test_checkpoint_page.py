@@ -157,3 +157,17 @@ def test_hf_zip_shows_heads_and_minilm_beside(tiny_hf_folders):
     titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
     assert titles[1] == "layer 1, head 0"
     assert titles[2].startswith("upload:") and titles[3] == "minilm: layer 1, head 0"
+
+
+def test_local_path_box_only_where_the_server_allows_it(monkeypatch, tiny_hf_folders):
+    monkeypatch.delenv("ATLAS_LOCAL_PATHS", raising=False)
+    assert all(t.key != K + "path" for t in run().text_input)
+    monkeypatch.setenv("ATLAS_LOCAL_PATHS", "1")
+    at = run()
+    at.text_input(key=K + "path").set_value(str(tiny_hf_folders["encoder"]))
+    at = run(at)
+    assert not at.exception
+    assert metrics(at)["architecture"] == "hf-encoder" and metrics(at)["layers × heads"] == "2 × 2"
+    at.text_input(key=K + "path").set_value("/no/such/folder")
+    at = run(at)
+    assert [e.value for e in at.error] == ["Refused: there is no file or folder at /no/such/folder"]
