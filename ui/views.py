@@ -11,6 +11,7 @@ from ui.widgets import chart, csv_button, plain
 from viz_core.export import record_frame, series_frame, token_matrix_frame
 from viz_core.figures import (
     PLOT_WIDTH,
+    clause_dividers,
     grouped_bars,
     head_matrix,
     head_view,
@@ -23,8 +24,10 @@ from viz_core.tokens import hover_labels
 
 
 def alignment_figure(rec: AttentionRecord, font: int, axes: dict, title: str = ""):
-    """A one-head record (rows: what was written, columns: what was read) with large tick labels."""
-    return larger_ticks(heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, **axes), font)
+    """A one-head record (rows: what was written, columns: what was read) with large tick labels,
+    and dotted lines between clauses (a multi-clause couplet's "，")."""
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, **axes)
+    return clause_dividers(larger_ticks(fig, font), rec.query_tokens, rec.key_tokens)
 
 
 def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filename: str, title: str = ""):

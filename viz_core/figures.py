@@ -338,3 +338,22 @@ def larger_ticks(fig: go.Figure, size: int, width: int = PLOT_WIDTH) -> go.Figur
     """Token tick labels up to ``size`` px (characters that must read from the back of a room),
     smaller where the tokens would not fit: a 32-character couplet gets less than a 7-character one."""
     return fit_axes(fig, largest=size, width=width)
+
+
+CLAUSE_MARKS = frozenset("，。、；！？,;!?")  # a couplet's clause ends at one of these
+
+
+def clause_bounds(tokens: list[str]) -> list[float]:
+    """Positions between clauses: half a cell after each clause mark that is not the last token."""
+    return [i + 0.5 for i, t in enumerate(tokens[:-1]) if t.strip() in CLAUSE_MARKS]
+
+
+def clause_dividers(fig: go.Figure, query_tokens: list[str], key_tokens: list[str]) -> go.Figure:
+    """Thin lines between a heatmap's clauses on both axes, so that a multi-clause couplet reads as
+    its clauses: each clause's block of the alignment is framed. No clause marks, no lines."""
+    line = dict(color="rgba(90, 90, 90, 0.9)", width=2, dash="dot")
+    for x in clause_bounds(key_tokens):
+        fig.add_vline(x=x, line=line)
+    for y in clause_bounds(query_tokens):
+        fig.add_hline(y=y, line=line)
+    return fig
