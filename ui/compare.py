@@ -7,6 +7,7 @@ without Streamlit; the two tabs draw them, each chart with its CSV.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -119,6 +120,15 @@ def variant(text: str) -> str:
         if ch in SWAPS:
             return text[:i] + SWAPS[ch] + text[i + 1 :]
     return " ".join(words[:-1]) if len(words) > 1 else text[:-1] or text
+
+
+def pill_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
+    """Each offered position's label, escaped as text; a token that repeats carries its position as
+    a subscript ('the₁', 'the₅'), since Streamlit tells options apart by their labels."""
+    labels = {p: plain(clean_token(tokens[p])) for p in positions}
+    counts = Counter(labels.values())
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    return {p: label + str(p).translate(sub) if counts[label] > 1 else label for p, label in labels.items()}
 
 
 def pair_labels(first: list[str], second: list[str]) -> list[str]:
@@ -292,23 +302,17 @@ def mask_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view:
         return
     c1, c2 = st.columns([1, 3])
     name = c1.radio("replace with", names, format_func=lambda n: f"{n}: {replacements[n]}", key=M + "with")
-    note = (
-        ""
-        if "mask" in replacements
-        else f" {model_id} has no mask token: {', '.join(names)} stand in for it."
-    )
+    others = " or ".join(replacements[n] for n in names)
+    note = "" if "mask" in replacements else f"{model_id} has no mask token: {others} stands in for one. "
     c2.caption(
         f"The token's id is replaced by {plain(replacements[name])} and the model reruns; length and "
-        f"positions stay.{plain(note)} Special tokens cannot be masked, so they are not offered."
+        f"positions stay. {plain(note)}Special tokens cannot be masked, so they are not offered."
     )
     positions = [p for p in range(len(tokens)) if not special[p]]
     middle = positions[len(positions) // 2] if positions else None
+    labels = pill_labels(tokens, positions)
     position = st.pills(
-        "token to mask (click one)",
-        positions,
-        default=middle,
-        format_func=lambda p: plain(clean_token(tokens[p])),
-        key=M + "token",
+        "token to mask (click one)", positions, default=middle, format_func=labels.get, key=M + "token"
     )
     if position is None:
         st.info("Click a token above to mask it.")

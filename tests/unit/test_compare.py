@@ -4,7 +4,16 @@ positions only, masking at the id level, and the change it makes (``ui/compare``
 import numpy as np
 import pytest
 
-from ui.compare import align, aligned_difference, derive, mean_abs, row_change, shown_rows, variant
+from ui.compare import (
+    align,
+    aligned_difference,
+    derive,
+    mean_abs,
+    pill_labels,
+    row_change,
+    shown_rows,
+    variant,
+)
 from viz_core.record import AttentionRecord
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -74,6 +83,13 @@ def test_shown_rows_follow_merged_words_and_hidden_specials():
     ):
         shown = derive(rec, merge, hide).query_tokens
         assert [shown[i] for i in shown_rows(rec, pos, merge, hide)] == [label]
+
+
+def test_pill_labels_are_distinct_for_repeated_tokens_and_escaped():
+    tokens = ["[CLS]", "the", "**cat**", "the", "<b>", "[SEP]"]
+    labels = pill_labels(tokens, [1, 2, 3, 4])
+    assert labels == {1: "the₁", 2: "\\*\\*cat\\*\\*", 3: "the₃", 4: "\\<b\\>"}
+    assert len(set(labels.values())) == 4
 
 
 def test_the_second_box_starts_with_one_word_changed():

@@ -1,0 +1,112 @@
+"""The Transformer page's 'Compare two inputs' and 'Mask a token' tabs under AppTest, with minilm:
+charts drawn, their numbers those of the adapter run directly, bad input a one-line message."""
+
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.support import page_runner, z_of
+from ui.compare import align, aligned_difference, mean_abs, row_change
+
+PAGE = "app_pages/transformer.py"
+TEXT = "The cat sat on the mat because it was tired."
+run = page_runner(PAGE, 300)
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The Plotly figure drawn with key ``key`` (``ui.widgets.chart`` adds ``_chart``)."""
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
+    assert found, f"no chart {key}"
+    return json.loads(found[0].proto.spec)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from models.registry import load
+
+    return load("minilm", "cpu")
+
+
+@pytest.fixture(scope="module")
+def first_load():
+    return run()
+
+
+def test_compare_tab_starts_with_one_word_changed_and_matches_the_adapter(first_load, minilm):
+    at = first_load
+    assert at.text_input(key="tf_cmp_text").value == "The dog sat on the mat because it was tired."
+    assert any("13 of 13 positions" in m.value and "cat｜dog" in m.value for m in at.markdown)
+    a = minilm.run(TEXT).records["self"]
+    b = minilm.run("The dog sat on the mat because it was tired.").records["self"]
+    al = align(a.query_tokens, b.query_tokens)
+    grid = mean_abs(aligned_difference(a.weights, b.weights, al, al))
+    shown = z_of(chart(at, "tf_cmp_grid")["data"][0])
+    assert shown.shape == (6, 12) and np.allclose(shown, grid, rtol=2e-3, atol=1e-6)
+    diff = chart(at, "tf_cmp_diff")["data"][0]
+    top = np.unravel_index(np.argmax(grid), grid.shape)  # the open head: the one that differs most
+    assert np.allclose(z_of(diff), a.weights[top] - b.weights[top], atol=2e-3)
+    assert "2 · cat｜dog" in diff["y"]
+
+
+def test_changing_the_second_text_aligns_an_insertion(first_load):
+    at = first_load
+    at.text_input(key="tf_cmp_text").set_value("The big cat sat on the mat because it was tired.")
+    at = run(at)
+    line = next(m.value for m in at.markdown if "positions of the first input" in m.value)
+    assert "13 of 13 positions of the first input line up with 13 of 14" in line
+    assert any("second: 2·big" in c.value for c in at.caption)
+    diff = chart(at, "tf_cmp_diff")["data"][0]
+    assert len(diff["y"]) == 13 and not any("big" in y for y in diff["y"])
+
+
+def test_html_in_the_second_text_is_shown_as_text(first_load):
+    at = first_load
+    at.text_input(key="tf_cmp_text").set_value("<b>The</b> cat sat on the **mat**")
+    at = run(at)
+    left = next(c.value for c in at.caption if c.value.startswith("Left out"))
+    assert "\\<" in left and "<b>" not in left  # escaped for Markdown: shown as typed
+    assert not any("**mat**" in m.value for m in at.markdown)
+
+
+def test_empty_second_text_is_one_line_message(first_load):
+    at = first_load
+    at.text_input(key="tf_cmp_text").set_value("   ")
+    at = run(at)
+    assert any(i.value == "Type a second text to compare with the first." for i in at.info)
+    assert not any(c.proto.id.endswith("-tf_cmp_grid_chart") for c in at.get("plotly_chart"))
+
+
+def test_mask_tab_offers_each_position_and_its_change_matches_the_adapter(first_load, minilm):
+    at = first_load
+    pills = at.get("button_group")[0]
+    assert pills.key == "tf_mask_token" and pills.value == 6  # the middle token, "mat"
+    options = [o.content for o in pills.proto.options]
+    assert options == ["the₁", "cat", "sat", "on", "the₅", "mat", "because", "it", "was", "tired", "."]
+    pills.set_value(1)  # the first "the": Streamlit tells options apart by label, so labels differ
+    at = run(at)
+    assert any("token 1·the masked" in h.value for h in at.subheader)
+    pills = at.get("button_group")[0]
+    pills.set_value(2)
+    at = run(at)
+    before = minilm.run(TEXT).records["self"].weights
+    after = minilm.run_masked(TEXT, 2).records["self"].weights
+    grid = row_change(before, after, [2])
+    shown = z_of(chart(at, "tf_mask_grid")["data"][0])
+    assert np.allclose(shown, grid, rtol=2e-3, atol=1e-6) and shown.min() > 0
+    pair = chart(at, "tf_mask_pair")
+    assert "2 · cat｜[MASK]" in pair["data"][0]["y"]
+    top = at.dataframe[-1].value
+    assert len(top) == 10 and top["change (TV)"].iloc[0] == pytest.approx(grid.max(), rel=1e-5)
+    assert any("replaced by \\[MASK\\]" in c.value for c in at.caption)  # as text, not a link
+
+
+def test_mask_with_pad_instead(first_load, minilm):
+    at = first_load
+    at.radio(key="tf_mask_with").set_value("pad")
+    at = run(at)
+    after = minilm.run_masked(TEXT, 2, "pad").records["self"].weights
+    grid = row_change(minilm.run(TEXT).records["self"].weights, after, [2])
+    assert np.allclose(z_of(chart(at, "tf_mask_grid")["data"][0]), grid, rtol=2e-3, atol=1e-6)
+    assert "2 · cat｜[PAD]" in chart(at, "tf_mask_pair")["data"][0]["y"]
