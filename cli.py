@@ -11,6 +11,8 @@
     python cli.py train   couplet-rnn --attention additive|dot [--steps N ...]
     python cli.py train   couplet-transformer [--steps N ...]
     python cli.py train   translate --rnn gru|lstm --attention additive|dot [--steps N ...]
+    python cli.py corpus  --model ID (--input-file FILE | --sample english[:N]) [--out STATS.parquet]
+                          [--column C] [--ray ADDRESS|auto]
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -67,7 +69,10 @@ def _adapter(args: argparse.Namespace):
         return load(args.model, device)
     from models.uploads import load_path
 
-    return load_path(args.checkpoint, device=device).adapter
+    path = Path(args.checkpoint)
+    if path.is_dir() and (path / "model.safetensors").is_file():  # a bundle folder (cli.py train --out)
+        path = path / "model.safetensors"
+    return load_path(path, device=device).adapter
 
 
 def _read_inputs(path: str) -> list[tuple[str, str | None]]:
@@ -242,6 +247,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Any ``train`` family: its parser names the module (``train``) and the arguments' dataclass."""
     import importlib
 
+    if getattr(args, "preset", None) is not None or getattr(args, "max_seconds", None) is not None:
+        return _train_preset(args)
     module = importlib.import_module(args.train_module)
     args_class = getattr(module, args.args_class)
     fields = args_class.__dataclass_fields__
@@ -249,6 +256,39 @@ def cmd_train(args: argparse.Namespace) -> int:
     command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
     metrics = module.train(args_class(**options), command=command)
     print(json.dumps(metrics, ensure_ascii=False))
+    return 0
+
+
+PRESET_OPTIONS = {"attention", "seed", "threads", "device", "data", "out"}  # the rest the preset fixes
+
+
+def _train_preset(args: argparse.Namespace) -> int:
+    """``train couplet-rnn --preset classroom --max-seconds S --out DIR``: the classroom page's run
+    (``models.training.classroom``), and its export in DIR for ``extract --checkpoint DIR``."""
+    if args.preset is None or args.max_seconds is None or args.out is None:
+        raise CliError(
+            "train: --preset, --max-seconds and --out go together, e.g. --preset classroom "
+            "--max-seconds 120 --out DIR"
+        )
+    from models.training import classroom
+    from models.training.couplet_rnn_recipe import CoupletTrainArgs
+
+    fixed = sorted(k for k in CoupletTrainArgs.__dataclass_fields__ if getattr(args, k, None) is not None)
+    fixed = [f"--{k.replace('_', '-')}" for k in fixed if k not in PRESET_OPTIONS]
+    if fixed:
+        raise CliError(f"train: --preset {args.preset} fixes {', '.join(fixed)}; leave them out")
+    report = classroom.train_preset(
+        args.preset,
+        args.attention,
+        args.max_seconds,
+        args.out,
+        seed=args.seed,
+        threads=args.threads,
+        device=args.device,
+        data=args.data or classroom.DATA_PATH,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    print(json.dumps(report, ensure_ascii=False))
     return 0
 
 
@@ -310,6 +350,8 @@ def _add_train(sub) -> None:
     c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
     c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
     c.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
+    c.add_argument("--preset", help="'classroom': the Watch attention learn page's small, fast run")
+    c.add_argument("--max-seconds", type=float, help="with --preset: seconds of training (≤ 3600)")
     _run_options(c, "models.training.couplet_rnn_recipe", "CoupletTrainArgs")
     t = fam.add_parser("couplet-transformer", help="our encoder–decoder Transformer on couplets")
     t.add_argument("--steps", type=int, help="batches to train for (default 4000)")
@@ -335,6 +377,98 @@ def _add_train(sub) -> None:
     t.add_argument("--out", type=Path, help="bundle folder (default weights/couplet-transformer)")
     _run_options(t, "models.training.couplet_transformer_recipe", "TransformerTrainArgs")
     _add_train_translate(fam)
+
+
+# -- corpus --------------------------------------------------------------------------------
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    """Every text of a file (or a bundled sample) through one model, reduced to statistics in
+    the DuckDB store in the cache folder; ``--out F.parquet`` exports them (one row per text ×
+    layer × head). A second run of the same corpus reads the store; a cut-off one continues."""
+    import os
+
+    from models.corpus import inputs
+    from models.corpus.extract import Options
+    from models.corpus.run import Cancelled, run_corpus
+
+    if args.out and Path(args.out).suffix != ".parquet":
+        raise CliError(f"corpus: --out writes a .parquet file, not {Path(args.out).name}")
+    if args.top_k < 1 or args.batch_size < 1:
+        raise CliError("corpus: --top-k and --batch-size must be at least 1")
+    if args.input_file:
+        corpus = inputs.read_file(args.input_file, args.column)
+    else:
+        corpus = inputs.parse_sample("sample:" + args.sample)
+    print(f"read {corpus.summary()}", file=sys.stderr)
+    if not corpus.texts:
+        raise CliError(f"corpus: {corpus.name} holds no text (every line is empty)")
+    address = args.ray or os.environ.get("ATLAS_RAY_ADDRESS") or None
+    if address:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise CliError("corpus --ray needs Ray: pip install 'ray[data]==2.60.0'")
+    options = Options(kind=args.kind, top_k=args.top_k, max_tokens=args.max_tokens, batch_size=args.batch_size)
+    report = _progress_printer()
+    try:
+        store = run_corpus(
+            args.model, corpus, options, folder=args.store_dir, progress=report, ray_address=address
+        )
+    except (KeyboardInterrupt, Cancelled):
+        print("\nstopped; the same command continues where this run stopped", file=sys.stderr)
+        raise KeyboardInterrupt from None
+    with store:
+        counts = store.counts()
+        print(f"store {store.path} ({counts['done']:,} texts done)", file=sys.stderr)
+        for text_id, error in store.con.execute("SELECT * FROM failed ORDER BY text_id LIMIT 3").fetchall():
+            print(f"notice: text {text_id} was not read: {error}", file=sys.stderr)
+        if counts["failed"]:
+            print(f"notice: {counts['failed']:,} texts could not be read by the model", file=sys.stderr)
+        if args.out:
+            rows = store.export_parquet(Path(args.out))
+            print(f"wrote {args.out} ({rows:,} rows: text × layer × head)")
+    return 0
+
+
+def _progress_printer():
+    """Progress on stderr: redrawn in place on a terminal, else a line every 5 seconds."""
+    import time
+
+    last = [0.0]
+    tty = sys.stderr.isatty()
+
+    def report(p) -> None:
+        if p.elapsed == 0:  # the start: say where a continued run resumes
+            if p.started_with:
+                print(f"continuing: {p.started_with:,} of {p.total:,} texts were done", file=sys.stderr)
+            return
+        now = time.monotonic()
+        if p.done < p.total and now - last[0] < (0.2 if tty else 5.0):
+            return
+        last[0] = now
+        print(("\r" if tty else "") + p.line(), end="" if tty and p.done < p.total else "\n", file=sys.stderr)
+
+    return report
+
+
+def _add_corpus(sub) -> None:
+    p = sub.add_parser("corpus", help="statistics of every head over many texts (DuckDB store, Parquet export)")
+    p.add_argument("--model", required=True, help="a registry id (see: cli.py models)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--input-file", help="one text a line (.txt), or a .csv / .jsonl with a text column")
+    what.add_argument("--sample", help="a bundled sample: english[:N] or couplets[:N] (N texts, 1000)")
+    p.add_argument("--column", help="the .csv/.jsonl field that holds the text (default: 'text')")
+    p.add_argument("--kind", help="self, encoder_self, decoder_self or cross (default: cross, else self)")
+    p.add_argument("--top-k", type=int, default=3, help="keys kept per token × layer × head (3)")
+    p.add_argument("--max-tokens", type=int, help="tokens read per text (default: the model's limit, ≤ 512)")
+    p.add_argument("--batch-size", type=int, default=128, help="texts per forward at most (128)")
+    p.add_argument("--out", help="write the statistics to FILE.parquet")
+    p.add_argument(
+        "--ray", nargs="?", const="auto", help="run on Ray: auto (local) or a cluster address (ATLAS_RAY_ADDRESS)"
+    )
+    p.add_argument("--store-dir", type=Path, help="folder of the DuckDB stores (default $ATLAS_CACHE/corpus)")
+    p.set_defaults(func=cmd_corpus)
 
 
 # -- figure --------------------------------------------------------------------------------
@@ -458,6 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_figure)
 
     _add_train(sub)
+    _add_corpus(sub)
     return parser
 
 
