@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from viz_core.layout import COLORBAR, PAD, PLOT_WIDTH, ROW_GAP, TICK_FONT, fit_axes, panel_grid, text_em
 from viz_core.record import AttentionRecord
-from viz_core.tokens import clean_tokens, hover_labels
+from viz_core.tokens import as_plotly_text, clean_tokens, hover_labels
 
 __all__ = ["PLOT_WIDTH"]  # re-exported: pages plan their charts' widths with it
 
@@ -52,14 +52,14 @@ def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Fi
 def _axis_ticks(tokens: list[str]) -> dict:
     """A token axis: one category per position, each tick showing its token (``fit_axes`` then
     sizes and thins the ticks)."""
-    labels = hover_labels(tokens)
+    labels = as_plotly_text(hover_labels(tokens))
     return dict(
         type="category",
         categoryorder="array",
         categoryarray=labels,
         tickmode="array",
         tickvals=labels,
-        ticktext=clean_tokens(tokens),
+        ticktext=as_plotly_text(clean_tokens(tokens)),
         automargin=True,
     )
 
@@ -80,8 +80,8 @@ def _heatmap_trace(
         )
     trace = dict(
         z=display_precision(m),
-        x=hover_labels(key_tokens),
-        y=hover_labels(query_tokens),
+        x=as_plotly_text(hover_labels(key_tokens)),
+        y=as_plotly_text(hover_labels(query_tokens)),
         hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
         xgap=1 if len(key_tokens) <= 64 else 0,
         ygap=1 if len(query_tokens) <= 64 else 0,
@@ -201,7 +201,7 @@ def grouped_bars(
 ) -> go.Figure:
     """Bars per token position, one colour per series (e.g. entropy per query, per scorer); a token
     that repeats keeps one group of bars per position."""
-    positions = hover_labels(tokens)
+    positions = as_plotly_text(hover_labels(tokens))
     fig = go.Figure(
         [
             go.Bar(

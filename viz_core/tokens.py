@@ -15,6 +15,7 @@ text cut in the middle of one) read ``<0xE4>``, as in SentencePiece's byte fallb
 from __future__ import annotations
 
 import functools
+import html
 
 _MARKERS = (("Ġ", " "), ("▁", " "), ("Ċ", "\n"), ("</w>", ""))
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "": "∅"}
@@ -44,6 +45,16 @@ def clean_tokens(tokens: list[str]) -> list[str]:
 def hover_labels(tokens: list[str]) -> list[str]:
     """``'3 · 风'``: position and token, unique even when a token repeats."""
     return [f"{i} · {t}" for i, t in enumerate(clean_tokens(tokens))]
+
+
+def as_plotly_text(labels: list[str]) -> list[str]:
+    """Labels Plotly shows as typed: it reads ``<b>``, ``<a href>``, ``<br>`` and entities in tick
+    and hover text, so ``&``, ``<`` and ``>`` are written as entities, which it shows as themselves.
+
+    >>> as_plotly_text(["<b>春</b>", "a & b"])
+    ['&lt;b&gt;春&lt;/b&gt;', 'a &amp; b']
+    """
+    return [html.escape(label, quote=False) for label in labels]
 
 
 # -- byte-level BPE ---------------------------------------------------------------------------
