@@ -24,6 +24,7 @@ PAGES = {
     "Seq2seq": [
         st.Page("app_pages/couplets.py", title="Couplets", icon="🏮", url_path="couplets"),
         st.Page("app_pages/translation.py", title="Translation", icon="🗼", url_path="translation"),
+        st.Page("app_pages/watch_learn.py", title="Watch attention learn", icon="🎬", url_path="watch-learn"),
     ],
     "Your models": [
         st.Page("app_pages/checkpoint.py", title="Checkpoint inspector", icon="🧳", url_path="checkpoint"),
@@ -32,7 +33,8 @@ PAGES = {
 
 page = st.navigation(PAGES)
 
-from ui.widgets import sidebar_device  # noqa: E402  (after set_page_config, as Streamlit requires)
+from ui.widgets import sidebar_device, sidebar_display  # noqa: E402  (after set_page_config, as Streamlit requires)
 
 sidebar_device()
+sidebar_display()  # projector mode and high-contrast colours, kept in the URL (?present=1, ?contrast=1)
 page.run()

@@ -3,9 +3,11 @@
 import pandas as pd
 import streamlit as st
 
+from models.tasks.couplet import MAX_CHARS
 from ui.cached import capabilities, first_index, model_choices, run_model
+from ui.url_state import Link
 from ui.views import alignment_chart, decoding_step, show_notices
-from ui.widgets import chart, plain
+from ui.widgets import chart, fact, intro, plain
 from viz_core.figures import heatmap_row, larger_ticks
 from viz_core.stats import diagonal_share
 from viz_core.tokens import hover_labels
@@ -15,26 +17,29 @@ BIG = 24  # tick font size: characters must read from the back of a room
 AXES = {"x_title": "upper line 上联 (keys)", "y_title": "lower line 下联 (queries)"}
 
 st.title("🏮 Couplets")
-st.markdown(
+intro(
     "The couplet tutorial's seq2seq: a bidirectional LSTM reads the upper line, an LSTM writes the lower line "
     "one character at a time, and before each character it **attends** to the upper line. "
     "Couplets match position by position, so a model that has learned to attend well shows a "
     "diagonal. Two attentions: parameter-free scaled dot product, and Bahdanau's additive one."
 )
+link = Link("couplets")
 
 ids = model_choices(("couplet",))
-example = capabilities(ids[first_index(ids)]).example if ids else ""
+first = ids[first_index(ids)] if ids else None
+example = capabilities(first).example if ids else ""
 c1, c2 = st.columns([3, 2])
-upper = c1.text_input("Upper line 上联", example, key=K + "upper")
+upper = c1.text_input("Upper line 上联", key=link.text("text", K + "upper", MAX_CHARS, example))
 target = c1.text_input(
     "Force a lower line 下联 (optional; empty: the model writes one)",
-    "",
-    key=K + "target",
+    key=link.text("target", K + "target", MAX_CHARS),
     placeholder="一行白鹭上青天",
 ).strip()
-both = c2.toggle("Dot and additive side by side", key=K + "both")
-model_id = c2.selectbox("Model", ids, index=first_index(ids), key=K + "model", disabled=both)
-beam = c2.slider("Beam width (1 = greedy)", 1, 8, 1, key=K + "beam", disabled=bool(target))
+both = c2.toggle("Dot and additive side by side", key=link.flag("both", K + "both"))
+model_id = c2.selectbox("Model", ids, key=link.choice("model", K + "model", ids, first), disabled=both)
+beam = c2.slider(
+    "Beam width (1 = greedy)", 1, 8, key=link.number("beam", K + "beam", 1, 8, 1), disabled=bool(target)
+)
 
 if not upper.strip():
     st.info(f"Type an upper line (上联), e.g. {example}.")
@@ -58,7 +63,7 @@ for col, m in zip(st.columns(len(shown)) if both else [st.container()], shown, s
         upper_line = plain("".join(rec.key_tokens))
         st.markdown(f"### {plain(line)}" if both else f"### {upper_line} → {plain(line)}")
         mass = diagonal_share(rec.head())
-        st.caption(
+        fact(
             f"{m}, {verb}: alignment {rec.meta['alignment']:.0%} of characters (argmax) · "
             f"{mass:.0%} of the weight on the diagonal"
         )
@@ -83,7 +88,8 @@ st.subheader("Step through the decoding")
 if both:
     st.caption("The same step of each model's lower line, side by side.")
 n = max(len(r.query_tokens) for r in records.values())
-step = st.slider("Step", 1, n, 1, key=K + "step") if n > 1 else 1
+step = st.slider("Step", 1, n, key=link.number("step", K + "step", 1, n, 1)) if n > 1 else 1
+link.done()
 for col, m in zip(st.columns(len(shown)), shown, strict=True):
     with col:
         key = K + "step_bars" + ("_" + m if both else "")

@@ -1,6 +1,43 @@
-"""Home: what each page shows."""
+"""Home: what each page shows, and one link per tutorial lesson that opens its page as the lesson
+discusses it (the page's settings in the link's query, read by ``ui.url_state``)."""
 
 import streamlit as st
+
+from ui.url_state import kept
+
+# (page, label, the page's settings): each tutorial lesson the app grows from (docs/LESSONS.md)
+LESSONS = [
+    (
+        "app_pages/scoring.py",
+        "**Scoring functions and √d**: at d = 128 the unscaled dot product is one-hot; ÷√d is not.",
+        {"source": "random", "d": "128", "n": "12"},
+    ),
+    (
+        "app_pages/positional.py",
+        "**Sinusoidal columns 6–9** and the binary-counter analogy (60 positions, d = 32).",
+        {"len": "60", "d": "32", "cols": "6,7,8,9"},
+    ),
+    (
+        "app_pages/pooling.py",
+        "**Nadaraya–Watson pooling**: 50 noisy points, a Gaussian kernel of width 0.5.",
+        {"kernel": "gaussian", "h": "0.5", "n": "50", "noise": "0.5"},
+    ),
+    (
+        "app_pages/scoring.py",
+        "**Sparse masks and relative position bias**: a local window of 2, a bias per offset.",
+        {"source": "random", "n": "12", "mask": "local window", "window": "2", "relbias": "1"},
+    ),
+    (
+        "app_pages/couplets.py",
+        "**The couplet seq2seq**: 两个黄鹂鸣翠柳 through additive attention, at its third step.",
+        {"model": "couplet-rnn-additive", "text": "两个黄鹂鸣翠柳", "step": "3"},
+    ),
+    (
+        "app_pages/translation.py",
+        "**Bahdanau translation**: He's calm. into French, with the GRU and additive attention.",
+        {"model": "translate-gru-additive", "text": "He's calm."},
+    ),
+]
 
 st.title("🔭 Attention Atlas")
 st.markdown(
@@ -49,8 +86,14 @@ st.page_link(
     icon="🧳",
 )
 
+st.subheader("Lessons")
+st.markdown("Each link opens its page as the tutorial's lesson discusses it.")
+for page, label, params in LESSONS:
+    st.page_link(page, label=label, icon="📖", query_params=params | kept())
+
 st.caption(
     "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
     "hover a cell for both tokens and the weight. Every chart has a CSV download; the camera "
-    "icon on a chart saves a PNG."
+    "icon on a chart saves a PNG. Every page keeps its settings in its address: the sidebar's "
+    "**Link to this view** gives a link that opens the same view."
 )

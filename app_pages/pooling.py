@@ -6,24 +6,33 @@ import streamlit as st
 from models.attention.demos import train_pooling
 from models.attention.kernel_regression import KERNELS
 from ui.cached import pooling_view
-from ui.widgets import chart, plain, plural, whole_number
+from ui.url_state import Link
+from ui.widgets import chart, intro, plain, plural, whole_number
 from viz_core.export import record_frame, series_frame
 from viz_core.figures import heatmap, lines, nadaraya_watson
 
 K = "pool_"
 st.title("📈 Attention pooling")
-st.markdown(
+intro(
     "The oldest attention: to predict y at a query x, average the training values yᵢ, weighting each "
     "by how close its key xᵢ is to x. With a Gaussian kernel the weights are exactly "
     "softmax(−(x − xᵢ)² / 2h²): attention with the Gaussian scoring function."
 )
+link = Link("pooling")
+RATES = [0.01, 0.05, 0.1, 0.2, 0.5, 1.0]
 
 c1, c2, c3, c4, c5 = st.columns(5)
-kernel = c1.selectbox("kernel", list(KERNELS), key=K + "kernel")
-bandwidth = c2.slider("bandwidth h", 0.05, 3.0, 0.5, 0.05, key=K + "h")
-n_train = c3.slider("training points", 10, 200, 50, key=K + "n")
-noise = c4.slider("noise", 0.0, 2.0, 0.5, 0.1, key=K + "noise")
-seed = whole_number(c5, "random seed", 0, 99_999, 0, K + "seed")
+kernel = c1.selectbox(
+    "kernel", list(KERNELS), key=link.choice("kernel", K + "kernel", list(KERNELS), next(iter(KERNELS)))
+)
+bandwidth = c2.slider(
+    "bandwidth h", 0.05, 3.0, step=0.05, key=link.number("h", K + "h", 0.05, 3.0, 0.5, 0.05)
+)
+n_train = c3.slider("training points", 10, 200, key=link.number("n", K + "n", 10, 200, 50))
+noise = c4.slider("noise", 0.0, 2.0, step=0.1, key=link.number("noise", K + "noise", 0.0, 2.0, 0.5, 0.1))
+seed = whole_number(
+    c5, "random seed", 0, 99_999, 0, link.number("seed", K + "seed", 0, 99_999, 0, checks_itself=True)
+)
 
 data_key = (n_train, noise, seed)
 trained = st.session_state.get(K + "trained")
@@ -58,13 +67,15 @@ chart(
 st.caption("Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band.")
 
 st.subheader("Learn the kernel width")
-st.markdown(
+intro(
     "The parametric version, softmax(−((x − xᵢ)·w)² / 2), learns w by gradient descent, "
-    "predicting each training point from all the others."
+    "predicting each training point from all the others.",
+    "How w is learned",
 )
 c1, c2 = st.columns(2)
-epochs = c1.slider("epochs", 1, 200, 50, key=K + "epochs")
-lr = c2.select_slider("learning rate", [0.01, 0.05, 0.1, 0.2, 0.5, 1.0], value=0.5, key=K + "lr")
+epochs = c1.slider("epochs", 1, 200, key=link.number("epochs", K + "epochs", 1, 200, 50))
+lr = c2.select_slider("learning rate", RATES, key=link.choice("lr", K + "lr", RATES, 0.5, "is not on offer"))
+link.done()
 if st.button("Train", key=K + "train", type="primary"):
     bar = st.progress(0.0, text="training…")
 

@@ -4,23 +4,30 @@ import numpy as np
 import streamlit as st
 
 from ui.cached import first_index, learned_positions, model_choices, positional_tables
-from ui.widgets import chart, plain
+from ui.url_state import Link
+from ui.widgets import chart, intro, plain
 from viz_core.export import matrix_frame, panels_frame, series_frame
 from viz_core.figures import heatmap_row, matrix_heatmap, positional_curves
 from viz_core.stats import cosine_similarity
 
 K = "pe_"
 st.title("🌊 Positional encoding")
-st.markdown(
+intro(
     "Self-attention sees a set, not a sequence. The Transformer adds a fixed matrix **P** to the "
     "inputs: row *i* is position *i*, and column 2j holds sin(i / 10000^(2j/d)), column 2j+1 the cosine."
 )
+link = Link("positional")
+DIMS = list(range(4, 513, 4))
 
 c1, c2 = st.columns(2)
-length = c1.slider("positions (rows)", 8, 512, 60, key=K + "len")
-dim = c2.select_slider("encoding size d (columns)", list(range(4, 513, 4)), value=32, key=K + "dim")
+length = c1.slider("positions (rows)", 8, 512, key=link.number("len", K + "len", 8, 512, 60))
+dim = c2.select_slider(
+    "encoding size d (columns)", DIMS, key=link.choice("d", K + "dim", DIMS, 32, "is not on offer")
+)
 default_cols = [c for c in (6, 7, 8, 9) if c < dim]
-columns = st.multiselect("columns to plot", list(range(dim)), default=default_cols, key=K + "cols")
+columns = st.multiselect(
+    "columns to plot", list(range(dim)), key=link.choices("cols", K + "cols", range(dim), default_cols)
+)
 
 tables = positional_tables(length, dim)
 P = tables["P"]
@@ -76,10 +83,15 @@ with right:
 
 learners = model_choices(learned_positions=True)
 if not learners:
+    link.done()
     st.stop()
 model_id = learners[first_index(learners)]
 st.subheader(f"Learned positions: {model_id} beside the sinusoids")
-if st.toggle(f"compare with {model_id}'s learned position embeddings", key=K + "learned"):
+learned_on = st.toggle(
+    f"compare with {model_id}'s learned position embeddings", key=link.flag("learned", K + "learned")
+)
+link.done()
+if learned_on:
     try:
         learned = learned_positions(model_id)
     except (OSError, KeyError) as err:

@@ -5,33 +5,53 @@ import streamlit as st
 
 from models.attention.demos import MASK_NAMES, ScoringSetup
 from ui.cached import capabilities, model_choices, model_queries_keys, saturation, scoring_records
-from ui.widgets import chart, plural, text_box, whole_number
+from ui.url_state import Link
+from ui.widgets import chart, intro, plural, text_box, whole_number
 from viz_core.export import records_frame, series_frame, token_series_frame
 from viz_core.figures import grouped_bars, heatmap_row, lines
 from viz_core.stats import row_entropy
 
 K = "scoring_"
 LAYER, HEAD = 2, 5  # the real head shown first (within the model's range)
+DIMS = [2, 4, 8, 16, 32, 64, 128, 256, 512]
 st.title("🎯 Scoring functions")
-st.markdown(
+intro(
     "Attention turns a **score** for every (query, key) pair into weights with a softmax. "
     "Here six scoring functions see the *same* random queries and keys; only the score differs."
 )
+link = Link("scoring")
 
 sources = ["random", *(f"real: {m}" for m in model_choices(queries_keys=True))]
-source = st.radio("queries and keys", sources, horizontal=True, key=K + "source")
+
+
+def real_name(option: str) -> str:
+    """A source as the URL names it: ``random`` or the model's id (``?source=minilm``)."""
+    return option.removeprefix("real: ")
+
+
+source = st.radio(
+    "queries and keys",
+    sources,
+    horizontal=True,
+    key=link.choice("source", K + "source", sources, "random", text=real_name),
+)
 real = None
 if source == "random":
     c1, c2, c3 = st.columns(3)
-    d = c1.select_slider("vector size d", [2, 4, 8, 16, 32, 64, 128, 256, 512], value=16, key=K + "d")
-    n = c2.slider("queries = keys", 2, 24, 8, key=K + "n")
-    seed = whole_number(c3, "random seed", 0, 99_999, 0, K + "seed")
+    d = c1.select_slider("vector size d", DIMS, key=link.choice("d", K + "d", DIMS, 16, "is not on offer"))
+    n = c2.slider("queries = keys", 2, 24, key=link.number("n", K + "n", 2, 24, 8))
+    seed = whole_number(
+        c3, "random seed", 0, 99_999, 0, link.number("seed", K + "seed", 0, 99_999, 0, checks_itself=True)
+    )
 else:
-    model = capabilities(source.removeprefix("real: "))
+    model = capabilities(real_name(source))
     c1, c2, c3 = st.columns([3, 1, 1])
-    text = text_box(c1, "text", K + "text", 200, model.example)
-    layer = whole_number(c2, "layer", 0, model.layers - 1, min(LAYER, model.layers - 1), K + "layer")
-    head = whole_number(c3, "head", 0, model.heads - 1, min(HEAD, model.heads - 1), K + "head")
+    text = text_box(c1, "text", link.text("text", K + "text", 200, model.example), 200, model.example)
+    top_layer, top_head = model.layers - 1, model.heads - 1
+    layer_key = link.number("layer", K + "layer", 0, top_layer, min(LAYER, top_layer), checks_itself=True)
+    layer = whole_number(c2, "layer", 0, top_layer, min(LAYER, top_layer), layer_key)
+    head_key = link.number("head", K + "head", 0, top_head, min(HEAD, top_head), checks_itself=True)
+    head = whole_number(c3, "head", 0, top_head, min(HEAD, top_head), head_key)
     if not text.strip():
         st.info("Type a sentence: its tokens become the queries and keys.")
         st.stop()
@@ -42,26 +62,47 @@ else:
         "scaled dot panel; the other panels ask what this head would attend to under another scoring function."
     )
 c1, c2, c3 = st.columns(3)
-mask = c1.selectbox("mask (the self-attention tutorial)", MASK_NAMES, key=K + "mask")
-window = c2.slider("local window", 0, n - 1, min(1, n - 1), key=K + "window", disabled=mask != "local window")
-stride = c3.slider("stride", 1, n, min(3, n), key=K + "stride", disabled=mask != "strided")
+mask = c1.selectbox(
+    "mask (the self-attention tutorial)",
+    MASK_NAMES,
+    key=link.choice("mask", K + "mask", MASK_NAMES, MASK_NAMES[0]),
+)
+window = c2.slider(
+    "local window",
+    0,
+    n - 1,
+    key=link.number("window", K + "window", 0, n - 1, min(1, n - 1)),
+    disabled=mask != "local window",
+)
+stride = c3.slider(
+    "stride", 1, n, key=link.number("stride", K + "stride", 1, n, min(3, n)), disabled=mask != "strided"
+)
 c1, c2, c3 = st.columns(3)
 valid_len = c1.slider(
-    "valid keys (padding)", 1, n, max(1, n - 3), key=K + "valid", disabled=mask != "padding"
+    "valid keys (padding)",
+    1,
+    n,
+    key=link.number("valid", K + "valid", 1, n, max(1, n - 3)),
+    disabled=mask != "padding",
 )
-temperature = c2.slider("cosine temperature", 0.05, 2.0, 0.2, 0.05, key=K + "temp")
-sigma = c3.slider("Gaussian σ", 0.25, 10.0, 2.0, 0.25, key=K + "sigma")
+temperature = c2.slider(
+    "cosine temperature", 0.05, 2.0, step=0.05, key=link.number("temp", K + "temp", 0.05, 2.0, 0.2, 0.05)
+)
+sigma = c3.slider(
+    "Gaussian σ", 0.25, 10.0, step=0.25, key=link.number("sigma", K + "sigma", 0.25, 10.0, 2.0, 0.25)
+)
 c1, c2 = st.columns(2)
 identical = c1.toggle(
     "make every key identical (weights turn uniform)",
-    key=K + "same",
+    key=link.flag("same", K + "same"),
     help="The attention-pooling tutorial: when all keys are equal, every score is equal, so softmax spreads evenly.",
 )
 relative = c2.toggle(
     "add a relative position bias (the self-attention tutorial)",
-    key=K + "relbias",
+    key=link.flag("relbias", K + "relbias"),
     help="A learned number per offset (key − query), clipped at ±4, added to every score; here random.",
 )
+link.done()
 
 masking = dict(mask=mask, window=window, stride=stride, valid_len=valid_len)
 scoring = dict(temperature=temperature, sigma=sigma, identical_keys=identical, relative_bias=relative)

@@ -1,5 +1,6 @@
-"""Streamlit pieces every page shares: the device line in the sidebar, a chart with its CSV download,
-user text shown as text, counted words, and the inputs that say what they cut or refuse.
+"""Streamlit pieces every page shares: the device line and display switches in the sidebar (projector
+mode, high-contrast colours), a chart with its CSV download, user text shown as text, counted
+words, and the inputs that say what they cut or refuse.
 
 Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit there).
 """
@@ -12,9 +13,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.url_state import app_flag
 from viz_core.export import to_csv
+from viz_core.layout import high_contrast, projector
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+PRESENT, CONTRAST = "present", "contrast"  # the sidebar's display switches (?present=1, ?contrast=1)
 NOTE = "_note_"  # session-state prefix: what an input cut or refused, shown on the next run
 _EXAMPLE = "_example_"  # session-state prefix: the example a text box was last given
 
@@ -63,9 +67,64 @@ def sidebar_device() -> None:
         st.sidebar.warning(plain(problem))
 
 
+# Projector mode: figures get their fonts, gaps and colours in ``for_screen`` (every chart passes
+# through it), and captions (secondary prose) are hidden; a page's introduction folds into an
+# expander through ``intro``. The CSS keeps the notices and the figures' numbers in view.
+_PROJECTOR_CSS = """<style>
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+</style>"""
+
+
+def presenting() -> bool:
+    """Whether projector mode is on (the sidebar's toggle or ``?present=1``)."""
+    return bool(st.session_state.get(PRESENT))
+
+
+def sidebar_display() -> None:
+    """The sidebar's display switches, each kept in the URL across pages: projector mode (large
+    figure text, thicker cell gaps, captions hidden) and high-contrast colours."""
+    st.sidebar.toggle(
+        "Projector mode",
+        key=app_flag(PRESENT),
+        help="For a classroom: figure text of 20 px and more, thicker cell gaps, captions hidden. "
+        "In a link: ?present=1.",
+    )
+    st.sidebar.toggle(
+        "High-contrast colours",
+        key=app_flag(CONTRAST),
+        help="Cividis instead of blues, and colour-blind-safe line colours (Okabe–Ito). In a link: ?contrast=1.",
+    )
+    if presenting():
+        st.html(_PROJECTOR_CSS)
+
+
+def for_screen(fig: go.Figure) -> go.Figure:
+    """``fig`` as this visitor's display switches want it: projector fonts and gaps, high-contrast
+    colours. Whatever draws a figure without ``chart`` passes it through here first."""
+    contrast = bool(st.session_state.get(CONTRAST))
+    if presenting() or contrast:
+        return projector(fig, contrast=contrast) if presenting() else high_contrast(go.Figure(fig))
+    return fig
+
+
+def intro(text: str, label: str = "About this page") -> None:
+    """A page's introduction (Markdown): shown, or folded into an expander ``label`` in projector mode."""
+    if presenting():
+        with st.expander(label):
+            st.markdown(text)
+    else:
+        st.markdown(text)
+
+
+def fact(text: str) -> None:
+    """A caption that carries a number the class should see: a caption, or plain text in projector
+    mode (where captions are hidden)."""
+    (st.markdown if presenting() else st.caption)(text)
+
+
 def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
-    """A Plotly chart with a CSV download of the numbers behind it underneath."""
-    st.plotly_chart(fig, width="stretch", config=PLOTLY_CONFIG, key=f"{key}_chart")
+    """A Plotly chart (as ``for_screen`` draws it) with a CSV download of the numbers behind it underneath."""
+    st.plotly_chart(for_screen(fig), width="stretch", config=PLOTLY_CONFIG, key=f"{key}_chart")
     csv_button(frame, key, filename)
 
 

@@ -46,8 +46,11 @@ class Ticks:
     angle: int | str | None  # 0 (upright), "auto" (Plotly turns them if they would overlap), None (y)
 
 
-def fit_ticks(labels: list[str], length: float, largest: int = TICK_FONT, across: bool = True) -> Ticks:
-    """Font and stride for ``labels`` spread evenly over ``length`` px (``across``: an x axis)."""
+def fit_ticks(
+    labels: list[str], length: float, largest: int = TICK_FONT, across: bool = True, smallest: int = MIN_FONT
+) -> Ticks:
+    """Font and stride for ``labels`` spread evenly over ``length`` px (``across``: an x axis); below
+    ``smallest`` px the labels are thinned instead of shrunk."""
     slot = length / max(len(labels), 1)
     widest = max((text_em(t) for t in labels), default=0.6)
     upright = across and widest <= 1.0  # one character each: side by side as they are
@@ -57,9 +60,9 @@ def fit_ticks(labels: list[str], length: float, largest: int = TICK_FONT, across
 
     size = (slot - GAP) / widest if upright else slot / LINE
     angle = (0 if upright else "auto") if across else None
-    if size >= MIN_FONT:
+    if size >= smallest:
         return Ticks(int(min(largest, size)), 1, angle)
-    size = min(largest, MIN_FONT)
+    size = min(largest, smallest)
     stride = next((s for s in STRIDES if need(size) <= slot * s), STRIDES[-1])
     return Ticks(size, stride, angle)
 
@@ -109,9 +112,13 @@ def _has_colorbar(fig: go.Figure) -> bool:
     return any(t.type == "heatmap" and t.showscale is not False for t in fig.data)
 
 
-def fit_axes(fig: go.Figure, largest: int = TICK_FONT, width: int = PLOT_WIDTH) -> go.Figure:
+def fit_axes(
+    fig: go.Figure, largest: int = TICK_FONT, width: int = PLOT_WIDTH, smallest: int = MIN_FONT
+) -> go.Figure:
     """Fit the tick labels of every categorical axis of ``fig`` (positions named ``"3 · token"``) to
-    its share of a ``width`` × ``fig.layout.height`` figure: font up to ``largest``, stride, angle."""
+    its share of a ``width`` × ``fig.layout.height`` figure: font from ``smallest`` up to ``largest``,
+    stride, angle. The width is kept on the figure (``planned_width``) for a later refit."""
+    fig._planned_width = width
     xs, ys = list(fig.select_xaxes()), list(fig.select_yaxes())
     margin = fig.layout.margin
     height = fig.layout.height or 450
@@ -121,11 +128,11 @@ def fit_axes(fig: go.Figure, largest: int = TICK_FONT, width: int = PLOT_WIDTH) 
     for _ in range(2):  # the y labels' width narrows the x axes, the x labels' height shortens the y axes
         plot_w = width - (margin.l or 0) - (margin.r or 0) - right - _band(ys, sizes, across=False)
         for axis in filter(_is_category, xs):
-            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_w * _span(axis), largest, across=True)
+            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_w * _span(axis), largest, True, smallest)
             sizes[id(axis)] = chosen[id(axis)].size
         plot_h = height - (margin.t or 0) - (margin.b or 0) - _band(xs, sizes, across=True)
         for axis in filter(_is_category, ys):
-            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_h * _span(axis), largest, across=False)
+            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_h * _span(axis), largest, False, smallest)
             sizes[id(axis)] = chosen[id(axis)].size
     for axis in filter(_is_category, xs + ys):
         ticks, names = chosen[id(axis)], list(axis.categoryarray)
@@ -184,3 +191,81 @@ def tile_size(layers: int, heads: int, width: int = PLOT_WIDTH) -> tuple[float, 
     tile_w = (width - LAYER_LABELS) / heads
     fits = (VIEW_MAX - VIEW_CHROME) / layers
     return tile_w, max(min(tile_w, TILE_MAX, fits), TILE_MIN)
+
+
+# -- projector mode ---------------------------------------------------------------------------------
+
+PROJECTOR_FONT = 20  # px: the least any text of a figure gets on a projector
+PROJECTOR_CJK = 24  # px: tick labels with Chinese characters (strokes blur first)
+PROJECTOR_TITLE = 24  # px: a figure's title
+PROJECTOR_GAP = 3  # px between heatmap cells (2 when an axis has more than 32 cells)
+HIGH_CONTRAST = "Cividis"  # sequential, readable with every common colour-vision deficiency
+OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+def planned_width(fig: go.Figure) -> int:
+    """The width ``fit_axes`` planned ``fig``'s ticks for (``PLOT_WIDTH`` if it never ran)."""
+    return getattr(fig, "_planned_width", PLOT_WIDTH)
+
+
+def has_cjk(labels: list[str]) -> bool:
+    """Whether any label holds a wide (Chinese, Japanese, Korean) character."""
+    return any(unicodedata.east_asian_width(ch) in "WF" for label in labels for ch in label)
+
+
+def _raise_fonts(node, floor: int, in_font: bool = False) -> None:
+    """Every font size in a figure's dict below ``floor`` raised to it, in place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if in_font and key == "size" and isinstance(value, int | float) and value < floor:
+                node[key] = floor
+            elif isinstance(value, dict | list | tuple):
+                _raise_fonts(value, floor, key.endswith("font"))
+    elif isinstance(node, list | tuple):
+        for item in node:
+            _raise_fonts(item, floor)
+
+
+def _diverging(trace_or_axis, low: str, mid: str) -> bool:
+    lo = getattr(trace_or_axis, low, None)
+    return getattr(trace_or_axis, mid, None) is not None or (lo is not None and lo < 0)
+
+
+def high_contrast(fig: go.Figure) -> go.Figure:
+    """Sequential colour scales → ``HIGH_CONTRAST`` (diverging ones, centred on 0, stay: red–blue
+    reads with colour-blindness), line and bar colours → the Okabe–Ito palette."""
+    for trace in fig.data:
+        if trace.type == "heatmap" and trace.coloraxis is None and not _diverging(trace, "zmin", "zmid"):
+            trace.colorscale = HIGH_CONTRAST
+    for name in [k for k in fig.layout if k.startswith("coloraxis")]:
+        axis = fig.layout[name]
+        if axis.colorscale is not None and not _diverging(axis, "cmin", "cmid"):
+            axis.colorscale = HIGH_CONTRAST
+    fig.update_layout(colorway=OKABE_ITO)
+    return fig
+
+
+def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) -> go.Figure:
+    """A copy of ``fig`` for the back of a classroom: every text at least ``PROJECTOR_FONT`` px, token
+    ticks ``PROJECTOR_FONT`` (``PROJECTOR_CJK`` with Chinese characters) and thinned where they do
+    not fit, thicker gaps between heatmap cells and lines, and ``high_contrast`` colours if asked."""
+    width = width or planned_width(fig)
+    fig = go.Figure(fig)
+    axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a)]
+    size = PROJECTOR_CJK if any(has_cjk(_tokens(a)) for a in axes) else PROJECTOR_FONT
+    if axes:
+        fit_axes(fig, largest=size, width=width, smallest=size)
+    for trace in fig.data:
+        if trace.type == "heatmap":
+            for gap, cells in (("xgap", trace.x), ("ygap", trace.y)):
+                if trace[gap]:
+                    trace[gap] = PROJECTOR_GAP if cells is None or len(cells) <= 32 else 2
+        elif trace.type == "scatter" and trace.mode and "lines" in trace.mode:
+            trace.line.width = max(trace.line.width or 0, 3)
+    fig.update_layout(font_size=PROJECTOR_FONT, hoverlabel_font_size=PROJECTOR_FONT)
+    if fig.layout.title.text:
+        fig.update_layout(title_font_size=PROJECTOR_TITLE)
+    spec = fig.to_dict()
+    _raise_fonts(spec, PROJECTOR_FONT)
+    fig = go.Figure(spec)
+    return high_contrast(fig) if contrast else fig
