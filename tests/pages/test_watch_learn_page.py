@@ -1,0 +1,113 @@
+"""The Watch attention learn page under AppTest: start → the probe heatmap and curves; pause; reset;
+the waiting line. A tiny preset on a made-up cipher corpus keeps it fast (the page code is the same)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from models.training import classroom as cr
+from tests.support import charts, page_runner
+
+PAGE = "app_pages/watch_learn.py"
+K = "learn_"
+ALPHABET = "春夏秋冬山水风月花鸟云雨江河日星天地人心金木火土东西南北"
+CIPHER = dict(zip(ALPHABET, ALPHABET[7:] + ALPHABET[:7], strict=True))
+PROBE = ("春山花月江风心", "".join(CIPHER[c] for c in "春山花月江风心"))
+TINY = cr.Preset(embed=16, hidden=32, vocab_size=100, batch_size=64, lr=1e-2, measure_every=5, probe=PROBE)
+
+run = page_runner(PAGE, 60)
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    rng = random.Random(0)
+    uppers = ["".join(rng.choice(ALPHABET) for _ in range(rng.choice((5, 7)))) for _ in range(2000)]
+    path = tmp_path / "cipher.tsv"
+    path.write_text("".join(f"{u}\t{''.join(CIPHER[c] for c in u)}\n" for u in uppers), encoding="utf-8")
+    data = cr.data_for(TINY, path, valid_size=100)
+    monkeypatch.setitem(cr.PRESETS, "classroom", TINY)
+    monkeypatch.setattr(cr, "data_for", lambda p, *a, **k: data)
+    yield
+    assert cr.slots().busy == 0  # every run of the test has given its slot back
+
+
+def until(at, cond, timeout: float = 60.0):
+    end = time.monotonic() + timeout
+    while not cond(at):
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.3)
+        at = run(at)
+    return at
+
+
+def progress_text(at) -> str:
+    bars = at.get("progress")
+    return bars[0].proto.text if bars else ""
+
+
+def _stop_all(at) -> None:
+    got = at.session_state["learn_run"] if "learn_run" in at.session_state else None  # noqa: SIM401 (no .get)
+    if got:
+        got[0].stop(wait=10)
+
+
+def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
+    at = run()
+    assert any("Start" in i.value for i in at.info) and not charts(at)
+    at.radio(key=K + "mode").set_value("Race: additive vs dot")
+    at.button(key=K + "start").click()
+    at = run(at)
+    assert at.radio(key=K + "mode").disabled and at.button(key=K + "start").disabled
+    try:
+        at = until(at, lambda a: "training" in progress_text(a) and " step 1" in progress_text(a))
+        figs = charts(at)
+        heats = [f for f in figs if f["data"][0]["type"] == "heatmap"]
+        assert [h["layout"]["title"]["text"].split(":")[0] for h in heats] == ["additive", "dot"]
+        assert [y.split(" · ")[1] for y in heats[0]["data"][0]["y"]] == list(PROBE[1])
+        curves = [f for f in figs if f["data"][0]["type"] == "scatter"]
+        assert {t["name"] for t in curves[0]["data"]} == {"additive", "dot"}
+
+        at.button(key=K + "pause").click()
+        at = run(at)
+        assert at.button(key=K + "pause").label.startswith("▶ Resume")
+        at = until(at, lambda a: progress_text(a).startswith("paused"))
+        time.sleep(0.5)
+        before = progress_text(run(at))
+        time.sleep(1.0)
+        assert progress_text(run(at)) == before  # no steps while paused
+
+        at.button(key=K + "pause").click()
+        at = run(at)
+        at = until(at, lambda a: progress_text(a).startswith("training") and progress_text(a) != before)
+
+        held = at.session_state["learn_run"][0]
+        at.button(key=K + "reset").click()
+        at = run(at)
+        held.thread.join(10)
+        assert not held.thread.is_alive()
+        assert any("Start" in i.value for i in at.info) and not charts(at)
+        assert not at.radio(key=K + "mode").disabled
+    finally:
+        _stop_all(at)
+
+
+def test_a_third_visitor_waits_for_a_free_trainer(tiny):
+    pool = cr.slots()
+    others = [object() for _ in range(pool.capacity)]
+    for o in others:
+        assert pool.wait_turn(o, lambda: False)  # every trainer busy with other visitors
+    at = run()
+    try:
+        at.button(key=K + "start").click()
+        at = until(run(at), lambda a: any("Waiting for a free trainer" in w.value for w in a.warning))
+        text = next(w.value for w in at.warning if "Waiting" in w.value)
+        assert "position 1" in text and f"{pool.capacity} of {pool.capacity}" in text
+        pool.release()
+        at = until(at, lambda a: bool(charts(a)))
+    finally:
+        _stop_all(at)
+        for _ in others[1:]:
+            pool.release()
