@@ -76,6 +76,10 @@ def _number_text(value) -> str:
     return str(int(value)) if isinstance(value, int) or float(value).is_integer() else f"{value:g}"
 
 
+def _shown_number(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
 def _written(scope: str) -> dict[str, str]:
     return st.session_state.setdefault(WRITTEN, {}).setdefault(scope, {})
 
@@ -200,7 +204,7 @@ class Link:
             except ValueError:
                 return None, "is not a " + ("whole number" if whole else "number")
             if not math.isfinite(value) or not lo <= value <= hi:
-                return None, f"is out of range ({_number_text(lo)}–{_number_text(hi)})"
+                return None, f"is out of range ({_shown_number(lo)}–{_shown_number(hi)})"
             if step and not whole:
                 value = round(lo + round((value - lo) / step) * step, 10)
             return value, None

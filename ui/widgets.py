@@ -72,6 +72,7 @@ def sidebar_device() -> None:
 # expander through ``intro``. The CSS keeps the notices and the figures' numbers in view.
 _PROJECTOR_CSS = """<style>
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+[data-testid="stMainBlockContainer"] { padding-top: 2rem; }
 </style>"""
 
 

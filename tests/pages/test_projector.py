@@ -1,0 +1,106 @@
+"""Projector mode and high-contrast colours (issue 14) under AppTest: the sidebar's toggles and
+``?present=1`` / ``?contrast=1`` change every figure the page sends (read from its JSON), fold the
+introduction away, and stay on across pages."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.support import ROOT, charts
+from viz_core.layout import HIGH_CONTRAST, PROJECTOR_CJK, PROJECTOR_FONT, PROJECTOR_GAP
+
+TIMEOUT = 120
+
+
+def app(params: dict | None = None, page: str | None = None) -> AppTest:
+    """The whole app (sidebar included) opened with ``params``, on ``page`` if given."""
+    at = AppTest.from_file(ROOT / "app.py", default_timeout=TIMEOUT)
+    at.query_params.update(params or {})
+    at.run()
+    if page:
+        at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def font_sizes(spec: dict) -> list[float]:
+    found = []
+
+    def walk(node, in_font=False):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if in_font and k == "size" and isinstance(v, int | float):
+                    found.append(v)
+                else:
+                    walk(v, k.endswith("font"))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(spec)
+    return found
+
+
+def tick_sizes(spec: dict) -> list[float]:
+    layout = spec["layout"]
+    return [layout[a]["tickfont"]["size"] for a in layout if a[1:5] == "axis" and "tickfont" in layout[a]]
+
+
+@pytest.mark.parametrize("page", ["scoring", "positional", "pooling", "couplets"])
+def test_present_1_gives_every_figure_text_of_20_px_or_more(page):
+    shown = charts(app({"present": "1"}, page))
+    assert shown
+    for spec in shown:
+        assert spec["layout"]["font"]["size"] >= PROJECTOR_FONT
+        assert min(font_sizes(spec)) >= PROJECTOR_FONT
+
+
+def test_projector_mode_changes_the_couplet_figures_fonts_and_gaps():
+    before, after = charts(app(page="couplets")), charts(app({"present": "1"}, page="couplets"))
+    assert len(before) == len(after)
+    heat_before, heat_after = before[0], after[0]
+    assert heat_before["layout"]["font"]["size"] < PROJECTOR_FONT
+    assert set(tick_sizes(heat_after)) == {PROJECTOR_CJK}  # Chinese characters: 24 px
+    assert heat_after["data"][0]["xgap"] == PROJECTOR_GAP > heat_before["data"][0]["xgap"]
+
+
+def test_projector_mode_folds_the_introduction_and_hides_captions():
+    plain, shown = app(page="scoring"), app({"present": "1"}, page="scoring")
+    assert "About this page" not in [e.label for e in plain.expander]
+    assert "About this page" in [e.label for e in shown.expander]
+    css = [h.proto.body for h in shown.get("html")]
+    assert any("stCaptionContainer" in body and "display: none" in body for body in css)
+    assert not any("stCaptionContainer" in h.proto.body for h in plain.get("html"))
+
+
+def test_the_sidebar_toggle_turns_it_on_writes_present_1_and_it_stays_across_pages():
+    at = app(page="scoring")
+    assert "present" not in at.query_params
+    at.sidebar.toggle(key="present").set_value(True).run()
+    assert at.query_params["present"] == "1"
+    assert charts(at)[0]["layout"]["font"]["size"] == PROJECTOR_FONT
+    at.switch_page("app_pages/pooling.py").run()
+    assert at.sidebar.toggle(key="present").value is True and at.query_params["present"] == "1"
+    assert charts(at)[0]["layout"]["font"]["size"] == PROJECTOR_FONT
+    at.sidebar.toggle(key="present").set_value(False).run()
+    assert "present" not in at.query_params and charts(at)[0]["layout"]["font"]["size"] < PROJECTOR_FONT
+
+
+def test_present_0_in_a_link_turns_it_off():
+    at = app({"present": "1"}, page="scoring")
+    at.query_params["present"] = "0"
+    at.run()
+    assert at.sidebar.toggle(key="present").value is False
+
+
+def test_high_contrast_colours_give_the_attention_heatmaps_cividis():
+    plain, contrast = charts(app(page="scoring"))[0], charts(app({"contrast": "1"}, page="scoring"))[0]
+    cividis = [c[1].lower() for c in contrast["layout"]["coloraxis"]["colorscale"]]
+    assert cividis != [c[1].lower() for c in plain["layout"]["coloraxis"]["colorscale"]]
+    assert HIGH_CONTRAST == "Cividis" and cividis[0] == "#00224e"  # cividis' darkest blue
+    assert contrast["layout"]["font"]["size"] < PROJECTOR_FONT  # colours only, without projector mode
+
+
+def test_lesson_links_on_home_keep_projector_mode():
+    at = app({"present": "1"})
+    lessons = [p.proto for p in at.get("page_link") if p.proto.icon == "📖"]
+    assert lessons and all("present=1" in p.query_string for p in lessons)
