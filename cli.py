@@ -389,8 +389,6 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     import os
 
     from models.corpus import inputs
-    from models.corpus.extract import Options
-    from models.corpus.run import Cancelled, run_corpus
 
     if args.out and Path(args.out).suffix != ".parquet":
         raise CliError(f"corpus: --out writes a .parquet file, not {Path(args.out).name}")
@@ -409,6 +407,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
         if importlib.util.find_spec("ray") is None:
             raise CliError("corpus --ray needs Ray: pip install 'ray[data]==2.60.0'")
+    from models.corpus.extract import Options  # torch: only once the input is known to be good
+    from models.corpus.run import Cancelled, run_corpus
+
     options = Options(kind=args.kind, top_k=args.top_k, max_tokens=args.max_tokens, batch_size=args.batch_size)
     report = _progress_printer()
     try:
