@@ -279,6 +279,17 @@ def head_stats(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> dic
     return {"layer": layer, "head": head, **stats.row()}
 
 
+def head_summary(
+    cap: QKCapture, layer: int, head: int, thumb: int = 32, block: int = BLOCK
+) -> tuple[np.ndarray, dict]:
+    """One head in one pass: its max-pooled thumbnail ``[≤thumb, ≤thumb]`` and ``head_table``'s row."""
+    pooler, stats = _Pooler(cap.n_tokens, thumb, "max"), _Stats(cap.n_tokens, cap.special)
+    for start, part in head_blocks(cap, layer, head, block):
+        pooler.add(start, part)
+        stats.add(start, part)
+    return pooler.result().values, {"layer": layer, "head": head, **stats.row()}
+
+
 def all_heads(
     cap: QKCapture, thumb: int = 32, block: int = BLOCK, progress=None
 ) -> tuple[np.ndarray, list[dict]]:
@@ -289,12 +300,85 @@ def all_heads(
     table = []
     for layer in range(cap.n_layers):
         for head in range(cap.n_heads):
-            pooler, stats = _Pooler(cap.n_tokens, thumb, "max"), _Stats(cap.n_tokens, cap.special)
-            for start, part in head_blocks(cap, layer, head, block):
-                pooler.add(start, part)
-                stats.add(start, part)
-            thumbs[layer, head] = pooler.result().values
-            table.append({"layer": layer, "head": head, **stats.row()})
+            thumbs[layer, head], row = head_summary(cap, layer, head, thumb, block)
+            table.append(row)
             if progress:
                 progress(layer, head)
     return thumbs, table
+
+
+# -- helpers of the long-input page: zoom windows, one query's keys, queries and keys in 2-D ----------
+
+
+def cell_span(edges: np.ndarray, lo: float, hi: float) -> tuple[int, int]:
+    """Tokens ``[first, stop)`` covered by the cells at positions ``lo``–``hi`` of a reduced axis
+    (cell ``i`` sits at ``i``, from ``i - 0.5`` to ``i + 0.5``: a box drawn over a Plotly heatmap)."""
+    cells = len(edges) - 1
+    lo, hi = sorted((lo, hi))
+    first = min(max(round(lo), 0), cells - 1)
+    last = min(max(round(hi), first), cells - 1)
+    return int(edges[first]), int(edges[last + 1])
+
+
+def fit_window(n: int, first: int, stop: int, side: int = MAX_WINDOW) -> tuple[int, int]:
+    """``[first, stop)`` inside ``0–n`` and at most ``side`` tokens long (a longer span keeps its
+    start); at least one token."""
+    first = min(max(int(first), 0), n - 1)
+    stop = min(max(int(stop), first + 1), n, first + side)
+    return first, stop
+
+
+def box_window(red: Reduced, xs: tuple[float, float], ys: tuple[float, float], side: int = MAX_WINDOW):
+    """The zoom window ``((query first, stop), (key first, stop))`` for a box drawn over ``red``
+    (x: keys, y: queries, in cell positions), cut to ``side`` tokens a side from its top-left
+    corner; and whether it was cut."""
+    (qa, qb), (ka, kb) = cell_span(red.row_edges, *ys), cell_span(red.col_edges, *xs)
+    n_q, n_k = int(red.row_edges[-1]), int(red.col_edges[-1])
+    queries, keys = fit_window(n_q, qa, qb, side), fit_window(n_k, ka, kb, side)
+    return (queries, keys), (queries, keys) != ((qa, qb), (ka, kb))
+
+
+def query_row(cap: QKCapture, layer: int, head: int, query: int) -> np.ndarray:
+    """One query's weights over every key ``[keys]`` (0 after it in a causal model)."""
+    if not 0 <= query < cap.n_tokens:
+        raise IndexError(f"query {query} is outside 0–{cap.n_tokens - 1}")
+    q, k = cap.head_qk(layer, head)
+    return rows(q, k, cap.scaling[layer], cap.causal, query, query + 1)[0]
+
+
+def top_keys(weights: np.ndarray, k: int = 10) -> list[tuple[int, float]]:
+    """The ``k`` largest weights of a row as ``(key, weight)``, largest first (ties: earlier key)."""
+    k = min(k, len(weights))
+    order = np.argsort(-weights, kind="stable")[:k]
+    return [(int(i), float(weights[i])) for i in order]
+
+
+def normalise_qk(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """AttentionViz's normalisation: queries × s and keys ÷ s so that both have the same mean
+    length, then the keys moved so that their mean is the queries' mean. No weight changes: s
+    cancels in q·k, and adding one vector to every key adds the same score to all of a query's keys."""
+    q, k = np.asarray(q, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    qn, kn = np.linalg.norm(q, axis=1).mean(), np.linalg.norm(k, axis=1).mean()
+    s = np.sqrt(kn / qn) if qn > 0 and kn > 0 else 1.0
+    q, k = q * s, k / s
+    return q, k - k.mean(0) + q.mean(0)
+
+
+def project_qk(
+    q: np.ndarray, k: np.ndarray, normalise: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Queries ``[n, d]`` and keys ``[m, d]`` projected together onto their first two principal
+    axes (PCA by SVD): ``(queries [n, 2], keys [m, 2], share of the variance on each axis)``;
+    ``normalise`` first (``normalise_qk``)."""
+    q, k = normalise_qk(q, k) if normalise else (np.asarray(q, np.float64), np.asarray(k, np.float64))
+    both = np.concatenate([q, k])
+    centred = both - both.mean(0)
+    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
+    axes = np.zeros((2, both.shape[1]))
+    axes[: min(2, len(vt))] = vt[:2]  # one-dimensional vectors: a second axis of zeros
+    points = (centred @ axes.T).astype(np.float32)
+    var = sing**2
+    share = np.zeros(2)
+    if var.sum() > 0:
+        share[: min(2, len(var))] = var[:2] / var.sum()
+    return points[: len(q)], points[len(q) :], share
