@@ -307,3 +307,51 @@ def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
     page.wait_for_timeout(300)
     page.mouse.down()
     page.mouse.up()
+
+
+# -- fuzzing: hostile text for every text path (tests/*/test_fuzz*.py) ------------------------------
+
+# Pieces a fuzzer would rarely find alone: bidi controls, zero-width and joiners, control
+# characters and NUL, lone surrogates (a str may hold them), emoji ZWJ sequences, combining
+# marks, CJK, right-to-left scripts, markup, the models' own special-token spellings.
+FUZZ_PIECES = [
+    *"\u202e\u202d\u202a\u202b\u202c\u2066\u2067\u2068\u2069\u200e\u200f\u061c",
+    *"\u200b\u200c\u200d\u2060\ufeff\x00\x07\x08\x0b\x0c\x1c\x1f\x7f\x85\u2028\u2029\u3000\t\r\n",
+    "\r\n", "\x1b[31m", "\ud800", "\udfff", "\udcff", "\ud83d", "\ude00", "\ud83d\ude00",
+    "👨\u200d👩\u200d👧\u200d👦", "🏳️\u200d🌈", "👍🏽", "🇫🇷", "e\u0301", "\u0301\u0302\u0303\u0304",
+    "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇", "两个黄鹂鸣翠柳", "，。！？；：", "مرحبا بالعالم", "שלום", "Привет", "I'm home.",
+    "<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "{{7*7}}", "%s%n", "../../etc/passwd",
+    "\uffff", "\ufffe", "\U0010ffff", "\ufffd", "ﬁ", "İ", "ß", "<s>", "</s>", "[CLS]", "<unk>", "<pad>",
+]
+FUZZ_MAX = 100_000  # the longest input generated
+
+
+def fuzz_texts(max_pieces: int = 12):
+    """A hypothesis strategy: any Unicode (surrogates included) mixed with ``FUZZ_PIECES``; most
+    short, some repeated out to any size from empty to ``FUZZ_MAX`` characters."""
+    from hypothesis import strategies as st
+
+    char = st.characters(codec=None, exclude_categories=())
+    piece = st.one_of(st.text(char, max_size=8), st.sampled_from(FUZZ_PIECES))
+    short = st.lists(piece, max_size=max_pieces).map("".join)
+    big = st.tuples(short, st.integers(0, FUZZ_MAX)).map(lambda tn: (tn[0] * (tn[1] // max(len(tn[0]), 1) + 1))[: tn[1]])
+    return st.one_of(short, short, short, big)
+
+
+def fuzz_settings(examples: int):
+    """Hypothesis settings for a counted, reproducible fuzz run: a fixed seed, no deadline."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def one_line(message: str, limit: int = 400) -> bool:
+    """A refusal or notice as the contract wants it: one non-empty line of at most ``limit`` characters."""
+    text = str(message)
+    return bool(text.strip()) and len(text.splitlines()) == 1 and len(text) <= limit

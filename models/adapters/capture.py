@@ -170,11 +170,12 @@ def supports(adapter) -> str | None:
 
 def encode_long(adapter, text: str):
     """``adapter``'s tokens for ``text`` without the 512 cut; over the context is a CaptureError."""
-    from models.adapters.hf import InputError
+    from models.adapters.hf import InputError, well_formed
 
     text = "" if text is None else str(text)
     if not text.strip():
         raise InputError("the text is empty: type a sentence")
+    text, fixed = well_formed(text)
     if len(text) > MAX_CHARS:
         raise CaptureError(
             f"the text has {len(text):,} characters; at most {MAX_CHARS:,} are read: shorten it"
@@ -189,7 +190,9 @@ def encode_long(adapter, text: str):
     except (ValueError, AttributeError):
         word_ids = list(range(ids.shape[1]))
     special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
-    return encoded(adapter, ids, special, word_ids)
+    out = encoded(adapter, ids, special, word_ids)
+    out.notices.extend(fixed)
+    return out
 
 
 def encoded(adapter, ids: torch.Tensor, special: list[bool], word_ids: list):

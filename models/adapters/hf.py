@@ -13,6 +13,7 @@ The module also registers the Hugging Face families an uploaded folder may hold 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -34,6 +35,22 @@ MASK_NAMES = ("mask", "pad", "unk", "eos")  # what may stand in for a masked tok
 
 class InputError(ValueError):
     """Text that cannot be run (empty, or nothing left after tokenizing)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> tuple[str, list[str]]:
+    """``text`` as valid Unicode, and a notice if it was not: surrogate pairs joined, lone
+    surrogates (a str may hold them, e.g. undecodable bytes on a command line; tokenizers
+    refuse them) read as U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text, []
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    n = fixed.count("\ufffd") - text.count("\ufffd")
+    if not n:
+        return fixed, []
+    return fixed, [f"{n:,} lone surrogate{'s' if n != 1 else ''} (not valid Unicode) read as \ufffd"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +123,7 @@ class HFAdapter:
         text = "" if text is None else str(text)
         if not text.strip():
             raise InputError("the text is empty: type a sentence")
-        notices = []
+        text, notices = well_formed(text)
         if len(text) > MAX_CHARS:
             notices.append(f"the text had {len(text):,} characters; only the first {MAX_CHARS:,} were read")
             text = text[:MAX_CHARS]
