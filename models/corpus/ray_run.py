@@ -55,6 +55,19 @@ def connect(address: str) -> None:
         ray.init(address=address, log_to_driver=False)
 
 
+def _quiet() -> None:
+    """No progress bars or per-dataset log lines: the run reports its own progress."""
+    import logging
+
+    import ray.data
+
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+    ctx.enable_auto_log_stats = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+
 def workers() -> int:
     import ray
 
@@ -73,6 +86,7 @@ def run_batches(ex, model_id, options, batches, corpus, address, should_stop):
     import ray
 
     connect(address)
+    _quiet()
     n = min(workers(), len(batches))
     jobs = [{"job": pickle.dumps((ids, [corpus.texts[i] for i in ids]))} for ids in batches]
     ds = ray.data.from_items(jobs, override_num_blocks=len(jobs))
