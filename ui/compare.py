@@ -193,6 +193,8 @@ def _difference_chart(diff: np.ndarray, rows: list[str], cols: list[str], title:
     fig = heatmap_row(
         {title: diff}, rows, cols, zmin=-top, zmax=top, colorscale=DIVERGING_SCALE, label="difference"
     )
+    if any("｜" in c for c in cols) and len(cols) > 8:  # 'the cat｜dog sat' upright reads as one run
+        fig.update_xaxes(tickangle=-45)
     chart(fig, frame, key, name)
 
 
@@ -252,8 +254,8 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
     st.caption(
         "One tile per layer × head: the mean absolute difference of the two inputs' attention weights, "
         "over the query rows and key columns whose tokens line up (same token, or one substituted for "
-        "another at the same place); unaligned tokens are left out, and weights are as the model gave them "
-        "(not renormalised)."
+        "another at the same place); unaligned tokens are left out. Raw weights α as the model gave them "
+        "(not renormalised, nor weighted by value norms)."
     )
     layer, head = _head_choice(cmp["grid"], "mean |Δ|", C + "head")
     diff = cmp["diff"][layer, head]
@@ -317,10 +319,10 @@ def mask_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view:
     if position is None:
         st.info("Click a token above to mask it.")
         return
-    _masked_view(model_id, text, kind, merge, hide, view, (position, name, tokens))
+    _masked_view(model_id, text, kind, merge, hide, (position, name, tokens))
 
 
-def _masked_view(model_id, text, kind, merge, hide, view, pick) -> None:
+def _masked_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, pick: tuple) -> None:
     position, name, tokens = pick
     result = cached.run_model(model_id, text)
     try:
@@ -328,7 +330,7 @@ def _masked_view(model_id, text, kind, merge, hide, view, pick) -> None:
     except ValueError as err:
         st.warning(plain(err))
         return
-    before, raw = view["record"], masked.records[kind]
+    before, raw = shown_record(model_id, text, kind, merge, hide), masked.records[kind]
     after = derive(raw, merge, hide)
     if after.weights.shape != before.weights.shape:
         st.warning(f"The masked run has {after.weights.shape} weights, the original {before.weights.shape}.")
@@ -343,7 +345,8 @@ def _masked_view(model_id, text, kind, merge, hide, view, pick) -> None:
     st.caption(
         "One tile per layer × head: the total variation ½·Σ|before − after| between each query row's "
         "attention before and after masking, averaged over the query rows other than the masked token's "
-        "(0: the head did not change; 1: it moved all of its attention)."
+        "(0: the head did not change; 1: it moved all of its attention). Raw weights α (not weighted by "
+        "value norms)."
     )
     _top_heads(grid, f"{model_id}_mask_{position}_top")
     layer, head = _head_choice(grid, "TV", M + "head")
@@ -357,7 +360,7 @@ def _top_heads(grid: np.ndarray, filename: str) -> None:
     )
     table = table.sort_values("change (TV)", ascending=False, kind="stable").head(TOP)
     st.markdown(f"**The {plural(len(table), 'head')} that changed most**")
-    st.dataframe(table, hide_index=True, key=M + "top", width="stretch")
+    st.dataframe(table, hide_index=True, key=M + "top", width=480)
 
 
 def _before_after(before: AttentionRecord, after: AttentionRecord, layer: int, head: int, name: str) -> None:
