@@ -1,7 +1,12 @@
 """The pages' cached calls into ``models``: one shared adapter per model, results cached as data.
 
-Models are cached as resources (their weights are never mutated, so every session shares
-one), results as data keyed by their inputs, so moving a slider never re-runs a model.
+Models are shared resources (their weights are never mutated, so every session shares
+one), at most ``ATLAS_MAX_MODELS`` of them loaded (``models.resident``: the least recently
+used is dropped, and a page that needs it again says it is being reloaded). Results are cached
+as data keyed by their inputs, so moving a slider never re-runs a model; long inputs and large
+models go to caches of their own with few entries, since one such result runs to tens of
+megabytes. A cache miss that runs a model waits its turn in ``ui.admission``'s queue (a few
+runs at once, heavy ones in their own line) and the page shows its position meanwhile.
 What a page needs to know about a model (its layers and heads, first text, whether it
 exposes queries and keys) comes from the registry's capabilities, without loading it.
 """
@@ -15,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from models.attention import demos
+from ui import admission
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
@@ -25,19 +31,88 @@ positional_tables = st.cache_data(demos.positional_tables, show_spinner=False)
 pooling_view = st.cache_data(demos.pooling_view, show_spinner=False)
 
 
-@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=4)
+TTL = 30 * 60  # seconds a cached result is kept (memory comes back after a class has gone)
+_SEEN = admission.Seen()  # keys computed lately: a call likely to hit its cache never queues
+
+
+@st.cache_resource(show_spinner=False)
+def resident():
+    """The process's loaded models (``models.resident``), at most ``ATLAS_MAX_MODELS``."""
+    from models.resident import Resident
+
+    return Resident()
+
+
 def adapter(model_id: str):
     """One shared adapter per model; its weights are never mutated, so sessions can share it."""
-    from models.registry import load
-
-    return load(model_id)
+    return resident().get(model_id)
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=64)
+def _load(model_id: str) -> None:
+    """Load ``model_id`` under a spinner that says why, if it is not loaded (a cache miss is coming)."""
+    models = resident()
+    if model_id in models.resident():
+        return
+    why = (
+        f"Loading {model_id} again: at most {models.limit} models stay loaded on this server, and it was "
+        "the least recently used…"
+        if models.was_evicted(model_id)
+        else "Loading the model (once per server)…"
+    )
+    with st.spinner(why):
+        models.get(model_id)
+
+
+def queued(model_id: str, text: str, key: tuple, call):
+    """``call()`` (a cached call), after waiting for a model slot unless ``key`` was computed lately;
+    the page shows its position in line while it waits. Inside another cached function, which
+    would record any element for replay, it waits without a word."""
+    if key in _SEEN:
+        return call()
+    lane = admission.lane_for(model_id, text)
+    if _inside_cached_function():
+        with lane.turn():
+            return call()
+    box = st.empty()
+    try:
+        with lane.turn(on_wait=lambda k: box.info(admission.waiting_message(lane, k))):
+            box.empty()
+            _load(model_id)
+            return call()
+    finally:
+        box.empty()
+
+
+def _inside_cached_function() -> bool:
+    from streamlit.runtime.scriptrunner_utils.script_run_context import in_cached_function
+
+    return in_cached_function.get()
+
+
 def run_model(model_id: str, text: str, target: str | None = None, beam: int = 1):
     """Records for one input, cached: switching layer or head never re-runs the model."""
+    cache = _run_model_heavy if admission.is_heavy(model_id, text) else _run_model
+    key = ("run", model_id, text, target, beam)
+    return queued(model_id, text, key, lambda: cache(model_id, text, target, beam))
+
+
+def _run(model_id: str, text: str, target: str | None, beam: int):
     options = {"beam": beam} if beam != 1 else {}  # only seq2seq adapters search
-    return adapter(model_id).run(text, target=target, **options)
+    with admission.lane_for(model_id, text).turn():  # passes through when queued() holds the slot
+        result = adapter(model_id).run(text, target=target, **options)
+    _SEEN.add(("run", model_id, text, target, beam))
+    return result
+
+
+@st.cache_data(show_spinner="Running the model…", max_entries=64, ttl=TTL)
+def _run_model(model_id: str, text: str, target: str | None, beam: int):
+    return _run(model_id, text, target, beam)
+
+
+@st.cache_data(show_spinner="Running the model…", max_entries=4, ttl=TTL)
+def _run_model_heavy(model_id: str, text: str, target: str | None, beam: int):
+    """Long inputs and large models: a few entries only (one result can run to 100 MB)."""
+    return _run(model_id, text, target, beam)
 
 
 def model_choices(families: tuple[str, ...] | None = None, **capabilities) -> list[str]:
@@ -91,14 +166,39 @@ def value_weighting_offered(model_id: str) -> bool:
     return supports(adapter(model_id))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
 def transformer_view(
     model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool = False
 ) -> dict:
     """Everything the Transformer page derives from one record, computed once per input and option.
 
     Switching layer or head then only builds one heatmap. ``value_weighted``: ‖α f(x)‖ instead of α.
+    Long inputs and large models are derived in the heavy lane and kept in a cache of few entries.
     """
+    args = (model_id, text, kind, merge, hide, value_weighted)
+    cache = _transformer_view_heavy if admission.is_heavy(model_id, text) else _transformer_view
+    return queued(model_id, text, ("view", *args), lambda: cache(*args))
+
+
+@st.cache_data(show_spinner=False, max_entries=32, ttl=TTL)
+def _transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool):
+    return _view(model_id, text, kind, merge, hide, value_weighted)
+
+
+@st.cache_data(show_spinner=False, max_entries=4, ttl=TTL)
+def _transformer_view_heavy(
+    model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool
+):
+    return _view(model_id, text, kind, merge, hide, value_weighted)
+
+
+def _view(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool) -> dict:
+    with admission.lane_for(model_id, text).turn():  # passes through when queued() holds the slot
+        view = _derive_view(model_id, text, kind, merge, hide, value_weighted)
+    _SEEN.add(("view", model_id, text, kind, merge, hide, value_weighted))
+    return view
+
+
+def _derive_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool) -> dict:
     from viz_core.derive import hide_special, merge_words, special_share
     from viz_core.model_view import model_view
     from viz_core.stats import head_table, offset_profile, rollout
@@ -135,7 +235,9 @@ def exact_flow(model_id: str, text: str, kind: str, merge: bool, hide: bool, val
     """Exact attention flow of the Transformer page's record; each row split over the inputs."""
     from viz_core.stats import attention_flow
 
-    flow = attention_flow(transformer_view(model_id, text, kind, merge, hide, value_weighted)["record"].weights)
+    flow = attention_flow(
+        transformer_view(model_id, text, kind, merge, hide, value_weighted)["record"].weights
+    )
     return flow / flow.sum(-1, keepdims=True)  # each row: how the position's inflow splits over inputs
 
 

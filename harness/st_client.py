@@ -1,0 +1,278 @@
+"""A Streamlit client without a browser: Streamlit's own websocket protocol, for load tests.
+
+One :class:`Session` is what one browser tab is to the server: it connects to
+``/_stcore/stream``, asks for a page with a ``rerun_script`` BackMsg (a ``ClientState``
+holding the page and the widget values), and reads ForwardMsgs until ``script_finished``.
+From the deltas it learns every widget's id by its user key, so a test or benchmark can
+say ``await s.set("couplet_upper", "春风")`` as a person would type it. Exceptions the app
+shows (``st.exception`` elements, the red box of an uncaught error) and error alerts are
+collected per run. One asyncio loop drives dozens of sessions::
+
+    async with Session("http://127.0.0.1:8765") as s:
+        run = await s.open("couplets")
+        assert run.ok, run.problems
+
+The widget values travel the way the browser sends them: text as ``string_value``, a toggle
+as ``bool_value``, a slider as ``double_array_value``, a selectbox or radio as the option's
+label, a button as a one-shot ``trigger_value``. A widget inside an ``st.fragment`` reruns
+only its fragment, as in the browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from websockets.asyncio.client import connect
+
+from harness.browser import ROOT, free_port
+
+FINISHED = ForwardMsg.ScriptFinishedStatus
+ERROR_ALERT = 1  # Alert.Format.ERROR
+
+
+@dataclass
+class Widget:
+    id: str
+    kind: str  # the Element field: text_input, checkbox, slider, selectbox, radio, button, …
+    fragment_id: str = ""
+    options: tuple[str, ...] = ()  # a selectbox's or radio's labels
+    bounds: tuple[float, float] | None = None  # a slider's min and max
+
+
+@dataclass
+class Run:
+    """One script run as the client saw it: how long until ``script_finished``, and what went wrong."""
+
+    seconds: float
+    status: str  # FINISHED_SUCCESSFULLY, FINISHED_FRAGMENT_RUN_SUCCESSFULLY, … or "timeout"
+    exceptions: list[str] = field(default_factory=list)  # "Type: message" of each exception element
+    errors: list[str] = field(default_factory=list)  # st.error alerts
+    elements: int = 0
+    bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.status.startswith("FINISHED")
+            and self.status != "FINISHED_WITH_COMPILE_ERROR"
+            and not (self.exceptions)
+        )
+
+    @property
+    def problems(self) -> list[str]:
+        return ([] if self.ok else [self.status]) + self.exceptions
+
+
+def user_key(widget_id: str) -> str:
+    """``$$ID-<hash>-couplet_upper`` → ``couplet_upper`` (an id without a user key stays whole)."""
+    head, _, key = widget_id.partition("-")
+    return widget_id.split("-", 2)[2] if head == "$$ID" and widget_id.count("-") >= 2 else key or widget_id
+
+
+class Session:
+    """One browser-less session on a running Streamlit server (see the module docstring)."""
+
+    def __init__(self, url: str, timeout: float = 180.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.widgets: dict[str, Widget] = {}
+        self.page_hash = ""
+        self.pages: dict[str, str] = {}  # url path → page script hash, from the navigation message
+        self._ws = None
+        self._inbox: asyncio.Queue[tuple[ForwardMsg, int]] = asyncio.Queue()
+        self._reader: asyncio.Task | None = None
+        self.closed_reason: str | None = None
+
+    async def __aenter__(self) -> Session:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        ws_url = "ws" + self.url.removeprefix("http") + "/_stcore/stream"
+        self._ws = await connect(
+            ws_url,
+            subprotocols=["streamlit"],
+            origin=self.url,
+            max_size=None,  # a Transformer page's messages run to megabytes
+            open_timeout=self.timeout,
+            ping_interval=None,
+        )
+        self._reader = asyncio.create_task(self._read())
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            await asyncio.gather(self._reader, return_exceptions=True)
+
+    async def _read(self) -> None:
+        try:
+            async for data in self._ws:
+                msg = ForwardMsg()
+                msg.ParseFromString(data)
+                await self._inbox.put((msg, len(data)))
+        except Exception as err:  # the connection dropped: the waiting run reports it
+            self.closed_reason = f"{type(err).__name__}: {err}"
+        finally:
+            self.closed_reason = self.closed_reason or "connection closed"
+            await self._inbox.put((None, 0))
+
+    async def open(self, page: str = "") -> Run:
+        """Navigate to ``page`` (its url path, "" for the default page), as a deep link does."""
+        self.widgets.clear()
+        return await self._rerun(page_name=page, page_hash="")
+
+    async def rerun(self) -> Run:
+        return await self._rerun()
+
+    async def set(self, key: str, value) -> Run:
+        """Give the widget with user key ``key`` a new value and wait for the run it starts."""
+        widget = self.widgets.get(key)
+        if widget is None:
+            raise KeyError(f"no widget {key!r} on this page; known: {', '.join(sorted(self.widgets))}")
+        return await self._rerun(changed=(widget, value), fragment_id=widget.fragment_id)
+
+    async def _rerun(self, page_name=None, page_hash=None, changed=None, fragment_id="") -> Run:
+        msg = BackMsg()
+        state = msg.rerun_script
+        state.page_script_hash = self.page_hash if page_hash is None else page_hash
+        state.page_name = page_name or ""
+        state.fragment_id = fragment_id
+        if changed is not None:
+            _encode(state.widget_states.widgets.add(), *changed)
+        start = time.perf_counter()
+        await self._ws.send(msg.SerializeToString())
+        return await self._wait(start)
+
+    async def _wait(self, start: float) -> Run:
+        run = Run(0.0, "timeout")
+        deadline = start + self.timeout
+        while True:
+            try:
+                msg, size = await asyncio.wait_for(
+                    self._inbox.get(), max(0.01, deadline - time.perf_counter())
+                )
+            except TimeoutError:
+                break
+            if msg is None:
+                run.status = f"disconnected ({self.closed_reason})"
+                break
+            run.bytes += size
+            self._take(msg, run)
+            if msg.WhichOneof("type") == "script_finished":
+                run.status = FINISHED.Name(msg.script_finished)
+                if msg.script_finished != FINISHED.FINISHED_EARLY_FOR_RERUN:
+                    break
+        run.seconds = time.perf_counter() - start
+        return run
+
+    def _take(self, msg: ForwardMsg, run: Run) -> None:
+        kind = msg.WhichOneof("type")
+        if kind == "new_session":
+            self.page_hash = msg.new_session.page_script_hash
+        elif kind == "navigation":
+            self.page_hash = msg.navigation.page_script_hash or self.page_hash
+            self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            run.elements += 1
+            self._element(msg.delta.new_element, msg.delta.fragment_id, run)
+
+    def _element(self, element, fragment_id: str, run: Run) -> None:
+        kind = element.WhichOneof("type")
+        body = getattr(element, kind) if kind else None
+        if kind == "exception":
+            run.exceptions.append(f"{body.type}: {body.message}")
+        elif kind == "alert" and body.format == ERROR_ALERT:
+            run.errors.append(body.body)
+        widget_id = getattr(body, "id", "") if body is not None and hasattr(body, "id") else ""
+        if widget_id:
+            options = tuple(getattr(body, "options", ()) or ())
+            bounds = (body.min, body.max) if kind == "slider" else None
+            self.widgets[user_key(widget_id)] = Widget(widget_id, kind, fragment_id, options, bounds)
+
+
+def _encode(state, widget: Widget, value) -> None:
+    """Put ``value`` into the WidgetState ``state`` the way the browser sends this kind of widget."""
+    state.id = widget.id
+    if widget.kind in ("button", "download_button"):
+        state.trigger_value = bool(value)
+    elif widget.kind == "checkbox":
+        state.bool_value = bool(value)
+    elif widget.kind == "slider":
+        state.double_array_value.data[:] = [
+            float(v) for v in (value if isinstance(value, list | tuple) else [value])
+        ]
+    elif widget.kind == "number_input":
+        state.double_value = float(value)
+    elif widget.kind in ("text_input", "text_area", "selectbox", "radio"):
+        state.string_value = str(value)
+    else:
+        raise TypeError(f"setting a {widget.kind} widget is not supported by this client")
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen
+    log: Path
+
+
+@contextlib.contextmanager
+def serve(
+    port: int | None = None, env: dict | None = None, log: Path | None = None, timeout: float = 90.0
+) -> Iterator[Server]:
+    """``streamlit run app.py`` on 127.0.0.1 (a free port unless given), its output in ``log``
+    (a file, so a long run never blocks on a full pipe); yields once ``/_stcore/health`` answers."""
+    port = port or free_port()
+    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"atlas-streamlit-{port}.log"
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1"]
+    cmd += ["--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
+    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    try:
+        wait_healthy(server.url, timeout, proc)
+        yield server
+    finally:
+        stop(proc)
+
+
+def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    """Return once ``url``/_stcore/health answers 200; raise with the reason after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+            raise RuntimeError(f"no healthy streamlit at {url} within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,80 @@
+"""models.resident: at most N real adapters loaded, the least recently used dropped and its
+memory really let go (even one held in a reference cycle), one load per model under threads."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+import pytest
+
+from models.resident import Resident, max_models
+
+SMALL = ("couplet-rnn-additive", "couplet-rnn-dot", "translate-gru-additive")  # bundled, small
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze():
+    yield
+    gc.unfreeze()  # Resident freezes the heap after each load; leave the test process as found
+
+
+def test_the_least_recently_used_real_adapter_is_dropped_and_freed():
+    models = Resident(limit=2)
+    a, b = models.get(SMALL[0]), models.get(SMALL[1])
+    assert models.get(SMALL[0]) is a  # a is now the most recently used
+    gone = weakref.ref(b)
+    b.cycle = b  # a reference cycle: only the collector can free it, frozen or not
+    del b
+    c = models.get(SMALL[2])
+    assert models.resident() == [SMALL[0], SMALL[2]]
+    assert gone() is None  # dropped and collected, not merely forgotten
+    assert models.was_evicted(SMALL[1]) and not models.was_evicted(SMALL[0])
+    again = models.get(SMALL[1])
+    assert models.loads[SMALL[1]] == 2 and again.model_id == SMALL[1]
+    assert models.resident() == [SMALL[2], SMALL[1]]
+    assert c.run("I'm home.").output  # what stayed loaded still works
+
+
+def test_loading_freezes_the_heap_so_full_collections_skip_it():
+    gc.unfreeze()
+    Resident(limit=1).get(SMALL[0])
+    assert gc.get_freeze_count() > 0
+
+
+def test_threads_asking_for_one_model_load_it_once():
+    calls = []
+
+    def slow_load(model_id):
+        calls.append(model_id)
+        time.sleep(0.1)
+        return object()
+
+    models = Resident(limit=2, loader=slow_load)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(models.get("m"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert calls == ["m"] and len(got) == 8 and all(g is got[0] for g in got)
+
+
+def test_drop_and_clear():
+    models = Resident(limit=3, loader=lambda m: object())
+    models.get("a"), models.get("b")
+    assert models.drop("a") and not models.drop("a")
+    models.clear()
+    assert models.resident() == []
+
+
+def test_the_limit_comes_from_the_environment():
+    assert max_models({}) == 6
+    assert max_models({"ATLAS_MAX_MODELS": "2"}) == 2
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(ValueError, match=r"ATLAS_MAX_MODELS=.* must be a whole number"):
+            max_models({"ATLAS_MAX_MODELS": bad})
+    with pytest.raises(ValueError, match="must be ≥ 1"):
+        Resident(limit=0)
