@@ -82,3 +82,13 @@ def texts_sample(store: Store, n: int, seed: int = 0) -> list[tuple[int, str]]:
         [seed, n],
     ).fetchall()
     return sorted(rows)
+
+
+def common_tokens(store: Store, n: int = 12) -> list[str]:
+    """The corpus's commonest tokens that are words (no special tokens, no punctuation alone)."""
+    rows = store.con.execute(
+        "SELECT token, count(*) AS c FROM tokens WHERE NOT special AND regexp_matches(trim(token), '\\w') "
+        "GROUP BY token ORDER BY c DESC, token LIMIT ?",
+        [n],
+    ).fetchall()
+    return [r[0] for r in rows]

@@ -1,0 +1,72 @@
+"""The Corpus page under AppTest: the first visit runs the small bundled sample and shows every
+head; axes, tabs and the search react; a large sample waits for a click; links open a head."""
+
+import json
+from urllib.parse import parse_qs
+
+import pytest
+
+from tests.support import page_runner, z_of
+
+run = page_runner("app_pages/corpus.py", timeout=300)
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path_factory.getbasetemp() / "corpus-page-cache"))
+
+
+def overview(at) -> dict:
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def test_first_visit_runs_the_sample_and_places_every_head():
+    at = run()
+    fig = overview(at)
+    x = fig["data"][0]["x"]
+    assert len(z_of({"z": x}) if isinstance(x, dict) else x) == 6 * 12  # minilm's heads
+    assert "mean distance" in fig["layout"]["xaxis"]["title"]["text"]
+    assert any("100 texts × 6 layers × 12 heads" in c.value for c in at.caption)
+    at.selectbox(key="corpus_x").set_value("special_share")
+    at = run(at)
+    assert "special tokens" in overview(at)["layout"]["xaxis"]["title"]["text"]
+
+
+def test_search_ranks_hits_and_links_each_to_its_head_view():
+    at = run()
+    at.selectbox(key="corpus_layer").set_value(2)
+    at.selectbox(key="corpus_head").set_value(7)
+    at.session_state["corpus_tab"] = "Search"
+    at = run(at)
+    at.text_input(key="corpus_token").set_value("th*")
+    at = run(at)
+    hits = at.dataframe[0].value
+    assert len(hits) > 0 and hits["token"].str.startswith("th").all()
+    assert list(hits["weight"]) == sorted(hits["weight"], reverse=True)
+    path, query = hits["link"].iloc[0].split("?")
+    params = parse_qs(query)
+    assert path == "transformer" and params["model"] == ["minilm"]
+    assert params["layer"] == ["2"] and params["head"] == ["7"] and params["text"] == [hits["text"].iloc[0]]
+    at.text_input(key="corpus_token").set_value("  ")
+    at = run(at)
+    assert any("type a token" in i.value for i in at.info)
+
+
+def test_distributions_tab_draws_the_head_and_its_layer():
+    at = run()
+    at.session_state["corpus_tab"] = "Distributions"
+    at = run(at)
+    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    kinds = {t["type"] for f in figures for t in f["data"]}
+    assert {"histogram", "box"} <= kinds
+
+
+def test_a_large_sample_waits_for_a_click_and_a_file_is_asked_for():
+    at = run()
+    at.select_slider(key="corpus_n").set_value(10_000)
+    at = run(at)
+    assert not at.get("plotly_chart")
+    assert any("Run minilm over 10,000 texts" in b.label for b in at.button)
+    at.radio(key="corpus_source").set_value("your file")
+    at = run(at)
+    assert any("Upload a file" in i.value for i in at.info)
