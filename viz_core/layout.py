@@ -199,6 +199,7 @@ PROJECTOR_FONT = 20  # px: the least any text of a figure gets on a projector
 PROJECTOR_CJK = 24  # px: tick labels with Chinese characters (strokes blur first)
 PROJECTOR_TITLE = 24  # px: a figure's title
 PROJECTOR_GAP = 3  # px between heatmap cells (2 when an axis has more than 32 cells)
+PROJECTOR_WIDTH = 0.6  # of the planned width: a full-width chart at 150 % zoom of 1280 × 720 is ~500 px
 HIGH_CONTRAST = "Cividis"  # sequential, readable with every common colour-vision deficiency
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
@@ -226,6 +227,25 @@ def _raise_fonts(node, floor: int, in_font: bool = False) -> None:
             _raise_fonts(item, floor)
 
 
+def _explicit_fonts(fig: go.Figure, size: int = PROJECTOR_FONT) -> None:
+    """Every text of ``fig`` at least ``size`` px, set where it is drawn: a host's template (Streamlit
+    themes its charts) would otherwise give axes, legends and colour bars their own smaller font."""
+    fig.update_layout(font_size=size, hoverlabel_font_size=size, legend_font_size=size)
+    for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:
+        axis.title.font.size = size
+        if (axis.tickfont.size or 0) < size:
+            axis.tickfont.size = size
+        if axis.type == "log" and axis.tickvals is None:
+            axis.dtick = 1  # powers of 10 only: Plotly draws the 2s and 5s between them at ¾ size
+    for note in fig.layout.annotations:
+        note.font.size = max(note.font.size or 0, size)
+    bars = [fig.layout[k].colorbar for k in fig.layout if k.startswith("coloraxis")]
+    bars += [t.colorbar for t in fig.data if "colorbar" in t]
+    for bar in bars:
+        bar.tickfont.size = size
+        bar.title.font.size = size
+
+
 def _diverging(trace_or_axis, low: str, mid: str) -> bool:
     lo = getattr(trace_or_axis, low, None)
     return getattr(trace_or_axis, mid, None) is not None or (lo is not None and lo < 0)
@@ -248,8 +268,10 @@ def high_contrast(fig: go.Figure) -> go.Figure:
 def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) -> go.Figure:
     """A copy of ``fig`` for the back of a classroom: every text at least ``PROJECTOR_FONT`` px, token
     ticks ``PROJECTOR_FONT`` (``PROJECTOR_CJK`` with Chinese characters) and thinned where they do
-    not fit, thicker gaps between heatmap cells and lines, and ``high_contrast`` colours if asked."""
-    width = width or planned_width(fig)
+    not fit, thicker gaps between heatmap cells and lines, and ``high_contrast`` colours if asked.
+    Ticks are planned for ``width`` px, by default ``PROJECTOR_WIDTH`` of the figure's own plan: a
+    projector is often driven at a zoom, so the same chart gets fewer CSS pixels."""
+    width = width or int(planned_width(fig) * PROJECTOR_WIDTH)
     fig = go.Figure(fig)
     axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a)]
     size = PROJECTOR_CJK if any(has_cjk(_tokens(a)) for a in axes) else PROJECTOR_FONT
@@ -262,7 +284,7 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
                     trace[gap] = PROJECTOR_GAP if cells is None or len(cells) <= 32 else 2
         elif trace.type == "scatter" and trace.mode and "lines" in trace.mode:
             trace.line.width = max(trace.line.width or 0, 3)
-    fig.update_layout(font_size=PROJECTOR_FONT, hoverlabel_font_size=PROJECTOR_FONT)
+    _explicit_fonts(fig)
     if fig.layout.title.text:
         fig.update_layout(title_font_size=PROJECTOR_TITLE)
     spec = fig.to_dict()
