@@ -285,12 +285,13 @@ class TrainingSlots:
 
 
 _SLOTS: TrainingSlots | None = None
+_SLOTS_LOCK = threading.Lock()
 
 
 def slots() -> TrainingSlots:
     """The process-wide slots (``ATLAS_MAX_TRAININGS``, default 2), made on first use."""
     global _SLOTS
-    with _BUILD:
+    with _SLOTS_LOCK:
         if _SLOTS is None:
             _SLOTS = TrainingSlots.from_env()
         return _SLOTS
@@ -466,7 +467,7 @@ def train_preset(
     check_seconds(max_seconds)
     if attention not in ATTENTIONS:
         raise ValueError(f"--attention must be one of {list(ATTENTIONS)}, got {attention!r}")
-    p = replace(p, seed=p.seed if seed is None else seed, threads=threads or p.threads)
+    p = replace(p, seed=p.seed if seed is None else seed, threads=p.threads if threads is None else threads)
     if p.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {p.threads}")
     torch.set_num_threads(p.threads)

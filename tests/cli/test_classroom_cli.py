@@ -56,6 +56,10 @@ OUT = "--out=OUT"  # replaced by a folder in the test's tmp_path
         (("--preset", "classroom", "--max-seconds", "10"), "--preset, --max-seconds and --out go together"),
         (("--max-seconds", "10", OUT), "--preset, --max-seconds and --out go together"),
         (("--preset", "classroom", "--max-seconds", "10", "--hidden", "512", OUT), "fixes --hidden"),
+        (
+            ("--preset", "classroom", "--max-seconds", "10", "--threads", "0", OUT),
+            "--threads must be at least 1",
+        ),
     ],
 )
 def test_bad_preset_input_is_one_line(tmp_path, extra, message):
