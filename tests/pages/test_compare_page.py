@@ -110,3 +110,43 @@ def test_mask_with_pad_instead(first_load, minilm):
     grid = row_change(minilm.run(TEXT).records["self"].weights, after, [2])
     assert np.allclose(z_of(chart(at, "tf_mask_grid")["data"][0]), grid, rtol=2e-3, atol=1e-6)
     assert "2 · cat｜[PAD]" in chart(at, "tf_mask_pair")["data"][0]["y"]
+
+
+def test_a_second_text_over_the_limit_is_cut_with_one_line():
+    at = run()
+    at.text_input(key="tf_cmp_text").set_value("The dog sat. " * 800)  # 10,400 characters
+    at = run(at)
+    assert any("the box keeps the first 10,000" in w.value for w in at.warning)
+    assert any("attention is shown for the first 512" in c.value for c in at.caption)
+    assert chart(at, "tf_cmp_grid")
+
+
+def test_couplet_transformer_cross_attention_in_both_tabs(bundled_couplet_transformer):
+    at = run()
+    at.selectbox(key="tf_model").set_value("couplet-transformer")
+    at = run(at)
+    at.radio(key="tf_kind").set_value("cross")
+    at = run(at)
+    lines = [m.value for m in at.markdown if "positions of the first input" in m.value]
+    assert len(lines) == 2 and "黄｜白" in lines[1]  # rows: the lower lines written; keys: the upper lines
+    pills = at.get("button_group")[0]
+    assert [o.content for o in pills.proto.options] == list("两个黄鹂鸣翠柳")
+    pills.set_value(2)
+    at = run(at)
+    model = bundled_couplet_transformer
+    result = model.run("两个黄鹂鸣翠柳")
+    masked = model.run_masked("两个黄鹂鸣翠柳", 2, target=result.output)
+    grid = row_change(result.records["cross"].weights, masked.records["cross"].weights, [])
+    assert np.allclose(z_of(chart(at, "tf_mask_grid")["data"][0]), grid, rtol=2e-3, atol=1e-6)
+    assert any("\\<unk\\> stands in" in c.value for c in at.caption)
+
+
+@pytest.mark.slow
+def test_smollm2_masks_with_its_pad_token():
+    at = run()
+    at.selectbox(key="tf_model").set_value("smollm2")
+    at = run(at)
+    assert any("13 of 13" in m.value or "11 of 11" in m.value for m in at.markdown)
+    assert at.radio(key="tf_mask_with").options == ["pad: <|im_end|>", "unk: <|endoftext|>"]
+    grid = z_of(chart(at, "tf_mask_grid")["data"][0])
+    assert grid.shape == (30, 9) and grid.max() > 0
