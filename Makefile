@@ -34,8 +34,9 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# Debian's chromium (Playwright's own browser download cannot work offline), CJK and emoji fonts.
-BROWSER_PKGS := chromium fonts-noto-cjk fonts-noto-color-emoji
+# Debian's chromium (Playwright's own browser download cannot work offline), CJK and emoji fonts;
+# nginx for the test of several replicas behind a proxy (deploy/).
+BROWSER_PKGS := chromium fonts-noto-cjk fonts-noto-color-emoji nginx
 browser:
 	@dpkg -s $(BROWSER_PKGS) >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
 import os
 import subprocess
 import sys
@@ -83,9 +84,11 @@ def user_key(widget_id: str) -> str:
 class Session:
     """One browser-less session on a running Streamlit server (see the module docstring)."""
 
-    def __init__(self, url: str, timeout: float = 180.0):
+    def __init__(self, url: str, timeout: float = 180.0, cookies: bool = False):
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.cookies: dict[str, str] = {}  # with cookies=True: those the first page load set
+        self._want_cookies = cookies
         self.widgets: dict[str, Widget] = {}
         self.page_hash = ""
         self.pages: dict[str, str] = {}  # url path → page script hash, from the navigation message
@@ -102,10 +105,16 @@ class Session:
         await self.close()
 
     async def connect(self) -> None:
+        """Open the websocket; with ``cookies=True`` first load the page as a browser does and send
+        the cookies it set (a sticky proxy's, Streamlit's XSRF token) with the websocket."""
+        if self._want_cookies:
+            self.cookies = await asyncio.to_thread(page_cookies, self.url)
+        header = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         ws_url = "ws" + self.url.removeprefix("http") + "/_stcore/stream"
         self._ws = await connect(
             ws_url,
             subprotocols=["streamlit"],
+            additional_headers={"Cookie": header} if header else None,
             origin=self.url,
             max_size=None,  # a Transformer page's messages run to megabytes
             open_timeout=self.timeout,
@@ -206,6 +215,15 @@ class Session:
             self.widgets[user_key(widget_id)] = Widget(widget_id, kind, fragment_id, options, bounds)
 
 
+def page_cookies(url: str) -> dict[str, str]:
+    """The cookies a GET of ``url``/ sets, by name."""
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(url.rstrip("/") + "/", timeout=30) as response:
+        response.read()
+    return {c.name: c.value for c in jar}
+
+
 def _encode(state, widget: Widget, value) -> None:
     """Put ``value`` into the WidgetState ``state`` the way the browser sends this kind of widget."""
     state.id = widget.id
@@ -232,12 +250,9 @@ class Server:
     log: Path
 
 
-@contextlib.contextmanager
-def serve(
-    port: int | None = None, env: dict | None = None, log: Path | None = None, timeout: float = 90.0
-) -> Iterator[Server]:
-    """``streamlit run app.py`` on 127.0.0.1 (a free port unless given), its output in ``log``
-    (a file, so a long run never blocks on a full pipe); yields once ``/_stcore/health`` answers."""
+def launch(port: int | None = None, env: dict | None = None, log: Path | None = None) -> Server:
+    """Start ``streamlit run app.py`` on 127.0.0.1 (a free port unless given), its output in ``log``
+    (a file, so a long run never blocks on a full pipe); returns at once (see ``wait_healthy``)."""
     port = port or free_port()
     log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"atlas-streamlit-{port}.log"
     cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1"]
@@ -246,12 +261,20 @@ def serve(
         proc = subprocess.Popen(
             cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
-    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    return Server(f"http://127.0.0.1:{port}", proc, log)
+
+
+@contextlib.contextmanager
+def serve(
+    port: int | None = None, env: dict | None = None, log: Path | None = None, timeout: float = 90.0
+) -> Iterator[Server]:
+    """``launch``, yielding once ``/_stcore/health`` answers; the server is stopped afterwards."""
+    server = launch(port, env, log)
     try:
-        wait_healthy(server.url, timeout, proc)
+        wait_healthy(server.url, timeout, server.process)
         yield server
     finally:
-        stop(proc)
+        stop(server.process)
 
 
 def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
