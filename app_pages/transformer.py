@@ -6,12 +6,16 @@ import streamlit as st
 from ui import cached, compare, long_context
 from ui.line_view import line_view_block
 from ui.live_heads import HINT, model_view_chart
+from ui.url_state import Link
 from ui.views import head_view_block, show_notices
 from ui.widgets import chart, csv_button, plain, plural, text_box
 from viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
 
 K = "tf_"
+TEXT_LIMIT = 10_000
+HEAD_CHOICES = ("average", "all side by side")
+TABS = ["Heads", "Head statistics", "Rollout & flow", "Positions", "Compare two inputs", "Mask a token"]
 FLOW_BUDGET = 6 * 32 * 32  # layers × tokens² that exact flow handles in about a second here
 
 st.title("🧠 Transformer heads")
@@ -20,29 +24,38 @@ st.markdown(
     "each head does, and how attention composes across layers."
 )
 
+link = Link("transformer")
 models = cached.model_choices(("encoder", "causal", "seq2seq", "encoder-decoder"))
 if not models:
     st.info("No Transformer model is installed. `make run` installs minilm and smollm2.")
     st.stop()
 c1, c2 = st.columns([1, 3])
-model_id = c1.selectbox("model", models, index=cached.first_index(models), key=K + "model")
+first = models[cached.first_index(models)]
+model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
 model = cached.capabilities(model_id)
-if long_context.offered(model_id) and c1.toggle("long input", key=K + "long", help=long_context.HELP):
+if long_context.offered(model_id) and c1.toggle(
+    "long input", key=link.flag("long", K + "long"), help=long_context.HELP
+):
     long_context.page(model_id, c2)  # inputs up to the model's own context, from queries and keys
     st.stop()
-text = text_box(c2, "text", K + "text", 10_000, model.example)  # kept across models once typed
+text_key = link.text("text", K + "text", TEXT_LIMIT, model.example)
+text = text_box(c2, "text", text_key, TEXT_LIMIT, model.example)  # kept across models once typed
 c1, c2, c3 = st.columns(3)
-merge = c1.toggle("merge word pieces into words", key=K + "merge")
-hide = c2.toggle("hide special tokens", key=K + "hide")
+merge = c1.toggle("merge word pieces into words", key=link.flag("merge", K + "merge"))
+hide = c2.toggle("hide special tokens", key=link.flag("hide", K + "hide"))
 kinds = list(model.kinds)
-kind = c3.radio("attention", kinds, horizontal=True, key=K + "kind") if len(kinds) > 1 else kinds[0]
+kind = (
+    c3.radio("attention", kinds, horizontal=True, key=link.choice("kind", K + "kind", kinds, kinds[0]))
+    if len(kinds) > 1
+    else kinds[0]
+)
 WEIGHTED_HELP = (
     "Kobayashi et al. (2020), 'Attention is not only a weight': αᵢⱼ times the norm of key j's value "
     "vector through the head's output projection, ‖αᵢⱼ f(xⱼ)‖, each row rescaled to sum to 1. A large "
     "weight on a token whose value vector is tiny (often [SEP] or the first token) moves little."
 )
 weighted = cached.value_weighting_offered(model_id) and c3.toggle(
-    "weight by value norms ‖α f(x)‖", key=K + "value_norms", help=WEIGHTED_HELP
+    "weight by value norms ‖α f(x)‖", key=link.flag("values", K + "value_norms"), help=WEIGHTED_HELP
 )
 
 if not text.strip():
@@ -75,12 +88,13 @@ def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {plural(L, 'layer')} × {plural(H, 'head')}")
     st.caption(HINT)
-    model_view_chart(view["model_view"], K + "heads", (L, H), (K + "layer", K + "head"), heads=view["heads"])
+    model_view_chart(view["model_view"], K + "heads", (L, H), (layer_key, head_key), heads=view["heads"])
 
     st.subheader("Head view")
     c1, c2, c3 = st.columns(3)
-    layer = c1.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "layer")
-    head = c2.selectbox("head", [str(h) for h in range(H)] + ["average", "all side by side"], key=K + "head")
+    layer = c1.slider("layer", 0, L - 1, key=layer_key)
+    head = c2.selectbox("head", head_options, key=head_key)
+    link.sync("layer", "head")  # a fragment's rerun: the link follows the head opened
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
     csv = (K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
     head_view_block(record, K + "heads", view["record_id"], layer, head, csv)
@@ -90,8 +104,11 @@ def heads_tab():
 
 
 tokens = (record.query_tokens, record.key_tokens)
+layer_key = link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
+head_options = [str(h) for h in range(H)] + list(HEAD_CHOICES)
+head_key = link.choice("head", K + "head", head_options, "0")
 tab_heads, tab_stats, tab_flow, tab_pos, tab_cmp, tab_mask = st.tabs(
-    ["Heads", "Head statistics", "Rollout & flow", "Positions", "Compare two inputs", "Mask a token"]
+    TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
 )
 with tab_heads:
     heads_tab()
@@ -157,3 +174,5 @@ with tab_cmp:
 
 with tab_mask:
     compare.mask_tab(model_id, text, kind, merge, hide, view)
+
+link.done()

@@ -3,12 +3,14 @@
 import streamlit as st
 
 from ui.cached import capabilities, card_table, first_index, model_choices, run_model, translation_cost
+from ui.url_state import Link
 from ui.views import alignment_chart, difference_chart, show_notices
 from ui.widgets import chart, plain, text_box
 from viz_core.export import series_frame
 from viz_core.figures import lines
 
 K = "translate_"
+TEXT_LIMIT = 5000
 AXES = {"x_title": "English (keys)", "y_title": "French (queries)"}
 FONT = 16  # words must read from the back of a classroom
 SMOOTH = 20  # training-loss curves: mean over this many steps
@@ -40,6 +42,7 @@ st.markdown(
     "write it. Word order differs between the languages, so the alignment bends where French does."
 )
 
+link = Link("translation")
 ids = model_choices(("translation",))
 if not ids:
     st.info("No translation model is registered.")
@@ -51,19 +54,21 @@ for col, sentence in zip(
 ):
     col.button(sentence, key=K + "ex_" + sentence, on_click=use_example, args=(sentence,))
 
-# Defaults through session state, since the example buttons also set these boxes.
-example = capabilities(ids[first_index(ids)]).example
-st.session_state.setdefault(K + "french", "")
+first = ids[first_index(ids)]
+example = capabilities(first).example
 c1, c2 = st.columns([3, 2])
-english = text_box(c1, "English", K + "english", 5000, example)
+english = text_box(c1, "English", link.text("text", K + "english", TEXT_LIMIT, example), TEXT_LIMIT, example)
 french = c1.text_input(
     "Force a French sentence (optional; empty: the model translates)",
-    key=K + "french",
+    key=link.text("target", K + "french", TEXT_LIMIT),
     placeholder="Je suis chez moi.",
 ).strip()
-both = c2.toggle("Both models side by side", key=K + "both")
-model_id = c2.selectbox("Model", ids, index=first_index(ids), key=K + "model", disabled=both)
-beam = c2.slider("Beam width (1 = greedy)", 1, 8, 1, key=K + "beam", disabled=bool(french))
+both = c2.toggle("Both models side by side", key=link.flag("both", K + "both"))
+model_id = c2.selectbox("Model", ids, key=link.choice("model", K + "model", ids, first), disabled=both)
+beam = c2.slider(
+    "Beam width (1 = greedy)", 1, 8, key=link.number("beam", K + "beam", 1, 8, 1), disabled=bool(french)
+)
+link.done()  # every setting is above; the rest of the page only reads them
 
 if not english.strip():
     st.info(f"Type an English sentence, e.g. {example} (or click one of the tutorial's sentences)")

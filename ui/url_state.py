@@ -248,6 +248,13 @@ class Link:
         value = st.session_state.get(key, default)
         _put(self.scope, name, None if value == default or not kind.valid(value) else kind.encode(value))
 
+    def sync(self, *names: str) -> None:
+        """Write these settings' current values to the URL (from a fragment's own rerun, which
+        does not reach ``done()``)."""
+        for name in names:
+            self._write(name)
+        self._show()
+
     def done(self) -> None:
         """Write every setting's final value and drop the ones this run did not declare."""
         for name in self.declared:

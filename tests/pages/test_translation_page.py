@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -20,7 +21,8 @@ run = page_runner(PAGE, 180)
 
 
 def tokens(axis: list[str]) -> list[str]:
-    return [t.split(" · ", 1)[1] for t in axis]
+    """The tokens of a chart's axis, as Plotly shows them (it reads "&lt;eos&gt;" as "<eos>")."""
+    return [html.unescape(t.split(" · ", 1)[1]) for t in axis]
 
 
 def test_first_load_translates_the_default_and_shows_the_cost_comparison():
