@@ -20,6 +20,7 @@ PAGES = {
     ],
     "Transformers": [
         st.Page("app_pages/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
+        st.Page("app_pages/corpus.py", title="Corpus", icon="📚", url_path="corpus"),
     ],
     "Seq2seq": [
         st.Page("app_pages/couplets.py", title="Couplets", icon="🏮", url_path="couplets"),

@@ -23,16 +23,16 @@ st.markdown(
     "attends most strongly from a token, and map one head's queries and keys."
 )
 
-c1, c2 = st.columns(2)
-source = c1.radio("texts", ["a bundled sample", "your file"], horizontal=True, key=K + "source")
+c1, c2, c3, c4 = st.columns([1.1, 1.4, 1.3, 1])
+source = c1.radio("texts", ["a bundled sample", "your file"], key=K + "source")
 if source == "a bundled sample":
-    sample_id = c1.selectbox(
+    sample_id = c2.selectbox(
         "sample", list(SAMPLES), format_func=lambda s: SAMPLES[s].label, key=K + "sample"
     )
-    n = c1.select_slider("how many texts", SIZES, value=SIZES[0], key=K + "n")
+    n = c3.radio("how many", SIZES, format_func="{:,}".format, horizontal=True, key=K + "n")
     corpus = cv.sample_corpus(sample_id, n)
 else:
-    up = c1.file_uploader(
+    up = c2.file_uploader(
         "a .txt (one text a line), .csv or .jsonl, in UTF-8", ["txt", "csv", "jsonl"], key=K + "file"
     )
     if up is None:
@@ -41,7 +41,7 @@ else:
     try:
         found = cv.file_columns(up.name, up.getvalue())
         at = found.index("text") if "text" in found else 0
-        column = c1.selectbox("text column", found, index=at, key=K + "column") if found else None
+        column = c3.selectbox("text column", found, index=at, key=K + "column") if found else None
         corpus = cv.file_corpus(up.name, up.getvalue(), column)
     except CorpusError as err:
         st.error(plain(err))
@@ -49,16 +49,16 @@ else:
 models = cached.model_choices()
 preferred = FIRST_MODEL.get(sample_id if source == "a bundled sample" else "english")
 at = models.index(preferred) if preferred in models else cached.first_index(models)
-model_id = c2.selectbox("model", models, index=at, key=K + "model")
+model_id = c4.selectbox("model", models, index=at, key=K + "model")
 kinds = list(cached.capabilities(model_id).kinds)
 first = "cross" if "cross" in kinds else kinds[0]
 kind = (
-    c2.radio("attention", kinds, index=kinds.index(first), horizontal=True, key=K + "kind")
+    c4.radio("attention", kinds, index=kinds.index(first), horizontal=True, key=K + "kind")
     if len(kinds) > 1
     else first
 )
 options = Options(kind=kind)
-c2.caption(plain(corpus.summary()))
+c3.caption(plain(corpus.summary()))
 if not corpus.texts:
     st.info("This file holds no text: every line or cell is empty.")
     st.stop()
@@ -90,12 +90,14 @@ heads = cv.overview(path)
 
 
 def pick() -> None:
-    """A click on the overview picks that head for every tab."""
+    """A click on the overview picks that head for every tab (the dots are the rows of ``heads``)."""
     event = st.session_state.get(K + "overview")
     points = event.selection.points if event and event.selection else []
-    if points:
+    if points and "point_index" in points[0]:
+        chosen = heads.iloc[int(points[0]["point_index"])]
         st.session_state[K + "layer"], st.session_state[K + "head"] = (
-            int(v) for v in points[0]["customdata"][:2]
+            int(chosen["layer"]),
+            int(chosen["head"]),
         )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -25,7 +24,6 @@ LABELS = {
     "first_share": "share on the first token",
 }
 TRANSFORMER_FAMILIES = ("encoder", "causal", "seq2seq", "encoder-decoder")  # what that page offers
-LINK = {"model": "tf_model", "text": "tf_text", "layer": "tf_layer", "head": "tf_head", "kind": "tf_kind"}
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -97,7 +95,8 @@ def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> boo
     from ui.cached import adapter
 
     bar = st.progress(0.0, text="loading the model…")
-    st.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
+    cancel = st.empty()
+    cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
 
     def report(p: Progress) -> None:
         bar.progress(p.done / max(p.total, 1), text=p.line())
@@ -107,6 +106,7 @@ def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> boo
     except Cancelled:
         return False
     bar.empty()
+    cancel.empty()
     return True
 
 
@@ -219,45 +219,12 @@ def _short(text: str, n: int = 80) -> str:
 
 
 def transformer_link(model_id: str, kind: str, text: str, layer: int, head: int) -> str:
-    """The Transformer page with this text, model, layer and head (read by ``open_link``)."""
+    """The Transformer page with this text, model, layer and head: the names its ``ui.url_state.Link``
+    reads (a value equal to the page's default may be left out; here every one is given)."""
     query = {"model": model_id, "text": text, "layer": layer, "head": head}
     if kind != "self":
         query["kind"] = kind
     return "transformer?" + urlencode(query)
-
-
-def open_link(page) -> None:
-    """On the Transformer page, a corpus link's ``?model=&text=&layer=&head=[&kind=]`` becomes the
-    page's widget values (then the URL drops them and the page reruns once, so the widgets take
-    them as their own). Values that do not fit are ignored."""
-    params = st.query_params
-    if getattr(page, "url_path", "") != "transformer" or "model" not in params or "text" not in params:
-        return
-    values = _link_values({name: params.get(name) for name in LINK})
-    for name in LINK:
-        if name in params:
-            del st.query_params[name]
-    if values:
-        st.session_state.update(values)
-        st.rerun()
-
-
-def _link_values(raw: dict) -> dict:
-    from models.registry import available
-
-    models = {m.id: m for m in available() if m.family in TRANSFORMER_FAMILIES}
-    m = models.get(raw["model"])
-    if m is None:
-        return {}
-    values = {LINK["model"]: m.id, LINK["text"]: str(raw["text"])[:10_000]}
-    layer, head = raw.get("layer") or "", raw.get("head") or ""
-    if layer.isdigit() and int(layer) < m.layers:
-        values[LINK["layer"]] = int(layer)
-    if head.isdigit() and int(head) < m.heads:
-        values[LINK["head"]] = head
-    if raw.get("kind") in m.kinds:
-        values[LINK["kind"]] = raw["kind"]
-    return values
 
 
 def links_column(model_id: str, kind: str, hits: pd.DataFrame, layer: int, head: int) -> list[str] | None:
@@ -267,24 +234,6 @@ def links_column(model_id: str, kind: str, hits: pd.DataFrame, layer: int, head:
     if info(model_id).family not in TRANSFORMER_FAMILIES:
         return None
     return [transformer_link(model_id, kind, t, layer, head) for t in hits["text"]]
-
-
-def picked_head(event, key: str) -> tuple[int, int] | None:
-    """The head a click on the overview picked, once per new click (a selection persists)."""
-    points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else []
-    if not points:
-        points = getattr(getattr(event, "selection", None), "points", None) or []
-    if not points:
-        return None
-    layer, head = (int(v) for v in points[0]["customdata"][:2])
-    if st.session_state.get(key) == (layer, head):
-        return None
-    st.session_state[key] = (layer, head)
-    return layer, head
-
-
-def value_range(values: np.ndarray) -> str:
-    return f"{np.min(values):.2f}–{np.max(values):.2f}"
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

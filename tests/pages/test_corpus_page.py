@@ -67,7 +67,7 @@ def test_distributions_tab_draws_the_head_and_its_layer():
 
 def test_a_large_sample_waits_for_a_click_and_a_file_is_asked_for():
     at = run()
-    at.select_slider(key="corpus_n").set_value(10_000)
+    at.radio(key="corpus_n").set_value(10_000)
     at = run(at)
     assert not at.get("plotly_chart")
     assert any("Run minilm over 10,000 texts" in b.label for b in at.button)

@@ -1,0 +1,45 @@
+"""The Corpus page in chromium at 1400 × 900: the first visit shows minilm's heads over the bundled
+sample; a click on a head picks it; the search lists hits; a hit's link opens that head on the
+Transformer page."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from tests.support import SHOTS
+
+pytestmark = pytest.mark.browser
+
+
+def test_corpus_page_overview_click_search_and_link(tmp_path, monkeypatch):
+    problem = chromium_missing()
+    assert problem is None, problem
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))  # the server inherits it: a fresh store
+    SHOTS.mkdir(exist_ok=True)
+    with streamlit_server() as url, browser_page(height=900) as page:
+        page.goto(f"{url}/corpus")
+        page.wait_for_selector(PLOT_DRAWN, timeout=240_000)
+        page.get_by_text("100 texts × 6 layers × 12 heads").wait_for(timeout=60_000)
+        assert page.locator(EXCEPTION_BOX).count() == 0
+        page.screenshot(path=SHOTS / "corpus.png")
+
+        point = page.locator(".js-plotly-plot .scatterlayer .point").nth(4 * 12 + 9)  # layer 4, head 9
+        point.scroll_into_view_if_needed()
+        box = point.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.get_by_text("Layer 4, head 9").wait_for(timeout=60_000)
+
+        page.get_by_role("tab", name="Search").click()
+        page.get_by_text("strongest first").wait_for(timeout=60_000)
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
+        page.screenshot(path=SHOTS / "corpus_search.png")
+
+        from ui.corpus_views import transformer_link
+
+        page.goto(f"{url}/{transformer_link('minilm', 'self', 'The cat sat on the mat.', 4, 9)}")
+        page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+        assert page.get_by_role("textbox", name="text").input_value() == "The cat sat on the mat."
+        assert "layer=4" in page.url and "head=9" in page.url  # the page kept them (a bad value is dropped)
+        assert page.get_by_text("This link's").count() == 0
+        page.screenshot(path=SHOTS / "corpus_link.png")
