@@ -61,6 +61,7 @@ class Run:
     errors: list[str] = field(default_factory=list)  # st.error alerts
     elements: int = 0
     bytes: int = 0
+    markdown: str = ""  # the text of every markdown element (st.write, st.markdown, captions), a line each
 
     @property
     def ok(self) -> bool:
@@ -208,6 +209,8 @@ class Session:
             run.exceptions.append(f"{body.type}: {body.message}")
         elif kind == "alert" and body.format == ERROR_ALERT:
             run.errors.append(body.body)
+        elif kind == "markdown":
+            run.markdown += body.body + "\n"
         widget_id = getattr(body, "id", "") if body is not None and hasattr(body, "id") else ""
         if widget_id:
             options = tuple(getattr(body, "options", ()) or ())
@@ -250,12 +253,14 @@ class Server:
     log: Path
 
 
-def launch(port: int | None = None, env: dict | None = None, log: Path | None = None) -> Server:
-    """Start ``streamlit run app.py`` on 127.0.0.1 (a free port unless given), its output in ``log``
+def launch(
+    port: int | None = None, env: dict | None = None, log: Path | None = None, script: str = "app.py"
+) -> Server:
+    """Start ``streamlit run <script>`` on 127.0.0.1 (a free port unless given), its output in ``log``
     (a file, so a long run never blocks on a full pipe); returns at once (see ``wait_healthy``)."""
     port = port or free_port()
     log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"atlas-streamlit-{port}.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1"]
+    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.address", "127.0.0.1"]
     cmd += ["--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -266,10 +271,14 @@ def launch(port: int | None = None, env: dict | None = None, log: Path | None = 
 
 @contextlib.contextmanager
 def serve(
-    port: int | None = None, env: dict | None = None, log: Path | None = None, timeout: float = 90.0
+    port: int | None = None,
+    env: dict | None = None,
+    log: Path | None = None,
+    timeout: float = 90.0,
+    script: str = "app.py",
 ) -> Iterator[Server]:
     """``launch``, yielding once ``/_stcore/health`` answers; the server is stopped afterwards."""
-    server = launch(port, env, log)
+    server = launch(port, env, log, script)
     try:
         wait_healthy(server.url, timeout, server.process)
         yield server
