@@ -9,8 +9,9 @@ tokens), every view computed from captured queries and keys (``models.adapters.c
 - Every head's thumbnail and statistics (``Summaries``): at once for a small input, else on a
   background thread, first layers first; the model view and the statistics poll it and grow
   layer by layer, so the page never waits minutes (SmolLM2 at 8,192 tokens: ~4 min for all).
-- Head view: the overview pooled to ≤ 1024² cells (max), a box drawn on it picks a window
-  shown at full resolution (≤ 512² tokens) with the tokens on its axes.
+- Head view: the overview max-pooled to ≤ 512² cells (about a pixel each; 256² or 1024² on
+  request), a box drawn on it picks a window shown at full resolution (≤ 512² tokens) with the
+  tokens on its axes. Model view and head view are one fragment: a click reruns only them.
 - Queries and keys of one head in 2-D (PCA), a clicked query joined to its top keys.
 
 Widget keys start with ``tfl_``.
@@ -29,7 +30,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import cached
-from ui.live_heads import model_view_chart, picked
+from ui.live_heads import model_view_chart
 from ui.views import show_notices
 from ui.widgets import PLOTLY_CONFIG, csv_button, plain, plural, whole_number
 from viz_core import blockwise as bw
@@ -44,9 +45,9 @@ SAMPLE = Path(__file__).resolve().parents[1] / "data" / "long_context" / "tatoeb
 DEFAULT_TOKENS = 2048  # the first text's length at most (the model's context if shorter)
 MAX_CHARS = 400_000  # models.adapters.capture.MAX_CHARS (not imported here: it pulls in torch)
 THUMB = 32  # cells a side of a model-view thumbnail (viz_core.model_view.TILE)
-OVERVIEW_CELLS = 1024  # the head overview's cells a side at most
+CELLS = (256, 512, 1024)  # the head overview's cells a side at most: a choice, 512 first (a pixel each)
 SYNC_CELLS = 25_000_000  # layers × heads × tokens² summarised while the page waits (about a second)
-POLL = 1.5  # s between two looks at the background work
+POLL = 2.0  # s between two looks at the background work
 IDLE = 30.0  # s: background work nobody has looked at for this long stops (and resumes when looked at)
 TOP = 10  # keys listed for a chosen query
 WINDOW = 128  # tokens a side of the first zoom window
@@ -175,8 +176,8 @@ def default_text(model_id: str) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def overview(model_id: str, text: str, layer: int, head: int) -> bw.Reduced:
-    return bw.reduce_head(long_input(model_id, text).cap, layer, head, OVERVIEW_CELLS)
+def overview(model_id: str, text: str, layer: int, head: int, cells: int) -> bw.Reduced:
+    return bw.reduce_head(long_input(model_id, text).cap, layer, head, cells)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -322,22 +323,39 @@ def _heads_tab(model_id: str, text: str, long: LongInput) -> None:
         "cells (a cell shows its strongest weight, so a sharp diagonal or one strong key stays visible), "
         "scaled to its own maximum. Click a tile to open it below."
     )
-    _polled(_grid, long, L, H)
-
-    st.subheader("Head view")
     _keep_in_range(K + "layer", L, min(L - 1, L // 2))
     _keep_in_range(K + "head", H, 0, str)
-    c1, c2, c3 = st.columns([2, 1, 1])
+    _polled(_heads, long, model_id, text)
+
+
+def _heads(long: LongInput, polling: bool, model_id: str, text: str) -> None:
+    """Model view and head view, one fragment: a click on a tile, another head or a box drawn
+    reruns only this, never the rest of the page."""
+    cap = long.cap
+    L, H = cap.n_layers, cap.n_heads
+    thumbs, _, done = _progress(long, polling)
+    model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
+
+    st.subheader("Head view")
+    c1, c2, c3, c4 = st.columns([3, 1, 2, 1])
     layer = c1.slider("layer", 0, L - 1, key=K + "layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
-    sqrt = c3.toggle(
+    cells = c3.select_slider(
+        "overview cells a side",
+        CELLS,
+        value=CELLS[1],
+        key=K + "cells",
+        help="The overview is max-pooled to at most this many cells a side: 512 is about a pixel each "
+        "at full width; 1024 sends four times the data.",
+    )
+    sqrt = c4.toggle(
         "√ colours",
         value=True,
         key=K + "sqrt",
         help="Colour by the square root of the weight, so that faint weights beside a sink that takes "
         "almost everything still show; the colour bar and the hover keep the weights.",
     )
-    red = overview(model_id, text, layer, head)
+    red = overview(model_id, text, layer, head, cells)
     _overview_chart(red, cap, layer, head, sqrt)
     _window_view(cap, layer, head, sqrt)
 
@@ -347,18 +365,6 @@ def _keep_in_range(key: str, size: int, default: int, kind=int) -> None:
     value = st.session_state.get(key)
     if value is None or not 0 <= int(value) < size:
         st.session_state[key] = kind(default)
-
-
-def _grid(long: LongInput, polling: bool, layers: int, heads: int) -> None:
-    """The model view (a fragment): the thumbnails so far, unfinished layers grey; a click
-    reruns the whole page so that the head view below opens that head."""
-    thumbs, _, done = _progress(long, polling)
-    fig = lf.long_model_view(thumbs, done)
-    model_view_chart(fig, K + "heads", (layers, heads), (K + "layer", K + "head"))
-    pending = st.session_state.pop(K + "opening", False)
-    if picked(K + "heads", layers, heads) and not pending:
-        st.session_state[K + "opening"] = True  # the pick may still be there on the page's rerun
-        st.rerun()
 
 
 def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:

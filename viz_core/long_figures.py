@@ -250,7 +250,8 @@ def qk_figure(
     n = len(tokens)
     labels = [f"{i} · {_short(t, 24)}" for i, t in enumerate(tokens)]
     position = np.arange(n)
-    marker = dict(size=5 if n > 2000 else 7, opacity=0.75, cmin=0, cmax=max(n - 1, 1))
+    # the colour runs from a light shade (never white: the first token and the legend stay visible) to dark
+    marker = dict(size=5 if n > 2000 else 7, opacity=0.75, cmin=-0.3 * max(n - 1, 1), cmax=max(n - 1, 1))
     traces = [
         go.Scattergl(
             x=queries[:, 0],
