@@ -21,6 +21,7 @@ from ui.widgets import chart, plain, plural, text_box
 from viz_core.derive import groups_from_word_ids, hide_special, merge_words
 from viz_core.export import matrix_frame, token_matrix_frame
 from viz_core.figures import DIVERGING_SCALE, heatmap_row, matrix_heatmap
+from viz_core.layout import PLOT_WIDTH, TICK_FONT, text_em
 from viz_core.record import AttentionRecord
 from viz_core.tokens import clean_token
 
@@ -176,7 +177,17 @@ def _grid_chart(grid: np.ndarray, label: str, title: str, key: str, filename: st
         label=label,
     )
     fig.update_traces(zmin=0)
+    fig.update_xaxes(dtick=1 if H <= 16 else None)  # whole heads and layers, never 0.5
+    fig.update_yaxes(dtick=1 if L <= 16 else None)
+    fig.update_layout(height=min(460, 140 + 45 * L))
     chart(fig, matrix_frame(grid, "layer", "head", value), key, filename)
+
+
+def _turn_pairs(fig, cols: list[str], panels: int) -> None:
+    """Turn the key labels when 'x｜y' labels upright would run into their neighbours."""
+    need = sum(text_em(clean_token(c)) * TICK_FONT + 8 for c in cols)
+    if any("｜" in c for c in cols) and need > (PLOT_WIDTH - 200) / panels:
+        fig.update_xaxes(tickangle=-45)
 
 
 def _head_choice(grid: np.ndarray, label: str, key: str) -> tuple[int, int]:
@@ -193,8 +204,7 @@ def _difference_chart(diff: np.ndarray, rows: list[str], cols: list[str], title:
     fig = heatmap_row(
         {title: diff}, rows, cols, zmin=-top, zmax=top, colorscale=DIVERGING_SCALE, label="difference"
     )
-    if any("｜" in c for c in cols) and len(cols) > 8:  # 'the cat｜dog sat' upright reads as one run
-        fig.update_xaxes(tickangle=-45)
+    _turn_pairs(fig, cols, 1)  # 'the cat｜dog sat' upright reads as one run
     chart(fig, frame, key, name)
 
 
@@ -234,9 +244,10 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
         return
     show_notices(notices)
     a, b, rows, cols = cmp["a"], cmp["b"], cmp["rows"], cmp["cols"]
-    st.markdown(_alignment_line(rows, len(a.query_tokens), len(b.query_tokens), "Tokens"))
+    what = "Tokens" if cols is rows else "Rows (queries)"
+    st.markdown(_alignment_line(rows, len(a.query_tokens), len(b.query_tokens), what))
     if cols is not rows:
-        st.markdown(_alignment_line(cols, len(a.key_tokens), len(b.key_tokens), "Keys (the input)"))
+        st.markdown(_alignment_line(cols, len(a.key_tokens), len(b.key_tokens), "Columns (keys)"))
     for al, x, y in ((rows, a.query_tokens, b.query_tokens), (cols, a.key_tokens, b.key_tokens)):
         left = _left_out(al, x, y)
         if left:
@@ -303,7 +314,9 @@ def mask_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view:
         st.info(f"{model_id}'s tokenizer has no mask, pad, unk or eos token to mask with.")
         return
     c1, c2 = st.columns([1, 3])
-    name = c1.radio("replace with", names, format_func=lambda n: f"{n}: {replacements[n]}", key=M + "with")
+    name = c1.radio(
+        "replace with", names, format_func=lambda n: f"{n}: {replacements[n]}", key=f"{M}with_{model_id}"
+    )  # per model: each has its own list
     others = " or ".join(replacements[n] for n in names)
     note = "" if "mask" in replacements else f"{model_id} has no mask token: {others} stands in for one. "
     c2.caption(
@@ -369,7 +382,9 @@ def _before_after(before: AttentionRecord, after: AttentionRecord, layer: int, h
     cols = pair_labels(before.key_tokens, after.key_tokens)
     panels = {"before": a, "after": b}
     frame = token_matrix_frame(a, rows, cols, "before").assign(after=b.ravel(), difference=(b - a).ravel())
-    chart(heatmap_row(panels, rows, cols, zmax=float(max(a.max(), b.max()))), frame, M + "pair", name)
+    fig = heatmap_row(panels, rows, cols, zmax=float(max(a.max(), b.max())))
+    _turn_pairs(fig, cols, 2)
+    chart(fig, frame, M + "pair", name)
     diff_frame = token_matrix_frame(b - a, rows, cols, "difference")
     title = f"layer {layer}, head {head}: after − before"
     _difference_chart(b - a, rows, cols, title, M + "diff", diff_frame, name + "_difference")

@@ -104,7 +104,7 @@ def test_mask_tab_offers_each_position_and_its_change_matches_the_adapter(first_
 
 def test_mask_with_pad_instead(first_load, minilm):
     at = first_load
-    at.radio(key="tf_mask_with").set_value("pad")
+    at.radio(key="tf_mask_with_minilm").set_value("pad")
     at = run(at)
     after = minilm.run_masked(TEXT, 2, "pad").records["self"].weights
     grid = row_change(minilm.run(TEXT).records["self"].weights, after, [2])
@@ -147,6 +147,7 @@ def test_smollm2_masks_with_its_pad_token():
     at.selectbox(key="tf_model").set_value("smollm2")
     at = run(at)
     assert any("13 of 13" in m.value or "11 of 11" in m.value for m in at.markdown)
-    assert at.radio(key="tf_mask_with").options == ["pad: <|im_end|>", "unk: <|endoftext|>"]
+    with_ = at.radio(key="tf_mask_with_smollm2")
+    assert with_.options == ["pad: <|im_end|>", "unk: <|endoftext|>"] and with_.value == "pad"
     grid = z_of(chart(at, "tf_mask_grid")["data"][0])
     assert grid.shape == (30, 9) and grid.max() > 0
