@@ -1,0 +1,53 @@
+"""The Transformer page's long-input mode in chromium: SmolLM2 at its first text (2,042 tokens), a
+click on a thumbnail opens that head, a box drawn on the overview opens that window with its tokens."""
+
+import pytest
+
+from bench.bench_long_click import click_tile, draw_box, long_mode, open_transformer
+from harness.browser import EXCEPTION_BOX, browser_page, chromium_missing, streamlit_server
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def page():
+    problem = chromium_missing()
+    assert problem is None, problem
+    with streamlit_server() as url, browser_page(1400, 900) as pg:
+        open_transformer(pg, url, "smollm2")
+        _, pg.tokens = long_mode(pg)
+        yield pg
+
+
+def test_the_first_text_is_about_2000_tokens_and_every_head_is_a_tile(page):
+    assert page.tokens == 2042
+    grid = page.locator(".js-plotly-plot").first
+    assert grid.locator(".scatterlayer .point").count() == 30 * 9
+    assert page.get_by_text("max-pooled", exact=False).first.is_visible()
+    assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_a_click_on_a_thumbnail_draws_that_head(page):
+    click_tile(page, 3, 4, "layer 3, head 4: 2,042 tokens, max-pooled to 512 × 512 cells")
+    assert page.get_by_role("combobox", name="head").first.input_value() == "4"  # Python moved the widgets
+    assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_a_box_on_the_overview_opens_that_window_with_its_tokens(page):
+    window = page.locator(".gtitle", has_text=": queries ").first
+    before = window.text_content()
+    draw_box(page, (0.5, 0.6), 0.04)  # about 20 cells a side below the diagonal: ~80 tokens each way
+    page.wait_for_function(
+        "before => [...document.querySelectorAll('.gtitle')].some("
+        "e => e.textContent.includes(': queries ') && e.textContent !== before)",
+        arg=before,
+        timeout=60_000,
+    )
+    title = page.locator(".gtitle", has_text=": queries ").first.text_content()
+    queries, keys = (part.split()[-1] for part in title.split(": ")[1].split(", ")[0].split(" × "))
+    (q0, q1), (k0, k1) = (tuple(int(x.replace(",", "")) for x in span.split("–")) for span in (queries, keys))
+    assert 0 < q1 - q0 < 512 and 0 < k1 - k0 < 512 and q0 > k0  # below the diagonal, as drawn
+    plot = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text=": queries ")).first
+    labels = plot.evaluate("div => div.data[0].x")
+    assert labels[0].startswith(f"{k0} · ") and len(labels) == k1 - k0 + 1  # the tokens, one a column
+    assert page.locator(EXCEPTION_BOX).count() == 0
