@@ -1,16 +1,13 @@
 """Couplets (the couplet tutorial): an upper line in, the lower line and its alignment out."""
 
-import pandas as pd
 import streamlit as st
 
 from models.tasks.couplet import MAX_CHARS
 from ui.cached import capabilities, first_index, model_choices, run_model
 from ui.url_state import Link
-from ui.views import alignment_chart, decoding_step, show_notices
-from ui.widgets import chart, fact, intro, plain
-from viz_core.figures import heatmap_row, larger_ticks
+from ui.views import alignment_chart, decoding_step, difference_chart, show_notices
+from ui.widgets import fact, intro, plain
 from viz_core.stats import diagonal_share
-from viz_core.tokens import hover_labels
 
 K = "couplet_"
 BIG = 24  # tick font size: characters must read from the back of a room
@@ -72,17 +69,12 @@ for col, m in zip(st.columns(len(shown)) if both else [st.container()], shown, s
 
 a, b = records[shown[0]], records[shown[-1]]
 if len(shown) == 2 and a.head().shape == b.head().shape:
-    rows = [x if x == y else f"{x}｜{y}" for x, y in zip(a.query_tokens, b.query_tokens, strict=True)]
-    diff = a.head() - b.head()
     st.subheader(f"Difference: {shown[0]} − {shown[1]}")
     st.caption(
         "Red: the first model attends more; blue: the second. Rows are positions of the "
         "lower lines (both have the upper line's length); 'x｜y' where they differ."
     )
-    panels = {f"{shown[0]} − {shown[1]}": diff}
-    fig = heatmap_row(panels, rows, a.key_tokens, zmin=-1, zmax=1, colorscale="RdBu_r", label="difference")
-    frame = pd.DataFrame(diff, index=rows, columns=hover_labels(a.key_tokens)).reset_index()
-    chart(larger_ticks(fig, BIG), frame, K + "diff", "couplet_difference")
+    difference_chart(a, b, (shown[0], shown[1]), BIG, K + "diff", "couplet_difference")
 
 st.subheader("Step through the decoding")
 if both:
