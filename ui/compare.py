@@ -52,6 +52,11 @@ class Alignment:
         return sum("｜" not in label for label in self.labels)
 
 
+def pair(x: str, y: str) -> str:
+    """The label of two tokens at one place: 'cat｜dog' (each cleaned: no 'Ġ', no outer space)."""
+    return f"{clean_token(x)}｜{clean_token(y)}"
+
+
 def align(first: list[str], second: list[str]) -> Alignment:
     """``difflib.SequenceMatcher`` over token strings: equal stretches line up, and so does a
     stretch replaced by one of the same length (one word changed: 'cat｜dog'), position by
@@ -62,7 +67,7 @@ def align(first: list[str], second: list[str]) -> Alignment:
         if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
             a += range(i1, i2)
             b += range(j1, j2)
-            labels += [x if x == y else f"{x}｜{y}" for x, y in zip(first[i1:i2], second[j1:j2], strict=True)]
+            labels += [x if x == y else pair(x, y) for x, y in zip(first[i1:i2], second[j1:j2], strict=True)]
         else:
             only_a += range(i1, i2)
             only_b += range(j1, j2)
@@ -134,7 +139,7 @@ def pill_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
 
 def pair_labels(first: list[str], second: list[str]) -> list[str]:
     """Labels of two equally long token lists: the token, or 'x｜y' where they differ."""
-    return [x if x == y else f"{x}｜{y}" for x, y in zip(first, second, strict=True)]
+    return [x if x == y else pair(x, y) for x, y in zip(first, second, strict=True)]
 
 
 # ---------------------------------------------------------------- cached runs
@@ -185,8 +190,9 @@ def _grid_chart(grid: np.ndarray, label: str, title: str, key: str, filename: st
 
 def _turn_pairs(fig, cols: list[str], panels: int) -> None:
     """Turn the key labels when 'x｜y' labels upright would run into their neighbours."""
-    need = sum(text_em(clean_token(c)) * TICK_FONT + 8 for c in cols)
-    if any("｜" in c for c in cols) and need > (PLOT_WIDTH - 200) / panels:
+    slot = (PLOT_WIDTH - 200) / panels / max(len(cols), 1)  # px per key, roughly
+    widest = max(text_em(clean_token(c)) for c in cols) * TICK_FONT
+    if any("｜" in c for c in cols) and widest > slot:
         fig.update_xaxes(tickangle=-45)
 
 

@@ -27,6 +27,7 @@ def test_align_pairs_equal_and_same_length_substitutions_and_leaves_out_insertio
     swapped = align(["the", "cat", "sat"], ["the", "dog", "sat"])
     assert swapped.a == swapped.b == [0, 1, 2] and swapped.labels == ["the", "cat｜dog", "sat"]
     assert swapped.same == 2 and not swapped.only_a and not swapped.only_b
+    assert align(["The", " cat"], ["The", " dog"]).labels == ["The", "cat｜dog"]  # byte-level spaces
 
 
 def test_align_keeps_repeated_tokens_at_their_own_positions():
