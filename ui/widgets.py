@@ -69,10 +69,13 @@ def sidebar_device() -> None:
 
 # Projector mode: figures get their fonts, gaps and colours in ``for_screen`` (every chart passes
 # through it), and captions (secondary prose) are hidden; a page's introduction folds into an
-# expander through ``intro``. The CSS keeps the notices and the figures' numbers in view.
+# expander through ``intro``. Page links and widget labels wrap instead of being cut (a projector
+# is often driven at a zoom, where they no longer fit on one line).
 _PROJECTOR_CSS = """<style>
 [data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
 [data-testid="stMainBlockContainer"] { padding-top: 2rem; }
+[data-testid="stMain"] [data-testid="stPageLink"] *,
+[data-testid="stMain"] [data-testid="stWidgetLabel"] * { white-space: normal; }
 </style>"""
 
 
