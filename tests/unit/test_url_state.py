@@ -196,3 +196,27 @@ def test_high_contrast_replaces_sequential_scales_and_keeps_diverging_ones():
 def test_fit_ticks_keeps_its_old_smallest_font_by_default():
     assert fit_ticks(["x"] * 400, 820).size == MIN_FONT
     assert fit_ticks(["x"] * 400, 820, largest=20, smallest=20).size == 20
+
+
+def tabs_page():
+    import streamlit as st
+
+    from ui.url_state import Link
+
+    link = Link("tabs")
+    names = ["Heads", "Statistics", "Positions"]
+    tabs = st.tabs(names, key=link.choice("tab", "t_tab", names, names[0]), on_change="rerun")
+    link.done()
+    for name, tab in zip(names, tabs, strict=True):
+        if tab.open:
+            tab.write("open: " + name)
+
+
+def test_a_link_opens_a_tab_and_the_open_tab_goes_into_the_url():
+    at = AppTest.from_function(tabs_page, default_timeout=30)
+    at.query_params["tab"] = "Positions"
+    at.run()
+    assert [m.value for m in at.markdown] == ["open: Positions"] and at.query_params["tab"] == "Positions"
+    at.session_state["t_tab"] = "Statistics"  # as a click on the tab does
+    at.run()
+    assert [m.value for m in at.markdown] == ["open: Statistics"] and at.query_params["tab"] == "Statistics"
