@@ -83,21 +83,22 @@ def show(was_live: bool) -> None:
     status(snap)
     if not snap.probes:
         return
-    cols = st.columns(len(snap.probes))
-    for col, (attention, probe) in zip(cols, snap.probes.items(), strict=True):
+    race = len(snap.probes) > 1
+    heat_cols = st.columns(len(snap.probes)) if race else st.columns([3, 2])
+    for col, (attention, probe) in zip(heat_cols, snap.probes.items(), strict=False):
         last = snap.histories[attention][-1]
         with col:
             title = f"{attention}: step {last.step:,}, probe alignment {last.probe_alignment:.0%}"
             wl.probe_chart(probe, attention, BIG, AXES, K + "probe_" + attention, title)
-    st.caption(
-        f"Alignment: the share of characters whose attention peaks on their own position, on "
-        f"{PRESET.watch_pairs} held-out couplets (none of their upper lines is trained on), force-decoded."
-    )
-    left, right = st.columns(2)
+    left, right = st.columns(2) if race else (heat_cols[1], heat_cols[1])
     with left:
         wl.curve_chart(snap.histories, "alignment", "held-out alignment", K + "alignment")
     with right:
         wl.curve_chart(snap.histories, "valid_loss", "held-out loss", K + "loss")
+    st.caption(
+        f"Alignment: the share of characters whose attention peaks on their own position, on "
+        f"{PRESET.watch_pairs} held-out couplets (none of their upper lines is trained on), force-decoded."
+    )
 
 
 show(live)

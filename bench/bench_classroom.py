@@ -77,7 +77,7 @@ def main() -> None:
     # bench leaves it out and measures all 2,000 at each mark instead.
     p = replace(cr.PRESETS["classroom"], threads=args.threads, measure_every=10**9)
     marks = (*(m for m in MARKS if m < args.seconds), args.seconds)
-    load, where, data = os.getloadavg()[0], machine(), cr.data_for(p)
+    where, data = machine(), cr.data_for(p)
     results = {a: race(a, p, marks, args.clock) for a in cr.ATTENTIONS}
     load_end = os.getloadavg()[0]
     final = results["additive"][-1]["alignment"]
@@ -89,8 +89,9 @@ def main() -> None:
     body = f"""
 ## Watch attention learn: the classroom preset, {args.threads} thread(s), marks in {args.clock} seconds (bench/bench_classroom.py)
 
-{date.today()}, {where}, OMP_WAIT_POLICY={os.environ["OMP_WAIT_POLICY"]}; 1-min load average {load:.1f} at the start, {load_end:.1f} at the end
-(the machine was shared: another training run held one core under nice, other helpers' tests came and went).
+{date.today()}, {where}, OMP_WAIT_POLICY={os.environ["OMP_WAIT_POLICY"]}; {load_end:.1f} at the end
+(the machine was shared: another training run held one core under nice for part of the time, other helpers'
+tests and benchmarks came and went).
 
 Preset `classroom`: {json.dumps({k: v for k, v in asdict(p).items() if k not in ("probe", "measure_every")})}.
 Trained from scratch (seed {p.seed}) on {len(data.train):,} couplets of 5 and 7 characters. Force-decoded

@@ -138,7 +138,7 @@ def curve_chart(histories: dict[str, list[cr.Point]], metric: str, title: str, k
     fig.update_xaxes(title="training seconds", rangemode="tozero")
     fig.update_yaxes(title=title, range=[0, 1.02] if metric.endswith("alignment") else None)
     fig.update_layout(
-        height=320,
+        height=260,
         margin=dict(t=30, b=40, l=60, r=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
     )
