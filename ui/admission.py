@@ -125,6 +125,10 @@ class Seen:
             while len(self._keys) > self.size:
                 self._keys.popitem(last=False)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._keys.clear()
+
     def __contains__(self, key: Hashable) -> bool:
         with self._lock:
             return key in self._keys

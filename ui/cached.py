@@ -13,7 +13,11 @@ exposes queries and keys) comes from the registry's capabilities, without loadin
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -31,8 +35,42 @@ positional_tables = st.cache_data(demos.positional_tables, show_spinner=False)
 pooling_view = st.cache_data(demos.pooling_view, show_spinner=False)
 
 
-TTL = 30 * 60  # seconds a cached result is kept (memory comes back after a class has gone)
+TTL = 30 * 60  # seconds a cached result is kept
+QUIET = float(os.environ.get("ATLAS_CACHE_QUIET", "90"))  # seconds with no page asking for a model
+# result, after which the cached results are let go (the class has gone home)
 _SEEN = admission.Seen()  # keys computed lately: a call likely to hit its cache never queues
+_last_use = [time.monotonic()]
+
+
+@st.cache_resource(show_spinner=False)
+def _janitor() -> threading.Thread:
+    """One thread per server: once no page has asked for a model result for ``QUIET`` seconds
+    (the class has gone), the cached results are dropped and their memory handed back; the
+    models stay loaded."""
+    thread = threading.Thread(target=_sweep_when_quiet, name="atlas-cache-janitor", daemon=True)
+    thread.start()
+    return thread
+
+
+def _sweep_when_quiet() -> None:
+    swept = True  # nothing to let go before the first use
+    while True:
+        time.sleep(QUIET / 3)
+        quiet = time.monotonic() - _last_use[0] >= QUIET
+        if quiet and not swept:
+            release_results()
+        swept = quiet
+
+
+def release_results() -> None:
+    """Drop every cached model result and derived view, and hand their memory back."""
+    from models.resident import trim
+
+    for cache in (_run_model, _run_model_heavy, _transformer_view, _transformer_view_heavy, exact_flow):
+        cache.clear()
+    _SEEN.clear()
+    gc.collect()
+    trim()
 
 
 @st.cache_resource(show_spinner=False)
@@ -60,13 +98,15 @@ def _load(model_id: str) -> None:
         else "Loading the model (once per server)…"
     )
     with st.spinner(why):
-        models.get(model_id)
+        adapter(model_id)
 
 
 def queued(model_id: str, text: str, key: tuple, call):
     """``call()`` (a cached call), after waiting for a model slot unless ``key`` was computed lately;
     the page shows its position in line while it waits. Inside another cached function, which
     would record any element for replay, it waits without a word."""
+    _last_use[0] = time.monotonic()
+    _janitor()
     if key in _SEEN:
         return call()
     lane = admission.lane_for(model_id, text)
@@ -84,9 +124,11 @@ def queued(model_id: str, text: str, key: tuple, call):
 
 
 def _inside_cached_function() -> bool:
-    from streamlit.runtime.scriptrunner_utils.script_run_context import in_cached_function
+    """Inside a cached function (whose elements Streamlit records for replay), or outside any
+    script run (bare Python, where there is no page to show a line on)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx, in_cached_function
 
-    return in_cached_function.get()
+    return in_cached_function.get() or get_script_run_ctx(suppress_warning=True) is None
 
 
 def run_model(model_id: str, text: str, target: str | None = None, beam: int = 1):
