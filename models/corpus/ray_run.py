@@ -94,7 +94,7 @@ def run_batches(ex, model_id, options, batches, corpus, address, should_stop):
         _Worker,
         fn_constructor_kwargs={"model_id": model_id, "options": asdict(options), "threads": 1},
         batch_size=1,
-        concurrency=n,
+        compute=ray.data.ActorPoolStrategy(size=n),
         num_cpus=1,
         zero_copy_batch=True,
     )

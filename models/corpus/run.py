@@ -123,6 +123,7 @@ def _shape(adapter, ex) -> tuple[int, int]:
 
 
 def _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_id) -> None:
+    store.writing()
     done = store.done_ids()
     todo = [i for i in range(len(corpus.texts)) if i not in done]
     start, total = time.perf_counter(), len(corpus.texts)

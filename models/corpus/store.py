@@ -34,6 +34,17 @@ from models.corpus.stats import STAT_COLUMNS
 MEMORY_LIMIT = "256MB"  # DuckDB's own buffers: the run's memory stays flat however long the corpus
 
 
+def _table(columns: dict[str, np.ndarray]):
+    """Columns as an Arrow table (zero-copy for numbers), or a pandas frame without pyarrow."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        import pandas as pd
+
+        return pd.DataFrame(columns)
+    return pa.table({k: pa.array(v, from_pandas=True) if v.dtype == object else v for k, v in columns.items()})
+
+
 class StoreError(ValueError):
     """A store that cannot be opened or queried (busy, another version): one line."""
 
@@ -174,17 +185,15 @@ class Store:
 
     def write(self, batch) -> None:
         """One extracted batch (``models.corpus.extract.Batch``), all of it or nothing."""
-        import pandas as pd
-
         self.con.execute("BEGIN")
         try:
             if batch.texts:
-                self._insert("facts", pd.DataFrame(batch.texts))
-                self._insert("stats", pd.DataFrame(batch.reduced.stats))
-                self._insert("links", pd.DataFrame(batch.reduced.links))
-                self._insert("tokens", pd.DataFrame(batch.tokens))
+                self._insert("facts", _table(batch.texts))
+                self._insert("stats", _table(batch.reduced.stats))
+                self._insert("links", _table(batch.reduced.links))
+                self._insert("tokens", _table(batch.tokens))
                 if batch.key_tokens is not None:
-                    self._insert("key_tokens", pd.DataFrame(batch.key_tokens))
+                    self._insert("key_tokens", _table(batch.key_tokens))
             if batch.failed:
                 self.con.executemany("INSERT INTO failed VALUES (?, ?)", batch.failed)
             self.con.execute("COMMIT")
@@ -192,8 +201,13 @@ class Store:
             self.con.execute("ROLLBACK")
             raise
 
+    def writing(self) -> None:
+        """One DuckDB thread while the model runs: its inserts are small, and the model wants the cores."""
+        self.con.execute("SET threads = 1")
+
     def finish(self, seconds: float) -> None:
         """Mark the run complete (and sort the links by head, so a search reads one head's rows)."""
+        self.con.execute("RESET threads")
         self.con.execute("BEGIN")
         self.con.execute(
             "CREATE TABLE links_sorted AS SELECT * FROM links ORDER BY layer, head, text_id, pos"
