@@ -20,11 +20,22 @@ from harness.browser import (
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/atlas-projector")
-PAGES = ["", "scoring", "positional", "pooling", "transformer", "couplets", "translation", "checkpoint"]
+PAGES = [
+    "",
+    "scoring",
+    "positional",
+    "pooling",
+    "transformer",
+    "corpus",
+    "couplets",
+    "translation",
+    "watch-learn",
+    "checkpoint",
+]
 SCREENS = {"1280x720": ({"width": 1280, "height": 720}, 1), "zoom150": ({"width": 853, "height": 480}, 1.5)}
 HAN = re.compile(r"[\u4e00-\u9fff]")
 IDLE = '[data-test-script-state="notRunning"]'  # Streamlit's app root once the script has run
-NO_PLOTS = {"", "checkpoint"}
+NO_PLOTS = {"", "checkpoint", "watch-learn"}
 # The pages whose every figure passes through ui.widgets.chart (the Transformer page's live views
 # and the Checkpoint inspector's are drawn by ui.live_heads, which projector mode does not reach yet).
 CHARTED = {"scoring", "positional", "pooling", "couplets", "translation"}
