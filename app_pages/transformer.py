@@ -8,7 +8,7 @@ from ui.line_view import line_view_block
 from ui.live_heads import HINT, model_view_chart
 from ui.url_state import Link
 from ui.views import head_view_block, show_notices
-from ui.widgets import chart, csv_button, plain, plural, text_box
+from ui.widgets import chart, csv_button, for_screen, plain, plural, text_box
 from viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
 
@@ -116,7 +116,7 @@ with tab_heads:
 with tab_stats:
     table = view["table"]
     fig = scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"])
-    st.plotly_chart(fig, key=K + "stats_chart", config={"displaylogo": False})
+    st.plotly_chart(for_screen(fig), key=K + "stats_chart", config={"displaylogo": False})
     st.dataframe(table, hide_index=True, key=K + "stats_table", width="stretch")
     csv_button(table, K + "stats", f"{model_id}_head_stats", label="head statistics")
     if model.family == "causal":

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from ui.widgets import PLOTLY_CONFIG, plain
+from ui.widgets import PLOTLY_CONFIG, for_screen, plain
 
 HERE = Path(__file__).resolve().parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -56,7 +56,7 @@ def plotly_url() -> str:
 
 def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callable[[], None]) -> None:
     """One view of the group ``key``: its figure exactly as ``cli.py figure`` writes it."""
-    figure = pio.to_json(fig, validate=False)
+    figure = pio.to_json(for_screen(fig), validate=False)  # projector fonts, high contrast where asked
     config = {**PLOTLY_CONFIG, "responsive": True}  # as every st.plotly_chart, and fit the column
     _component(
         data={"role": role, "group": key, "figure": figure, "config": config, "plotly": plotly_url(), **data},

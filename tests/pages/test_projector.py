@@ -45,7 +45,7 @@ def tick_sizes(spec: dict) -> list[float]:
     return [layout[a]["tickfont"]["size"] for a in layout if a[1:5] == "axis" and "tickfont" in layout[a]]
 
 
-@pytest.mark.parametrize("page", ["scoring", "positional", "pooling", "couplets"])
+@pytest.mark.parametrize("page", ["scoring", "positional", "pooling", "couplets", "transformer", "translation"])
 def test_present_1_gives_every_figure_text_of_20_px_or_more(page):
     shown = charts(app({"present": "1"}, page))
     assert shown
