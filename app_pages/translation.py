@@ -124,9 +124,9 @@ st.markdown(
 )
 st.markdown(cost["summary"])
 st.dataframe(cost["table"], hide_index=True, width="stretch")
-st.caption(cost["setup"])
+st.caption(cost["setup"] + f" Loss curves: the mean of every {SMOOTH} steps.")
 curves = [
-    ("loss", f"training loss per word (mean of {SMOOTH} steps)", "lines", "translation_loss_curves"),
+    ("loss", "training loss per word", "lines", "translation_loss_curves"),
     ("bleu", "validation BLEU", "lines+markers", "translation_bleu_curves"),
 ]
 for col, (name, y_title, mode, filename) in zip(st.columns(2), curves, strict=True):
