@@ -9,13 +9,15 @@ cluster (``models.corpus.ray_run``); Ray is imported there only.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.corpus.extract import Options, extractor, plan
 from models.corpus.inputs import Corpus
-from models.corpus.store import Store, store_path
+from models.corpus.store import Store, StoreError, store_path
 
 
 class Cancelled(Exception):
@@ -101,13 +103,33 @@ def run_corpus(
     ex = extractor(adapter, options)
     layers, heads = _shape(adapter, ex)
     meta = {**_meta(model_id, corpus, options, ex.kind, layers, heads), "key": path.stem}
-    store = Store.open_or_create(path, meta, corpus.texts)
-    try:
-        _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_id)
-    except BaseException:
-        store.close()
-        raise
+    with _filling(path):
+        store = Store.open_or_create(path, meta, corpus.texts)
+        try:
+            if not store.complete:  # another run may have finished it while this one waited
+                _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_id)
+        except BaseException:
+            store.close()
+            raise
     return store
+
+
+@contextlib.contextmanager
+def _filling(path):
+    """One run fills a store at a time (another process, or another session of the same server):
+    a second one is refused in one line instead of writing the same texts twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as err:
+            raise StoreError(
+                f"{path.name} is being filled by another run right now; open it again when that run ends"
+            ) from err
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _shape(adapter, ex) -> tuple[int, int]:

@@ -179,3 +179,19 @@ def test_search_ranks_a_heads_strongest_attention_from_a_token(tiny, tmp_path):
         assert len(values) == len(TEXTS)
         with pytest.raises(ValueError, match="unknown statistic"):
             queries.head_values(store, 1, 1, "entropy; DROP TABLE stats")
+
+
+def test_a_second_run_of_the_same_store_is_refused_while_one_fills_it(tiny, tmp_path):
+    from models.corpus.store import StoreError
+
+    corpus = Corpus("t", TEXTS)
+
+    def nested(progress):
+        if progress.done == 0:  # the outer run holds the store: the inner one must not write it too
+            with pytest.raises(StoreError, match="being filled by another run"):
+                run_corpus("tiny-encoder", corpus, adapter=tiny["encoder"], folder=tmp_path)
+
+    with run_corpus(
+        "tiny-encoder", corpus, adapter=tiny["encoder"], folder=tmp_path, progress=nested
+    ) as store:
+        assert store.counts()["done"] == len(TEXTS)
