@@ -13,8 +13,10 @@ one per CPU the cluster has).
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
+import warnings
 from dataclasses import asdict
 
 import numpy as np
@@ -48,17 +50,15 @@ def connect(address: str) -> None:
         return
     if address in ("auto", "local"):
         try:
-            ray.init(address="auto", log_to_driver=False)
+            ray.init(address="auto", log_to_driver=False, logging_level=logging.WARNING)
         except ConnectionError:
-            ray.init(include_dashboard=False, log_to_driver=False)
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     else:
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
 
 
 def _quiet() -> None:
     """No progress bars or per-dataset log lines: the run reports its own progress."""
-    import logging
-
     import ray.data
 
     ctx = ray.data.DataContext.get_current()
@@ -83,22 +83,31 @@ def run_batches(ex, model_id, options, batches, corpus, address, should_stop):
     """The planned ``batches`` through a pool of actors; results yielded as they finish."""
     if not batches:
         return
-    import ray
+    import ray.data
 
     connect(address)
     _quiet()
     n = min(workers(), len(batches))
     jobs = [{"job": pickle.dumps((ids, [corpus.texts[i] for i in ids]))} for ids in batches]
     ds = ray.data.from_items(jobs, override_num_blocks=len(jobs))
-    results = ds.map_batches(
+    with warnings.catch_warnings():  # max_restarts travels as a (deprecated) remote argument
+        warnings.simplefilter("ignore")
+        results = _map(ds, model_id, options, n)
+    for row in results.iter_rows():
+        if should_stop and should_stop():
+            return
+        yield pickle.loads(row["result"])
+
+
+def _map(ds, model_id: str, options, n: int):
+    import ray
+
+    return ds.map_batches(
         _Worker,
         fn_constructor_kwargs={"model_id": model_id, "options": asdict(options), "threads": 1},
         batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=n),
         num_cpus=1,
+        max_restarts=0,  # a lost actor fails the run, which then continues from its store when rerun
         zero_copy_batch=True,
     )
-    for row in results.iter_rows():
-        if should_stop and should_stop():
-            return
-        yield pickle.loads(row["result"])
