@@ -88,8 +88,8 @@ def show(was_live: bool) -> None:
     for col, (attention, probe) in zip(heat_cols, snap.probes.items(), strict=False):
         last = snap.histories[attention][-1]
         with col:
-            title = f"{attention}: step {last.step:,}, probe alignment {last.probe_alignment:.0%}"
-            wl.probe_chart(probe, attention, BIG, AXES, K + "probe_" + attention, title)
+            st.markdown(f"**{attention}**: step {last.step:,}, probe alignment {last.probe_alignment:.0%}")
+            wl.probe_chart(probe, attention, BIG, AXES, K + "probe_" + attention)
     left, right = st.columns(2) if race else (heat_cols[1], heat_cols[1])
     with left:
         wl.curve_chart(snap.histories, "alignment", "held-out alignment", K + "alignment")

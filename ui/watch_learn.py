@@ -109,10 +109,10 @@ def probe_record(probe: np.ndarray, attention: str) -> AttentionRecord:
     )
 
 
-def probe_chart(probe: np.ndarray, attention: str, font: int, axes: dict, key: str, title: str) -> None:
+def probe_chart(probe: np.ndarray, attention: str, font: int, axes: dict, key: str) -> None:
     """The probe couplet's attention on a fixed 0–1 scale, so the film shows the weights sharpen."""
     rec = probe_record(probe, attention)
-    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, zmax=1.0, **axes)
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, zmax=1.0, **axes)
     chart(larger_ticks(fig, font), record_frame(rec), key, f"learn_probe_{attention}")
 
 

@@ -65,7 +65,12 @@ def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
         at = until(at, lambda a: "training" in progress_text(a) and " step 1" in progress_text(a))
         figs = charts(at)
         heats = [f for f in figs if f["data"][0]["type"] == "heatmap"]
-        assert [h["layout"]["title"]["text"].split(":")[0] for h in heats] == ["additive", "dot"]
+        assert len(heats) == 2 and [
+            m.value.split(":")[0] for m in at.markdown if "probe alignment" in m.value
+        ] == [
+            "**additive**",
+            "**dot**",
+        ]
         assert [y.split(" · ")[1] for y in heats[0]["data"][0]["y"]] == list(PROBE[1])
         curves = [f for f in figs if f["data"][0]["type"] == "scatter"]
         assert {t["name"] for t in curves[0]["data"]} == {"additive", "dot"}
