@@ -38,6 +38,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own messages, one line, exit 2
         raise CliError(f"{self.prog}: {message}")
 
+    def _get_values(self, action, arg_strings):
+        if action.nargs is None and arg_strings == ["--"]:  # --text=--: Python 3.11 would give []
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 def cmd_models(args: argparse.Namespace) -> int:
     from models.registry import available
@@ -76,9 +83,14 @@ def _adapter(args: argparse.Namespace):
 
 
 def _read_inputs(path: str) -> list[tuple[str, str | None]]:
-    text = Path(path).read_text(encoding="utf-8")
+    """One input a line, lines ending at ``\n``, ``\r\n`` or ``\r`` and nowhere else: a U+2028 or
+    a form feed inside a line stays in its input, so the output has one line per line of the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise CliError(f"--input-file {path}: not UTF-8 text ({err.reason})") from err
     items = []
-    for line in text.splitlines():
+    for line in text.removesuffix("\n").split("\n") if text else []:  # read_text made \r\n and \r \n
         source, tab, target = line.partition("\t")
         items.append((source, target if tab else None))
     return items
@@ -86,12 +98,26 @@ def _read_inputs(path: str) -> list[tuple[str, str | None]]:
 
 def _text(args: argparse.Namespace) -> str | None:
     """``--text``, or the contents of ``--text-file`` (UTF-8, trailing line breaks dropped)."""
+    args.target = _from_argv(getattr(args, "target", None))
     if getattr(args, "text_file", None) is None:
-        return args.text
+        return _from_argv(args.text)
     try:
         return Path(args.text_file).read_text(encoding="utf-8").rstrip("\r\n")
     except UnicodeDecodeError as err:
         raise CliError(f"--text-file {args.text_file}: not UTF-8 text ({err.reason})") from err
+
+
+def _from_argv(text: str | None) -> str | None:
+    """Text from the command line as valid Unicode: bytes that were not UTF-8 (Python keeps them as
+    lone surrogates, which nothing can print) read as U+FFFD, with a notice."""
+    if text is None:
+        return None
+    from viz_core.tokens import well_formed
+
+    text, notices = well_formed(text)
+    for notice in notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    return text
 
 
 def cmd_extract(args: argparse.Namespace) -> int:

@@ -355,3 +355,26 @@ def one_line(message: str, limit: int = 400) -> bool:
     """A refusal or notice as the contract wants it: one non-empty line of at most ``limit`` characters."""
     text = str(message)
     return bool(text.strip()) and len(text.splitlines()) == 1 and len(text) <= limit
+
+
+def fuzz_examples(count: int, name: str, browser: bool = False) -> list[str]:
+    """``count`` distinct texts from ``fuzz_texts``, the same ones every run (a seed per ``name``).
+    ``browser``: as a browser sends them (UTF-8 on the wire: a lone surrogate arrives as U+FFFD)."""
+    import zlib
+
+    from hypothesis import given, seed
+
+    from viz_core.tokens import well_formed
+
+    texts: dict[str, None] = {}
+
+    @seed(zlib.crc32(name.encode()))
+    @fuzz_settings(2 * count + 20)  # hypothesis repeats some inputs (""): kept once
+    @given(fuzz_texts())
+    def one(text: str) -> None:
+        if len(texts) < count:
+            texts[well_formed(text)[0] if browser else text] = None
+
+    one()
+    assert len(texts) == count, f"only {len(texts)} distinct inputs generated"
+    return list(texts)

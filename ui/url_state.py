@@ -286,12 +286,17 @@ class Link:
 def _shown(raw: str, problem: str) -> str:
     """The URL's value as the notice quotes it: a number bare, other values in quotes, long or
     unprintable text not at all."""
-    if problem.startswith(("is longer", "holds control")):
+    if problem.startswith(("is longer", "holds control")) or not _one_line(raw[:QUOTED]):
         return ""
     from ui.widgets import plain
 
     short = raw if len(raw) <= QUOTED else raw[: QUOTED - 1] + "…"
     return " " + (plain(short) if problem.startswith("is out of range") else "“" + plain(short) + "”")
+
+
+def _one_line(text: str) -> bool:
+    """Whether ``text`` quoted stays on one line: no control character, no line or paragraph separator."""
+    return not any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text)
 
 
 def notice(problems: list[str]) -> str:

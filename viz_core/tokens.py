@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 
 _MARKERS = (("Ġ", " "), ("▁", " "), ("Ċ", "\n"), ("</w>", ""))
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "": "∅"}
@@ -133,3 +134,19 @@ def byte_level_labels(pieces: list[str], special: list[bool] | None = None) -> l
             run.append(p)
     flush()
     return labels
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> tuple[str, list[str]]:
+    """``text`` as valid Unicode, and a notice if it was not: surrogate pairs joined, lone
+    surrogates (a str may hold them, e.g. undecodable bytes on a command line; tokenizers
+    refuse them) read as U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text, []
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    n = fixed.count("\ufffd") - text.count("\ufffd")
+    if not n:
+        return fixed, []
+    return fixed, [f"{n:,} lone surrogate{'s' if n != 1 else ''} (not valid Unicode) read as \ufffd"]

@@ -170,7 +170,8 @@ def supports(adapter) -> str | None:
 
 def encode_long(adapter, text: str):
     """``adapter``'s tokens for ``text`` without the 512 cut; over the context is a CaptureError."""
-    from models.adapters.hf import InputError, well_formed
+    from models.adapters.hf import InputError
+    from viz_core.tokens import well_formed
 
     text = "" if text is None else str(text)
     if not text.strip():

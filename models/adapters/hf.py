@@ -13,7 +13,6 @@ The module also registers the Hugging Face families an uploaded folder may hold 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import torch
 from models.registry import RunResult
 from models.uploads.hf_folder import HFFamily, register_hf_family
 from viz_core.record import AttentionRecord
-from viz_core.tokens import byte_level_labels
+from viz_core.tokens import byte_level_labels, well_formed
 
 # Never reach a hub, whatever the caller's environment says.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -35,22 +34,6 @@ MASK_NAMES = ("mask", "pad", "unk", "eos")  # what may stand in for a masked tok
 
 class InputError(ValueError):
     """Text that cannot be run (empty, or nothing left after tokenizing)."""
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def well_formed(text: str) -> tuple[str, list[str]]:
-    """``text`` as valid Unicode, and a notice if it was not: surrogate pairs joined, lone
-    surrogates (a str may hold them, e.g. undecodable bytes on a command line; tokenizers
-    refuse them) read as U+FFFD."""
-    if not _SURROGATE.search(text):
-        return text, []
-    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    n = fixed.count("\ufffd") - text.count("\ufffd")
-    if not n:
-        return fixed, []
-    return fixed, [f"{n:,} lone surrogate{'s' if n != 1 else ''} (not valid Unicode) read as \ufffd"]
 
 
 @dataclass(frozen=True)
