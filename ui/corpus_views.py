@@ -191,7 +191,7 @@ def embedding_figure(points, texts: dict[int, str]) -> go.Figure:
         ]
         fig.add_trace(
             go.Scattergl(
-                x=points.xy[m, 0], y=points.xy[m, 1], mode="markers", name=role + "s",
+                x=points.xy[m, 0], y=points.xy[m, 1], mode="markers", name={"query": "queries", "key": "keys"}[role],
                 text=hover, hoverinfo="text", marker=dict(size=5, color=colour, opacity=0.6),
             )
         )  # fmt: skip
