@@ -318,15 +318,19 @@ def render(runs: dict) -> str:
         "thinks between actions. Time-to-settled: from the request to its `script_finished`. Memory: resident, "
         "server process and children; 'idle' is the server after one warm-up visit of each page (models "
         "loaded), 'cold' the server before it. The machine is shared (2 cores, a training run on one of "
-        "them): the load average is given per run, and a baseline sits beside its result in the same table.",
+        "them): the load average is given per run, and a baseline sits beside its result in the same table. "
+        "'+ 1 smollm2' is the fairness run: one of the sessions opens SmolLM2 with a fresh long paragraph "
+        "each time (its own column), while the others do as above. 'min 2' and 'end' are the memory at "
+        "minute 2 and at the end of the sessions (the growth goal is for 10-minute runs).",
         "",
         "| run | sessions | min | requests | problems | couplets p50/p95 (s) | transformer p50/p95 (s) | "
-        "translation p50/p95 (s) | memory cold/idle/min 2/end/after leaving (MB) | load avg |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- |",
+        "translation p50/p95 (s) | smollm2, long (s) | memory cold/idle/min 2/end/after leaving (MB) | load avg |",
+        "| --- | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- | --- |",
     ]
     for key in sorted(runs, key=lambda k: (runs[k]["sessions"], runs[k]["heavy"], runs[k]["label"])):
         r = runs[key]
-        cells = [_cell(r["pages"].get(p)) for p in ("couplets", "transformer", "translation")]
+        pages = ("couplets", "transformer", "translation", "transformer (smollm2)")
+        cells = [_cell(r["pages"].get(p)) for p in pages]
         m = r["memory_mb"]
         mem = "/".join(f"{m[k]:.0f}" for k in ("cold_idle", "idle", "minute_2", "end", "after_leave"))
         heavy = f" + {r['heavy']} smollm2" if r["heavy"] else ""
