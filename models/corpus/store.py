@@ -42,7 +42,9 @@ def _table(columns: dict[str, np.ndarray]):
         import pandas as pd
 
         return pd.DataFrame(columns)
-    return pa.table({k: pa.array(v, from_pandas=True) if v.dtype == object else v for k, v in columns.items()})
+    return pa.table(
+        {k: pa.array(v, from_pandas=True) if v.dtype == object else v for k, v in columns.items()}
+    )
 
 
 class StoreError(ValueError):
