@@ -7,6 +7,7 @@ Heavy imports (transformers, streamlit) wait inside the functions that need them
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import os
@@ -378,3 +379,9 @@ def fuzz_examples(count: int, name: str, browser: bool = False) -> list[str]:
     one()
     assert len(texts) == count, f"only {len(texts)} distinct inputs generated"
     return list(texts)
+
+
+def axis_tokens(axis: list[str]) -> list[str]:
+    """The tokens of a chart's category axis (``'3 · 风'``), as Plotly shows them: it reads the
+    figure's "&lt;eos&gt;" as "<eos>"."""
+    return [html.unescape(t.split(" · ", 1)[1]) for t in axis]

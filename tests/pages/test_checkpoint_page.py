@@ -14,7 +14,16 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from models.storage.bundle import Seq2SeqBundle
-from tests.support import ROOT, SystemCall, charts, folder_zip, page_runner, tiny_vocab, torch_bytes
+from tests.support import (
+    ROOT,
+    SystemCall,
+    axis_tokens,
+    charts,
+    folder_zip,
+    page_runner,
+    tiny_vocab,
+    torch_bytes,
+)
 
 PAGE = "app_pages/checkpoint.py"
 K = "ckpt_"
@@ -80,12 +89,12 @@ def test_upload_of_an_exported_translation_model_matches_the_bundled_one():
     assert metrics(at)["architecture"] == "translation-rnn"
     figs = charts(at)
     mine, theirs = figs[0]["data"][0], figs[-1]["data"][0]
-    assert [x.split(" · ")[1] for x in mine["x"]] == ["i'm", "home", ".", "<eos>"]
+    assert axis_tokens(mine["x"]) == ["i'm", "home", ".", "<eos>"]
     assert theirs["x"] == mine["x"] and theirs["y"] == mine["y"] and theirs["z"] == mine["z"]
     assert figs[-1]["layout"]["title"]["text"] == "translate-gru-additive"
     at.text_input(key=K + "target").set_value("Je suis chez moi.")
     at = run(at)
-    assert [y.split(" · ")[1] for y in charts(at)[0]["data"][0]["y"]] == [
+    assert axis_tokens(charts(at)[0]["data"][0]["y"]) == [
         "je",
         "suis",
         "chez",

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import html
 import json
 
 import numpy as np
 import pytest
 
 from models.registry import load
-from tests.support import charts, check_unknown_long_and_empty, page_runner, z_of
+from tests.support import axis_tokens, charts, check_unknown_long_and_empty, page_runner, z_of
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "app_pages/translation.py"
@@ -20,17 +19,12 @@ MODELS = ("translate-gru-additive", "translate-lstm-dot")
 run = page_runner(PAGE, 180)
 
 
-def tokens(axis: list[str]) -> list[str]:
-    """The tokens of a chart's axis, as Plotly shows them (it reads "&lt;eos&gt;" as "<eos>")."""
-    return [html.unescape(t.split(" · ", 1)[1]) for t in axis]
-
-
 def test_first_load_translates_the_default_and_shows_the_cost_comparison():
     at = run()
     heat = charts(at)[0]["data"][0]
     assert heat["type"] == "heatmap"
-    assert tokens(heat["x"]) == ["i'm", "home", ".", "<eos>"]
-    assert tokens(heat["y"])[-1] == "<eos>"
+    assert axis_tokens(heat["x"]) == ["i'm", "home", ".", "<eos>"]
+    assert axis_tokens(heat["y"])[-1] == "<eos>"
     assert any(m.value.startswith("### ") and len(m.value) > 4 for m in at.markdown)
     bundled, cost = (d.value for d in at.dataframe)
     assert list(bundled["model"]) == ["translate-gru-additive", "translate-lstm-dot"]
@@ -43,10 +37,10 @@ def test_seed_sentence_button_forced_french_and_both_models():
     at = run()
     at.button(key=K + "ex_He's calm.").click()
     at = run(at)
-    assert tokens(charts(at)[0]["data"][0]["x"]) == ["he's", "calm", ".", "<eos>"]
+    assert axis_tokens(charts(at)[0]["data"][0]["x"]) == ["he's", "calm", ".", "<eos>"]
     at.text_input(key=K + "french").set_value("Il est calme.")
     at = run(at)
-    assert tokens(charts(at)[0]["data"][0]["y"]) == ["il", "est", "calme", ".", "<eos>"]
+    assert axis_tokens(charts(at)[0]["data"][0]["y"]) == ["il", "est", "calme", ".", "<eos>"]
     at.toggle(key=K + "both").set_value(True)
     at = run(at)
     titles = [f["layout"].get("title", {}).get("text") for f in charts(at)[:2]]
