@@ -5,6 +5,7 @@ import pytest
 
 from bench.bench_long_click import click_tile, draw_box, long_mode, open_transformer
 from harness.browser import EXCEPTION_BOX, browser_page, chromium_missing, streamlit_server
+from tests.support import SHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,6 +32,8 @@ def test_a_click_on_a_thumbnail_draws_that_head(page):
     click_tile(page, 3, 4, "layer 3, head 4: 2,042 tokens, max-pooled to 512 × 512 cells")
     assert page.get_by_role("combobox", name="head").first.input_value() == "4"  # Python moved the widgets
     assert page.locator(EXCEPTION_BOX).count() == 0
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SHOTS / "long_context_head.png")
 
 
 def test_a_box_on_the_overview_opens_that_window_with_its_tokens(page):
@@ -51,3 +54,36 @@ def test_a_box_on_the_overview_opens_that_window_with_its_tokens(page):
     labels = plot.evaluate("div => div.data[0].x")
     assert labels[0].startswith(f"{k0} · ") and len(labels) == k1 - k0 + 1  # the tokens, one a column
     assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_a_click_on_a_query_joins_it_to_its_top_keys(page):
+    page.get_by_role("tab", name="Queries and keys").click()
+    plot = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="2,042 queries")).first
+    plot.wait_for(timeout=60_000)
+    plot.scroll_into_view_if_needed()
+    query = 1500
+    x, y = plot.evaluate(
+        """(div, i) => {
+            const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis, box = div.getBoundingClientRect();
+            return [box.left + xa._offset + xa.d2p(div._fullData[0].x[i]), box.top + ya._offset + ya.d2p(div._fullData[0].y[i])];
+        }""",
+        query,
+    )
+    page.mouse.move(x, y)
+    page.wait_for_timeout(300)
+    page.mouse.click(x, y)
+    chosen = page.locator("p", has_text="its 10 largest weights").filter(has_not_text="Query 2041 (")
+    chosen.first.wait_for(timeout=60_000)  # the list now follows the clicked query (2,041 before)
+    picked = int(chosen.first.text_content().split()[1])
+    px, py = plot.evaluate(
+        """(div, i) => {
+            const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis, box = div.getBoundingClientRect();
+            return [box.left + xa._offset + xa.d2p(div._fullData[0].x[i]), box.top + ya._offset + ya.d2p(div._fullData[0].y[i])];
+        }""",
+        picked,
+    )
+    assert abs(px - x) < 6 and abs(py - y) < 6, (query, picked)  # the query under the pointer
+    assert plot.evaluate(f"div => div.data.some(t => t.name === 'query {picked}')")  # ringed and joined
+    assert page.locator(EXCEPTION_BOX).count() == 0
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SHOTS / "long_context_queries_keys.png")
