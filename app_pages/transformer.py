@@ -169,10 +169,13 @@ with tab_pos:
         "sinusoidal positions are at each offset (d = 64), the signal a head can use to find offsets."
     )
 
-with tab_cmp:
-    compare.compare_tab(model_id, text, kind, merge, hide, view)
+# Each of these runs the model again: only for a visitor who opened the tab (tabs rerun the page).
+if tab_cmp.open:
+    with tab_cmp:
+        compare.compare_tab(model_id, text, kind, merge, hide, view)
 
-with tab_mask:
-    compare.mask_tab(model_id, text, kind, merge, hide, view)
+if tab_mask.open:
+    with tab_mask:
+        compare.mask_tab(model_id, text, kind, merge, hide, view)
 
 link.done()

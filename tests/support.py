@@ -261,7 +261,8 @@ def page_runner(page: str, timeout: float) -> Callable[[AppTest | None], AppTest
     from streamlit.testing.v1 import AppTest
 
     def run(at: AppTest | None = None) -> AppTest:
-        at = (at or AppTest.from_file(ROOT / page, default_timeout=timeout)).run()
+        # "is None", not "or": an AppTest that has not run yet has no elements and is falsy
+        at = (AppTest.from_file(ROOT / page, default_timeout=timeout) if at is None else at).run()
         assert not at.exception, [e.message for e in at.exception]
         return at
 

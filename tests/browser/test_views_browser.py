@@ -76,3 +76,34 @@ def test_line_view_shows_html_in_a_token_as_text(page):
     assert np.isfinite(page.evaluate("() => document.querySelectorAll('svg.atlas-line-view line').length"))
     box.fill(TEXT)
     box.press("Enter")
+
+
+def test_value_norm_weighting_redraws_the_head_from_alpha_times_value_norms(page):
+    from models.adapters.value_norms import value_norms, weighted
+    from models.registry import load
+
+    page.get_by_text("weight by value norms").first.click()
+    page.get_by_text("Every view below shows value-weighted attention").wait_for(timeout=60_000)
+    page.locator(".gtitle", has_text="layer 1, head 2").first.wait_for(timeout=30_000)
+    adapter = load("minilm")
+    expected = weighted(adapter.run(TEXT).records["self"].weights, value_norms(adapter, TEXT))[1, 2]
+    # Plotly decodes the figure's typed arrays into _fullData; wait for the value-weighted head there
+    drawn_z = "() => Array.from(document.querySelectorAll('.js-plotly-plot')[1]._fullData[0].z, (r) => Array.from(r))"
+    page.wait_for_function(
+        f"(e) => {{ const z = ({drawn_z})(); return z.length === e.length && Math.abs(z[1][0] - e[1][0]) < 2e-3; }}",
+        arg=expected.tolist(),
+        timeout=60_000,
+    )
+    drawn = page.evaluate(drawn_z)
+    assert np.allclose(np.array(drawn, dtype=float), expected, atol=2e-3)
+    assert page.locator(EXCEPTION_BOX).count() == 0
+    page.get_by_text("weight by value norms").first.click()
+
+
+def test_translation_side_by_side_draws_the_difference(page):
+    page.goto(page.url.split("/transformer")[0] + "/translation?both=1")
+    page.get_by_text("Difference: translate-gru-additive − translate-lstm-dot").wait_for(timeout=120_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.gtitle, .annotation-text')].some((t) => t.textContent.includes('−'))"
+    )
+    assert page.locator(EXCEPTION_BOX).count() == 0

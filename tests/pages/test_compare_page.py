@@ -7,12 +7,23 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import page_runner, z_of
+from tests.support import ROOT, page_runner, z_of
 from ui.compare import align, aligned_difference, mean_abs, row_change
 
 PAGE = "app_pages/transformer.py"
 TEXT = "The cat sat on the mat because it was tired."
-run = page_runner(PAGE, 300)
+run_page = page_runner(PAGE, 300)
+COMPARE, MASK = "Compare two inputs", "Mask a token"
+
+
+def run(at: AppTest | None = None, tab: str | None = None) -> AppTest:
+    """The page, its tab ``tab`` opened the way a link opens it (the two tabs draw only when open)."""
+    if at is None:
+        at = AppTest.from_file(ROOT / PAGE, default_timeout=300)
+        tab = tab or COMPARE
+    if tab:
+        at.query_params["tab"] = tab
+    return run_page(at)
 
 
 def chart(at: AppTest, key: str) -> dict:
@@ -79,7 +90,7 @@ def test_empty_second_text_is_one_line_message(first_load):
 
 
 def test_mask_tab_offers_each_position_and_its_change_matches_the_adapter(first_load, minilm):
-    at = first_load
+    at = run(first_load, MASK)
     pills = at.get("button_group")[0]
     assert pills.key == "tf_mask_token" and pills.value == 6  # the middle token, "mat"
     options = [o.content for o in pills.proto.options]
@@ -103,7 +114,7 @@ def test_mask_tab_offers_each_position_and_its_change_matches_the_adapter(first_
 
 
 def test_mask_with_pad_instead(first_load, minilm):
-    at = first_load
+    at = run(first_load, MASK)
     at.radio(key="tf_mask_with_minilm").set_value("pad")
     at = run(at)
     after = minilm.run_masked(TEXT, 2, "pad").records["self"].weights
@@ -129,6 +140,7 @@ def test_couplet_transformer_cross_attention_in_both_tabs(bundled_couplet_transf
     at = run(at)
     lines = [m.value for m in at.markdown if "positions of the first input" in m.value]
     assert len(lines) == 2 and "黄｜白" in lines[1]  # rows: the lower lines written; keys: the upper lines
+    at = run(at, MASK)
     pills = at.get("button_group")[0]
     assert [o.content for o in pills.proto.options] == list("两个黄鹂鸣翠柳")
     pills.set_value(2)
@@ -147,6 +159,7 @@ def test_smollm2_masks_with_its_pad_token():
     at.selectbox(key="tf_model").set_value("smollm2")
     at = run(at)
     assert any("13 of 13" in m.value or "11 of 11" in m.value for m in at.markdown)
+    at = run(at, MASK)
     with_ = at.radio(key="tf_mask_with_smollm2")
     assert with_.options == ["pad: <|im_end|>", "unk: <|endoftext|>"] and with_.value == "pad"
     grid = z_of(chart(at, "tf_mask_grid")["data"][0])
