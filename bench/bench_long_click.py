@@ -18,10 +18,12 @@ from __future__ import annotations
 import statistics
 import time
 from datetime import date
+from pathlib import Path
 
 from bench.results import machine, write_section
 from harness.browser import PLOT_DRAWN, browser_page, streamlit_server
 
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "long_context" / "tatoeba_en.txt"
 TILES = [(1, 2), (4, 7), (12, 0), (20, 5), (27, 8)]  # (layer, head) clicked, none the page's first head
 HEADS = 9  # smollm2's heads a layer
 
@@ -39,23 +41,38 @@ def long_mode(page, text: str | None = None, timeout: float = 600) -> tuple[floa
     """Turn the long input on (once) and, if ``text``, put it in the box; seconds until the
     head overview of the captured text is drawn."""
     start = time.perf_counter()
+    before = None
     if not page.get_by_role("textbox", name="long text").count():
         page.get_by_text("long input", exact=True).click()
         page.get_by_role("textbox", name="long text").wait_for(timeout=60_000)
+    else:
+        before = overview_title(page)
     if text is not None:
         box = page.get_by_role("textbox", name="long text")
         box.fill(text)
         box.press("Control+Enter")
-    tokens = wait_captured(page, timeout)
+    tokens = wait_captured(page, before, timeout)
     return time.perf_counter() - start, tokens
 
 
-def wait_captured(page, timeout: float = 600) -> int:
-    """Wait for the overview of the current text; its token count (from the overview's title)."""
-    page.get_by_text("every weight below is computed").wait_for(timeout=timeout * 1000)
-    title = page.locator(".gtitle", has_text=" tokens, ").first
-    title.wait_for(timeout=timeout * 1000)
-    return int(title.text_content().split(": ")[1].split(" tokens")[0].replace(",", ""))
+OVERVIEW_TITLE = (
+    "[...document.querySelectorAll('.gtitle')].map(e => e.textContent).find(t => t.includes(' tokens, '))"
+)
+
+
+def overview_title(page) -> str | None:
+    return page.evaluate(f"() => {OVERVIEW_TITLE}")
+
+
+def wait_captured(page, before: str | None = None, timeout: float = 600) -> int:
+    """Wait for the overview of a new text (its title other than ``before``); its token count."""
+    page.wait_for_function(
+        f"before => {{ const t = {OVERVIEW_TITLE}; return t && t !== before; }}",
+        arg=before,
+        timeout=timeout * 1000,
+        polling=250,
+    )
+    return int(overview_title(page).split(": ")[1].split(" tokens")[0].replace(",", ""))
 
 
 def wait_summaries(page, timeout: float = 900) -> float:
@@ -128,10 +145,8 @@ def ms(times: list[float]) -> str:
 
 
 def main() -> None:
-    from ui.long_context import SAMPLE
-
     started = machine()
-    full = SAMPLE.read_text(encoding="utf-8").strip()
+    full = SAMPLE.read_text(encoding="utf-8").strip()  # ui.long_context's first text
     short = first_paragraphs(full, 500)
     rows = []
     with streamlit_server() as url, browser_page(1400, 2600) as page:
