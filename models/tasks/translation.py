@@ -75,7 +75,8 @@ def unknown_notice(words: Sequence[str], vocab: Vocab, what: str = "English sent
     missing = vocab.unknown(words)
     if not missing:
         return None
-    shown = ", ".join(missing[:10]) + (", …" if len(missing) > 10 else "")
+    shown = ", ".join(w if len(w) <= 24 else w[:23] + "…" for w in missing[:10])  # a long word: its start
+    shown += ", …" if len(missing) > 10 else ""
     one = len(missing) == 1
     return (
         f"{len(missing)} word{'' if one else 's'} of the {what} {'is' if one else 'are'} not in the "

@@ -85,15 +85,20 @@ def check_prepared(prepared, text: str) -> None:
 
 @pytest.mark.parametrize("model_id", SEQ2SEQ_IDS)
 def test_seq2seq_adapters_take_any_text(model_id, one_thread):
-    """Every input through ``prepare`` (source, and as a forced target); the short ones through
+    """Every input through ``prepare`` (source, and as a forced target) and the notices about it;
+    the short ones through
     ``run_batch``, half generated and half force-decoding another fuzzed text."""
     from models.registry import load
 
     adapter = load(model_id, torch.device("cpu"))
 
     def validate(text: str) -> None:
-        check_prepared(adapter.prepare(text, adapter.source_name), text)
-        check_prepared(adapter.prepare(text, adapter.target_name), text)
+        source = adapter.prepare(text, adapter.source_name)
+        check_prepared(source, text)
+        target = adapter.prepare(text, adapter.target_name)
+        check_prepared(target, text)
+        for notice in adapter.notices(source, target):  # unknown words and characters, quoted
+            assert one_line(notice), f"notice not one line for {text[:80]!r}: {notice[:500]!r}"
 
     short = validated(validate, SEQ2SEQ_INPUTS, model_id)
     assert len(short) == FORWARD
