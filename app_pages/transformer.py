@@ -69,7 +69,7 @@ except ValueError as err:
 except (OSError, RuntimeError) as err:  # missing weights or package, a model that returns no weights
     st.error(f"{model_id} cannot run here: {plain(err)}")
     st.stop()
-show_notices(result.notices)
+show_notices([*getattr(cached.adapter(model_id), "load_notices", []), *result.notices])  # a rebuilt cache too
 if weighted:
     st.caption(
         "ℹ️ Every view below shows value-weighted attention ‖α f(x)‖ (rows rescaled to sum to 1), "
