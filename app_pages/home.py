@@ -68,6 +68,12 @@ st.page_link(
     icon="🧠",
 )
 st.page_link(
+    "app_pages/corpus.py",
+    label="**Corpus**: thousands of sentences through one model: every head summarised, a head's "
+    "strongest links searched, its queries and keys mapped.",
+    icon="📚",
+)
+st.page_link(
     "app_pages/couplets.py",
     label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
     "character by character, with its alignment.",
@@ -78,6 +84,12 @@ st.page_link(
     label="**Translation**: English in, French out, and where the decoder looked for each word; "
     "additive vs dot product.",
     icon="🗼",
+)
+st.page_link(
+    "app_pages/watch_learn.py",
+    label="**Watch attention learn**: train the couplet model from scratch in front of the class and "
+    "see its alignment appear; additive against dot product.",
+    icon="🎬",
 )
 st.page_link(
     "app_pages/checkpoint.py",

@@ -39,6 +39,8 @@ def test_home_page_lists_every_page(page):
         "Transformer heads",
         "Couplets",
         "Translation",
+        "Corpus",
+        "Watch attention learn",
     ):
         assert page.get_by_text(title).first.is_visible()
     assert page.get_by_text("Device:").first.is_visible()
