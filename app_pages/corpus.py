@@ -9,9 +9,11 @@ from models.corpus.inputs import SAMPLES, CorpusError
 from models.corpus.queries import STATISTICS
 from ui import cached
 from ui import corpus_views as cv
+from ui.url_state import Link
 from ui.widgets import chart, csv_button, plain, plural
 
 K = "corpus_"
+SOURCES = ["a bundled sample", "your file"]
 AUTO = 500  # texts a visit runs without asking (a few seconds with minilm)
 SIZES = [100, 1_000, 2_000, 10_000]
 FIRST_MODEL = {"english": "minilm", "couplets": "couplet-transformer"}  # what each sample opens with
@@ -23,13 +25,24 @@ st.markdown(
     "attends most strongly from a token, and map one head's queries and keys."
 )
 
+link = Link("corpus")  # a file cannot travel in a link: a link names a bundled sample
 c1, c2, c3, c4 = st.columns([1.1, 1.4, 1.3, 1])
-source = c1.radio("texts", ["a bundled sample", "your file"], key=K + "source")
-if source == "a bundled sample":
+source = c1.radio("texts", SOURCES, key=link.choice("source", K + "source", SOURCES, SOURCES[0]))
+if source == SOURCES[0]:
+    samples = list(SAMPLES)
     sample_id = c2.selectbox(
-        "sample", list(SAMPLES), format_func=lambda s: SAMPLES[s].label, key=K + "sample"
+        "sample",
+        samples,
+        format_func=lambda s: SAMPLES[s].label,
+        key=link.choice("sample", K + "sample", samples, samples[0]),
     )
-    n = c3.radio("how many", SIZES, format_func="{:,}".format, horizontal=True, key=K + "n")
+    n = c3.radio(
+        "how many",
+        SIZES,
+        format_func="{:,}".format,
+        horizontal=True,
+        key=link.choice("n", K + "n", SIZES, SIZES[0]),
+    )
     corpus = cv.sample_corpus(sample_id, n)
 else:
     up = c2.file_uploader(
@@ -47,13 +60,13 @@ else:
         st.error(plain(err))
         st.stop()
 models = cached.model_choices()
-preferred = FIRST_MODEL.get(sample_id if source == "a bundled sample" else "english")
-at = models.index(preferred) if preferred in models else cached.first_index(models)
-model_id = c4.selectbox("model", models, index=at, key=K + "model")
+preferred = FIRST_MODEL.get(sample_id if source == SOURCES[0] else "english")
+default_model = preferred if preferred in models else models[cached.first_index(models)]
+model_id = c4.selectbox("model", models, key=link.choice("model", K + "model", models, default_model))
 kinds = list(cached.capabilities(model_id).kinds)
 first = "cross" if "cross" in kinds else kinds[0]
 kind = (
-    c4.radio("attention", kinds, index=kinds.index(first), horizontal=True, key=K + "kind")
+    c4.radio("attention", kinds, horizontal=True, key=link.choice("kind", K + "kind", kinds, first))
     if len(kinds) > 1
     else first
 )
@@ -102,19 +115,23 @@ def pick() -> None:
 
 
 c1, c2, c3 = st.columns([1, 1, 2])
-layer = c1.selectbox("layer", range(meta["layers"]), key=K + "layer")
-head = c2.selectbox("head", range(meta["heads"]), key=K + "head")
+layers, head_ids = list(range(meta["layers"])), list(range(meta["heads"]))
+layer = c1.selectbox("layer", layers, key=link.choice("layer", K + "layer", layers, 0))
+head = c2.selectbox("head", head_ids, key=link.choice("head", K + "head", head_ids, 0))
 row = heads[(heads["layer"] == layer) & (heads["head"] == head)].iloc[0]
 c3.markdown(
     f"**Layer {layer}, head {head}**: mostly *{row.pattern}*; entropy {row.entropy:.2f} bits on average."
 )
 names = ["Head overview", "Distributions", "Search", "Queries & keys"]
-tab_map, tab_dist, tab_search, tab_qk = st.tabs(names, key=K + "tab", on_change="rerun")
+tab_map, tab_dist, tab_search, tab_qk = st.tabs(
+    names, key=link.choice("tab", K + "tab", names, names[0]), on_change="rerun"
+)
 
 with tab_map:
     c1, c2 = st.columns(2)
-    x = c1.selectbox("x", STATISTICS, index=1, format_func=cv.LABELS.get, key=K + "x")
-    y = c2.selectbox("y", STATISTICS, index=0, format_func=cv.LABELS.get, key=K + "y")
+    stats = list(STATISTICS)
+    x = c1.selectbox("x", stats, format_func=cv.LABELS.get, key=link.choice("x", K + "x", stats, stats[1]))
+    y = c2.selectbox("y", stats, format_func=cv.LABELS.get, key=link.choice("y", K + "y", stats, stats[0]))
     st.caption("Each dot is a head, its statistics averaged over the corpus. Click one to pick it.")
     fig = cv.overview_figure(heads, x, y)
     st.plotly_chart(
@@ -186,3 +203,5 @@ if tab_qk.open:
             K + "qk",
             f"{model_id}_L{layer}H{head}_qk",
         )
+
+link.done()

@@ -9,6 +9,7 @@ import streamlit as st
 
 from models.training import classroom as cr
 from ui import watch_learn as wl
+from ui.url_state import Link
 from ui.widgets import plain
 
 K = "learn_"
@@ -31,8 +32,18 @@ got = wl.current()
 snap = got[0].snapshot() if got else None
 live = bool(snap and snap.live)
 c1, c2, c3 = st.columns([2, 2, 3])
-mode = c1.radio("Attention", list(MODES), key=K + "mode", disabled=live)
-seconds = c2.slider("Training time (s)", 30, 300, 120, 30, key=K + "seconds", disabled=live)
+link = Link("watch-learn")
+modes = list(MODES)
+mode = c1.radio("Attention", modes, key=link.choice("mode", K + "mode", modes, modes[0]), disabled=live)
+seconds = c2.slider(
+    "Training time (s)",
+    30,
+    300,
+    step=30,
+    key=link.choice("seconds", K + "seconds", list(range(30, 301, 30)), 120, "is not on offer"),
+    disabled=live,
+)
+link.done()
 with c3:
     b1, b2, b3 = st.columns(3)
     if b1.button("▶ Start", key=K + "start", disabled=live, type="primary"):

@@ -56,3 +56,22 @@ def test_a_translation_link_round_trips():
     bad = open_link("translation", {"model": "google", "beam": "0"})
     assert len([w for w in bad.warning if w.value.startswith("This link's")]) == 1
     assert widget(bad, "translate_beam").value == 1
+
+
+def test_a_corpus_link_opens_that_sample_head_and_tab():
+    link = {"sample": "english", "n": "100", "layer": "2", "head": "5", "tab": "Search"}
+    at = open_link("corpus", link)
+    assert not [w.value for w in at.warning if w.value.startswith("This link's")]
+    assert widget(at, "corpus_layer").value == 2 and widget(at, "corpus_head").value == 5
+    assert at.session_state["corpus_tab"] == "Search" and widget(at, "corpus_token").value
+    bad = open_link("corpus", {"sample": "wikipedia", "layer": "99"})
+    notices = [w.value for w in bad.warning if w.value.startswith("This link's")]
+    assert len(notices) == 1 and "“wikipedia” is unknown" in notices[0]
+
+
+def test_a_watch_learn_link_sets_the_race_and_its_time():
+    at = open_link("watch_learn", {"mode": "Race: additive vs dot", "seconds": "60"})
+    assert widget(at, "learn_mode").value == "Race: additive vs dot" and widget(at, "learn_seconds").value == 60
+    bad = open_link("watch_learn", {"seconds": "45"})
+    assert any("seconds “45” is not on offer" in w.value for w in bad.warning)
+    assert widget(bad, "learn_seconds").value == 120
