@@ -11,6 +11,7 @@ import streamlit as st
 from ui.cached import first_index, model_choices, run_model
 from ui.live_heads import HINT, model_view_chart
 from ui.uploads import chosen_file, how_to, load_upload, run_upload, show_summary, upload_limits
+from ui.url_state import Link
 from ui.views import alignment_chart, alignment_figure, head_view_block, show_notices
 from ui.widgets import chart, plain, plural, text_box
 from viz_core.export import record_frame
@@ -34,14 +35,23 @@ with st.expander("How to produce a checkpoint"):
 
 couplets = model_choices(("couplet",))
 limits = upload_limits()
+link = Link("checkpoint")  # an upload cannot travel in a link; the demo and the inputs can
+link.flag("demo", K + "demo_on")  # set by the demo button (ui/uploads.chosen_file)
 name, data, limits = chosen_file(limits, demo=couplets[first_index(couplets)])
 upload, cache_key = load_upload(name, data, limits)
 s = upload.summary
 show_summary(s)
 
 c1, c2 = st.columns([3, 2])
-text = text_box(c1, "Input", K + "text_" + s.architecture, 5_000, s.example)
-target = c2.text_input("Force this output (optional)", "", key=K + "target").strip() if s.seq2seq else ""
+text = text_box(
+    c1, "Input", link.text("text", K + "text_" + s.architecture, 5_000, s.example), 5_000, s.example
+)
+target = (
+    c2.text_input("Force this output (optional)", key=link.text("target", K + "target", 5_000)).strip()
+    if s.seq2seq
+    else ""
+)
+link.done()
 if not text.strip():
     st.info("Type an input to see its attention.")
     st.stop()

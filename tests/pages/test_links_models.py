@@ -75,3 +75,11 @@ def test_a_watch_learn_link_sets_the_race_and_its_time():
     bad = open_link("watch_learn", {"seconds": "45"})
     assert any("seconds “45” is not on offer" in w.value for w in bad.warning)
     assert widget(bad, "learn_seconds").value == 120
+
+
+def test_a_checkpoint_link_opens_the_demo_with_its_input():
+    at = open_link("checkpoint", {"demo": "1", "text": "白日依山尽"})
+    assert not [w.value for w in at.warning if w.value.startswith("This link's")]
+    assert any(m.label == "architecture" for m in at.metric)  # the exported demo model is loaded
+    assert "白" in str(charts(at)[0]["data"][0]["x"])
+    assert at.query_params["demo"] == "1" and at.query_params["text"] == "白日依山尽"
