@@ -129,15 +129,16 @@ def short_clicks(page) -> list[float]:
 
 
 def first_paragraphs(text: str, tokens: int) -> str:
-    """The longest run of whole paragraphs of ``text`` within ``tokens`` SmolLM2 tokens."""
+    """The longest run of whole paragraphs of ``text`` within ``tokens`` SmolLM2 tokens, joined on one
+    line (the short page's text box is a one-line input, which drops line breaks)."""
     from models.registry import load
 
     tok = load("smollm2").tokenizer
     paragraphs = text.split("\n\n")
     keep = 1
-    while keep < len(paragraphs) and len(tok("\n\n".join(paragraphs[: keep + 1]))["input_ids"]) <= tokens:
+    while keep < len(paragraphs) and len(tok(" ".join(paragraphs[: keep + 1]))["input_ids"]) <= tokens:
         keep += 1
-    return "\n\n".join(paragraphs[:keep])
+    return " ".join(paragraphs[:keep])
 
 
 def ms(times: list[float]) -> str:
