@@ -16,6 +16,7 @@ def page():
     problem = chromium_missing()
     assert problem is None, problem
     with streamlit_server() as url, browser_page(height=3000) as pg:
+        pg.base_url = url
         pg.goto(f"{url}/transformer")
         pg.wait_for_selector(PLOT_DRAWN, timeout=120_000)
         pg.wait_for_selector("svg.atlas-line-view", timeout=60_000)
@@ -106,4 +107,15 @@ def test_translation_side_by_side_draws_the_difference(page):
     page.wait_for_function(
         "() => [...document.querySelectorAll('.gtitle, .annotation-text')].some((t) => t.textContent.includes('−'))"
     )
+    assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_a_transformer_link_opens_its_head_and_a_click_moves_the_link(page):
+    page.goto(f"{page.base_url}/transformer?layer=2&head=5&text=A+small+test+sentence.")
+    page.locator(".gtitle", has_text="layer 2, head 5").first.wait_for(timeout=120_000)
+    assert page.get_by_label("text").input_value() == "A small test sentence."
+    click_tile(page, 4, 1)
+    page.locator(".gtitle", has_text="layer 4, head 1").first.wait_for(timeout=30_000)
+    page.wait_for_function("() => /layer=4/.test(location.search) && /head=1(&|$)/.test(location.search)")
+    assert "text=A+small+test+sentence." in page.url
     assert page.locator(EXCEPTION_BOX).count() == 0
