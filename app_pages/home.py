@@ -69,8 +69,7 @@ st.page_link(
 )
 st.page_link(
     "app_pages/corpus.py",
-    label="**Corpus**: thousands of sentences through one model: every head summarised, a head's "
-    "strongest links searched, its queries and keys mapped.",
+    label="**Corpus**: thousands of texts through one model; every head summarised, searched, mapped.",
     icon="📚",
 )
 st.page_link(
@@ -87,8 +86,7 @@ st.page_link(
 )
 st.page_link(
     "app_pages/watch_learn.py",
-    label="**Watch attention learn**: train the couplet model from scratch in front of the class and "
-    "see its alignment appear; additive against dot product.",
+    label="**Watch attention learn**: train the couplet model live and see its alignment appear.",
     icon="🎬",
 )
 st.page_link(
