@@ -72,7 +72,8 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes, Limits]:
     """The uploaded file's name, bytes and the limits that apply: an upload, a path on the server
     (where ``ATLAS_LOCAL_PATHS=1``), or the exported ``demo`` model once its button was pressed;
     until then the page explains itself and stops."""
-    cap = max(1, limits.max_bytes // MB)  # whole megabytes, as the uploader takes and shows its limit
+    # whole megabytes, as the uploader takes and shows its limit; never above the server's own cap
+    cap = min(max(1, limits.max_bytes // MB), int(st.get_option("server.maxUploadSize")))
     upload_file = st.file_uploader(
         f"Checkpoint ({ACCEPTED}; up to {cap:,} MB)",
         key=K + "file",  # no type=[...]: the browser would refuse a file with a red "!" only
