@@ -35,7 +35,8 @@ def test_one_trainer_two_visitors_the_second_waits_until_the_first_leaves(monkey
             f"() => /additive step (\\d+)/.exec(document.body.innerText)?.[1] > {seen}", timeout=60_000
         )  # redrawn while it trains
         assert first.locator(EXCEPTION_BOX).count() == 0
-        assert first.locator(".js-plotly-plot").count() == 3  # the probe heatmap, alignment, loss
+        # the probe heatmap, alignment, loss; while the fragment redraws, a stale copy may linger a moment
+        first.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30_000)
         first.screenshot(path=SHOTS / "watch_learn_1400x900.png")
 
         second = first.context.browser.new_page(viewport={"width": 1280, "height": 720})
