@@ -17,6 +17,9 @@ def page():
     with streamlit_server() as url, browser_page(1400, 900) as pg:
         open_transformer(pg, url, "smollm2")
         _, pg.tokens = long_mode(pg)
+        # Wait for every head's thumbnail: while they are computed the view's fragment reruns on a
+        # timer, and a click or box landing in such a rerun can be lost (noted as work).
+        pg.wait_for_function("() => !document.body.innerText.includes('layers done')", timeout=600_000)
         yield pg
 
 
