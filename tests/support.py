@@ -386,3 +386,22 @@ def axis_tokens(axis: list[str]) -> list[str]:
     """The tokens of a chart's category axis (``'3 · 风'``), as Plotly shows them: it reads the
     figure's "&lt;eos&gt;" as "<eos>"."""
     return [html.unescape(t.split(" · ", 1)[1]) for t in axis]
+
+
+def font_sizes(spec: dict) -> list[float]:
+    """Every font size set anywhere in a figure's JSON (``fig.to_dict()`` or a chart's spec)."""
+    found = []
+
+    def walk(node, in_font=False):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if in_font and k == "size" and isinstance(v, int | float):
+                    found.append(v)
+                else:
+                    walk(v, k.endswith("font"))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(spec)
+    return found

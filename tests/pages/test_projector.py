@@ -5,7 +5,7 @@ introduction away, and stay on across pages."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import ROOT, charts
+from tests.support import ROOT, charts, font_sizes
 from viz_core.layout import HIGH_CONTRAST, PROJECTOR_CJK, PROJECTOR_FONT, PROJECTOR_GAP
 
 TIMEOUT = 120
@@ -20,24 +20,6 @@ def app(params: dict | None = None, page: str | None = None) -> AppTest:
         at.switch_page(f"app_pages/{page}.py").run()
     assert not at.exception, [e.message for e in at.exception]
     return at
-
-
-def font_sizes(spec: dict) -> list[float]:
-    found = []
-
-    def walk(node, in_font=False):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if in_font and k == "size" and isinstance(v, int | float):
-                    found.append(v)
-                else:
-                    walk(v, k.endswith("font"))
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(spec)
-    return found
 
 
 def tick_sizes(spec: dict) -> list[float]:

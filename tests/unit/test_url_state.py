@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support import font_sizes
 from ui.url_state import notice
 from viz_core.figures import heatmap, heatmap_row, lines
 from viz_core.layout import (
@@ -141,21 +142,7 @@ def test_notice_lists_one_or_several_problems_in_one_sentence():
 
 def fonts(fig: go.Figure) -> list[float]:
     """Every font size set anywhere in the figure."""
-    found = []
-
-    def walk(node, in_font=False):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if in_font and k == "size" and isinstance(v, int | float):
-                    found.append(v)
-                else:
-                    walk(v, k.endswith("font"))
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(fig.to_dict())
-    return found
+    return font_sizes(fig.to_dict())
 
 
 def test_projector_raises_every_font_and_token_ticks_and_thickens_gaps():
