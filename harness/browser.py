@@ -39,6 +39,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
+    """Return once ``url``/_stcore/health answers 200; raise with the reason after ``timeout`` s
+    (or at once when ``proc``, the server, has exited)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+            raise RuntimeError(f"no healthy streamlit at {url} within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def streamlit_server(script: str = "app.py", timeout: float = 60.0) -> Iterator[str]:
     """Run ``streamlit run <script>`` on 127.0.0.1 and yield its base URL once it answers."""
@@ -61,18 +77,11 @@ def streamlit_server(script: str = "app.py", timeout: float = 60.0) -> Iterator[
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                out = proc.stdout.read() if proc.poll() is not None else ""
-                raise RuntimeError(f"streamlit did not start on {url}: {out[-2000:]}")
-            time.sleep(0.2)
+        try:
+            wait_healthy(url, timeout, proc)
+        except RuntimeError as err:
+            out = proc.stdout.read() if proc.poll() is not None else ""
+            raise RuntimeError(f"streamlit did not start on {url}: {out[-2000:]}") from err
         yield url
     finally:
         proc.terminate()

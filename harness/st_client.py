@@ -36,7 +36,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
 
-from harness.browser import ROOT, free_port
+from harness.browser import ROOT, free_port, wait_healthy
 
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ERROR_ALERT = 1  # Alert.Format.ERROR
@@ -284,21 +284,6 @@ def serve(
         yield server
     finally:
         stop(server.process)
-
-
-def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
-    """Return once ``url``/_stcore/health answers 200; raise with the reason after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
-            raise RuntimeError(f"no healthy streamlit at {url} within {timeout:.0f} s")
-        time.sleep(0.2)
 
 
 def stop(proc: subprocess.Popen) -> None:
