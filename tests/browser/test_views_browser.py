@@ -83,7 +83,8 @@ def test_value_norm_weighting_redraws_the_head_from_alpha_times_value_norms(page
     from models.adapters.value_norms import value_norms, weighted
     from models.registry import load
 
-    page.get_by_text("weight by value norms").first.click()
+    # opened as a link, so that nothing the tests before left in the page (a text being rerun) races it
+    page.goto(f"{page.base_url}/transformer?layer=1&head=2&values=1")
     page.get_by_text("Every view below shows value-weighted attention").wait_for(timeout=60_000)
     page.locator(".gtitle", has_text="layer 1, head 2").first.wait_for(timeout=30_000)
     adapter = load("minilm")
@@ -98,11 +99,10 @@ def test_value_norm_weighting_redraws_the_head_from_alpha_times_value_norms(page
     drawn = page.evaluate(drawn_z)
     assert np.allclose(np.array(drawn, dtype=float), expected, atol=2e-3)
     assert page.locator(EXCEPTION_BOX).count() == 0
-    page.get_by_text("weight by value norms").first.click()
 
 
 def test_translation_side_by_side_draws_the_difference(page):
-    page.goto(page.url.split("/transformer")[0] + "/translation?both=1")
+    page.goto(f"{page.base_url}/translation?both=1")
     page.get_by_text("Difference: translate-gru-additive − translate-lstm-dot").wait_for(timeout=120_000)
     page.wait_for_function(
         "() => [...document.querySelectorAll('.gtitle, .annotation-text')].some((t) => t.textContent.includes('−'))"
