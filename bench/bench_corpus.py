@@ -77,17 +77,30 @@ def local_run(adapter, corpus, options: Options, folder: Path) -> dict:
     }
 
 
-def ray_run(corpus, options: Options, folder: Path) -> dict:
+def ray_run(adapter, corpus, options: Options, folder: Path) -> dict:
+    """The Ray run, its driver given the loaded model as the local run is (it tokenizes with it);
+    the actors' start and their own model loads are counted."""
     import ray
 
     began = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     up = time.perf_counter() - began
+    stamps = []
     start = time.perf_counter()
-    store = run_corpus("minilm", corpus, options, folder=folder, ray_address="auto")
+    store = run_corpus(
+        "minilm",
+        corpus,
+        options,
+        adapter=adapter,
+        folder=folder,
+        ray_address="auto",
+        progress=lambda p: stamps.append((p.done, time.perf_counter())),
+    )
     seconds = time.perf_counter() - start
     ray.shutdown()
-    return {"store": store, "seconds": seconds, "init": up}
+    first_done, first_at = next((done, t) for done, t in stamps if done > 0)
+    steady = (len(corpus.texts) - first_done) / (start + seconds - first_at)
+    return {"store": store, "seconds": seconds, "init": up, "first": first_at - start, "steady": steady}
 
 
 def search_times(store) -> tuple[float, float, int]:
@@ -128,7 +141,7 @@ def main() -> None:
         size = sum(p.stat().st_size for p in (Path(tmp) / "local").glob("*.duckdb")) / 2**20
         links = local["store"].con.execute("SELECT count(*) FROM links").fetchone()[0]
         local["store"].close()
-        ray = None if args.no_ray else ray_run(corpus, options, Path(tmp) / "ray")
+        ray = None if args.no_ray else ray_run(adapter, corpus, options, Path(tmp) / "ray")
         if ray:
             print(f"ray {n / ray['seconds']:.0f}/s", flush=True)
             ray["store"].close()
@@ -157,15 +170,17 @@ def report(where, load_start, n, bare, local, ray, first, median, hits, size, li
         )
     load_end = os.getloadavg()[0]
     ray_note = (
-        f" Ray: `ray.init(num_cpus=2)` took {ray['init']:.1f} s (not counted); the Ray time includes "
-        "starting two actors that each load minilm."
+        f" Ray: `ray.init(num_cpus=2)` took {ray['init']:.1f} s (not counted); the Ray time counts "
+        f"starting two actors that each import torch and transformers and load minilm: the first batch "
+        f"came back {ray['first']:.1f} s after the call; from then on Ray ran {ray['steady']:.0f} texts/s "
+        f"({ray['steady'] / (n / local['seconds']):.2f}× the local run's rate over its whole run)."
         if ray
         else " Ray: not run (--no-ray)."
     )
     return f"""## Corpus (bench/bench_corpus.py)
 
-{date.today()}, {where}; 1-min load average {load_end:.1f} at the end (the machine is shared: a training
-run holds one core and other jobs come and go, so compare the ratios, taken in the same run). minilm
+{date.today()}, {where}; 1-min load average {load_end:.1f} at the end (the machine may be shared with
+other jobs that come and go: compare the ratios, taken in the same run). minilm
 on the CPU over {n:,} distinct English sentences of the translation corpus (sample `english`,
 seed 0), length-sorted batches of up to 128, top-3 links.
 

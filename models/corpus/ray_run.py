@@ -19,8 +19,6 @@ import pickle
 import warnings
 from dataclasses import asdict
 
-import numpy as np
-
 
 class _Worker:
     """One Ray actor: the model loaded once, then one planned batch per call."""
@@ -35,11 +33,13 @@ class _Worker:
         self.ex = extractor(load(model_id), Options(**options))
 
     def __call__(self, batch: dict) -> dict:
+        import pyarrow as pa
+
         out = []
         for job in batch["job"]:
             ids, texts = pickle.loads(job)
             out.append(pickle.dumps(self.ex.run(ids, texts), protocol=pickle.HIGHEST_PROTOCOL))
-        return {"result": np.array(out, dtype=object)}
+        return {"result": pa.array(out, type=pa.binary())}  # Arrow bytes: nothing pickled twice
 
 
 def connect(address: str) -> None:
