@@ -6,7 +6,7 @@ import streamlit as st
 from models.attention.demos import MASK_NAMES, ScoringSetup
 from ui.cached import capabilities, model_choices, model_queries_keys, saturation, scoring_records
 from ui.url_state import Link
-from ui.widgets import chart, intro, plural, text_box, whole_number
+from ui.widgets import chart, intro, plain, plural, text_box, whole_number
 from viz_core.export import records_frame, series_frame, token_series_frame
 from viz_core.figures import grouped_bars, heatmap_row, lines
 from viz_core.stats import row_entropy
@@ -55,17 +55,27 @@ else:
     if not text.strip():
         st.info("Type a sentence: its tokens become the queries and keys.")
         st.stop()
-    real = model_queries_keys(model.id, text, layer, head)
+    try:
+        real = model_queries_keys(model.id, text, layer, head)
+    except ValueError as err:  # nothing left after cleaning, a text the tokenizer makes no tokens of
+        st.warning(plain(err))
+        st.stop()
     d, n, seed = real[0].shape[1], len(real[2]), 0
+    own = "the scaled dot panel"
+    if model.family == "causal":
+        own += " with the causal mask (a causal model: each token reads itself and the tokens before)"
+    elif model.family == "encoder-decoder":
+        own += " (the encoder's self-attention over the upper line)"
     st.caption(
-        f"{plural(n, 'token')}, d = {d}: {model.id}'s layer {layer}, head {head}. Its own scores are the "
-        "scaled dot panel; the other panels ask what this head would attend to under another scoring function."
+        f"{plural(n, 'token')}, d = {d}: {model.id}'s layer {layer}, head {head}. Its own scores are "
+        f"{own}; the other panels ask what this head would attend to under another scoring function."
     )
+causal_source = source != "random" and model.family == "causal"
 c1, c2, c3 = st.columns(3)
 mask = c1.selectbox(
     "mask (the self-attention tutorial)",
     MASK_NAMES,
-    key=link.choice("mask", K + "mask", MASK_NAMES, MASK_NAMES[0]),
+    key=link.choice("mask", K + "mask", MASK_NAMES, "causal" if causal_source else MASK_NAMES[0]),
 )
 window = c2.slider(
     "local window",

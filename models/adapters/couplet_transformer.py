@@ -7,6 +7,9 @@
     result.records["decoder_self"]  # [layers, heads, lower chars, decoder inputs], causal
     result.records["cross"]         # [layers, heads, lower chars, upper chars]
 
+    result, qk = adapter.capture("两个黄鹂鸣翠柳")   # and each layer's queries and keys, by kind
+    q, k = qk["cross"][layer]                          # [heads, lower chars, d], [heads, upper chars, d]
+
 Rows of ``decoder_self`` and ``cross`` are the lower-line characters each position writes;
 the keys of ``decoder_self`` are what the decoder reads: ``<bos>`` and the characters
 written before, so the causal mask is the upper triangle. The module registers the model
@@ -90,6 +93,46 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
         }
         return RunResult(records, None if lower else "".join(written), notices)
 
+    def capture(self, text: str, target: str | None = None) -> tuple[RunResult, dict[str, list]]:
+        """``run(text, target)`` and, by record kind, each layer's ``(queries [heads, query, d],
+        keys [heads, key, d])`` from the teacher-forced pass that gives the records' weights:
+        ``softmax(q kᵀ / √d)`` is each head's record, with the causal mask for ``decoder_self``.
+
+        The search before that pass (greedy or beam) calls the same attention modules step by
+        step; the last call of each module is the forced pass, so that is the one kept."""
+        from models.attention.multihead import capturing
+
+        with capturing() as seen:
+            result = self.run(text, target=target)
+        where = self._attention_modules()
+        out: dict[str, list] = {kind: [None] * len(mods) for kind, mods in where.items()}
+        last = {id(module): (q, k) for module, q, k in seen}
+        for kind, mods in where.items():
+            for layer, module in enumerate(mods):
+                q, k = last[id(module)]
+                out[kind][layer] = (q[0].float().cpu().numpy(), k[0].float().cpu().numpy())
+        return result, out
+
+    def _attention_modules(self) -> dict[str, list]:
+        model = self.bundle.model
+        return {
+            "encoder_self": [layer.attn for layer in model.encoder_layers],
+            "decoder_self": [layer.self_attn for layer in model.decoder.layers],
+            "cross": [layer.cross_attn for layer in model.decoder.layers],
+        }
+
+    def queries_keys(self, text: str, layer: int, head: int):
+        """One encoder self-attention head's queries and keys ``[upper chars, d]`` and the chars."""
+        import torch
+
+        layers, heads = len(self.bundle.model.encoder_layers), self.bundle.model.config.num_heads
+        if not (0 <= layer < layers and 0 <= head < heads):
+            raise ValueError(f"{self.model_id} has layers 0–{layers - 1} and heads 0–{heads - 1}")
+        result, qk = self.capture(text)
+        q, k = qk["encoder_self"][layer]
+        chars = list(result.records["encoder_self"].query_tokens)
+        return torch.from_numpy(q[head]), torch.from_numpy(k[head]), chars
+
     def replacements(self) -> dict[str, str]:
         """What may stand in for a masked character: the vocabulary has no mask, so ``<unk>``
         (a ``<pad>`` key would be masked out of attention altogether, not read as a token)."""
@@ -158,5 +201,6 @@ register(
     heads=4,
     kinds=("encoder_self", "decoder_self", "cross"),
     example="两个黄鹂鸣翠柳",
+    queries_keys=True,  # CoupletTransformerAdapter.queries_keys: the encoder's self-attention
     card=WEIGHTS / MODEL_ID / "metrics.json",
 )(CoupletTransformerAdapter.bundled(MODEL_ID, "python cli.py train couplet-transformer"))

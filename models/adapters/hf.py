@@ -205,27 +205,24 @@ class HFAdapter:
         return self._record(self._stack(out.attentions, "self-attention"), enc, enc, "self"), len(prefix)
 
     def queries_keys(self, text: str, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-        """One head's queries and keys ``[tokens, head_dim]`` for ``text`` (BERT-style encoders).
+        """One head's queries and keys ``[tokens, head_dim]`` for ``text``, and its tokens.
 
-        They are the layer's input hidden states through its query and key projections, so
-        ``softmax(q kᵀ / √d)`` reproduces that head's weights (no mask: one unpadded text).
+        Captured from the model's own forward (``models.adapters.capture``): after the rotary
+        embedding where the model has one, and for grouped-query attention the key head this
+        query head shares. ``softmax(q kᵀ / √d)`` reproduces the head's weights, with the causal
+        mask for a causal model. A model the capture refuses (an encoder–decoder, a sliding
+        window) is one ValueError line.
         """
-        try:
-            attn = self.model.encoder.layer[layer].attention.self
-        except (AttributeError, IndexError) as err:
+        from models.adapters.capture import capture
+
+        if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
             raise ValueError(
-                f"{self.model_id}: queries and keys can be read from BERT-style encoders only"
-            ) from err
-        src = self.encode(text)
-        with torch.no_grad():
-            hidden = self.model(input_ids=src.ids.to(self.device), output_hidden_states=True).hidden_states[
-                layer
-            ]
-            size = attn.query.out_features // self.n_heads
-            cut = slice(head * size, (head + 1) * size)
-            q = attn.query(hidden)[0, :, cut]  # [tokens, head_dim]
-            k = attn.key(hidden)[0, :, cut]  # [tokens, head_dim]
-        return q.float().cpu(), k.float().cpu(), src.tokens
+                f"{self.model_id} has layers 0–{self.n_layers - 1} and heads 0–{self.n_heads - 1}"
+            )
+        qk = capture(self, text)
+        keys = qk.keys[layer]
+        q, k = qk.queries[layer][head], keys[head // (qk.n_heads // keys.shape[0])]
+        return torch.from_numpy(q.copy()), torch.from_numpy(k.copy()), list(qk.tokens)
 
     def position_embeddings(self) -> np.ndarray | None:
         """Learned absolute position embeddings ``[position, dim]``, or None if the model has none."""

@@ -28,7 +28,7 @@ def model_folder() -> Path:
     heads=12,
     kinds=("self",),
     example="The cat sat on the mat because it was tired.",
-    queries_keys=True,  # a BERT-style encoder: HFAdapter.queries_keys reads its projections
+    queries_keys=True,  # HFAdapter.queries_keys, captured from the forward (models.adapters.capture)
     learned_positions=True,  # BERT's absolute position embeddings
     default=True,
 )

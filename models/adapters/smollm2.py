@@ -74,6 +74,7 @@ def convert(staging: Path) -> None:
     heads=9,
     kinds=("self",),
     example="The cat sat on the mat because it was tired.",
+    queries_keys=True,  # captured after the rotary embedding; 9 query heads share 3 key heads
 )
 def load(device):
     from models.adapters.hf import HFAdapter

@@ -7,10 +7,30 @@ shown. Parameter layout matches PyTorch's, so weights can be copied across.
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
+
 import torch
 from torch import nn
 
 from models.attention.scoring import masked_softmax, score
+
+_SEEN: ContextVar[list | None] = ContextVar("atlas_multihead_seen", default=None)
+
+
+@contextlib.contextmanager
+def capturing():
+    """Every ``MultiHeadAttention`` call in this thread, as ``(module, q, k)`` with q and k
+    ``[batch, heads, seq, head_dim]`` after their projections, for as long as the block runs.
+
+    A context variable, not a hook on the module: a model shared by several sessions records
+    only what the capturing thread runs."""
+    seen: list = []
+    token = _SEEN.set(seen)
+    try:
+        yield seen
+    finally:
+        _SEEN.reset(token)
 
 
 class MultiHeadAttention(nn.Module):
@@ -49,6 +69,9 @@ class MultiHeadAttention(nn.Module):
             self._split(self.k_proj(key)),
             self._split(self.v_proj(value)),
         )
+        seen = _SEEN.get()
+        if seen is not None:
+            seen.append((self, q.detach(), k.detach()))
         scores = score(self.scoring, q, k)  # [batch, heads, query, key]
         if bias is not None:
             scores = scores + bias

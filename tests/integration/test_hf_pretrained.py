@@ -52,7 +52,7 @@ def test_minilm_queries_and_keys_reproduce_that_heads_weights(minilm):
     record = minilm.run(text).records["self"]
     assert tokens == record.query_tokens
     np.testing.assert_allclose(weights, record.head(2, 5), atol=1e-5)
-    with pytest.raises(ValueError, match="BERT-style"):
+    with pytest.raises(ValueError, match="layers 0–5 and heads 0–11"):
         minilm.queries_keys(text, layer=99, head=0)
 
 

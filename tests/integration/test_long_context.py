@@ -190,3 +190,33 @@ def test_an_adapter_without_its_own_labels_gets_the_tokenizer_strings(minilm):
         SimpleNamespace(tokenizer=minilm.tokenizer), ids, [True, False, False, True], [None, 0, 1, None]
     )
     assert enc.tokens == ["[CLS]", "a", "cat", "[SEP]"] and enc.special[0]
+
+
+@pytest.mark.parametrize("target", [None, "一行白鹭上青天"])
+def test_couplet_transformer_queries_and_keys_give_every_kind_layer_and_head(target):
+    """Our encoder–decoder's capture: each kind's weights, from its queries and keys, equal the
+    record the adapter returns (greedy output, and a forced lower line), every layer and head."""
+    adapter = load("couplet-transformer", CPU)
+    result, qk = adapter.capture("两个黄鹂鸣翠柳，", target=target)
+    assert set(qk) == set(result.records) == {"encoder_self", "decoder_self", "cross"}
+    for kind, layers in qk.items():
+        record = result.records[kind]
+        assert len(layers) == record.weights.shape[0]
+        for layer, (q, k) in enumerate(layers):
+            scores = torch.from_numpy(q @ k.transpose(0, 2, 1)) / q.shape[-1] ** 0.5
+            if kind == "decoder_self":
+                scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+            np.testing.assert_allclose(torch.softmax(scores, -1).numpy(), record.weights[layer], atol=1e-5)
+
+
+def test_couplet_transformer_capture_keeps_to_its_own_thread():
+    """Two threads capturing at once on the one shared model each get their own line's keys."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    adapter = load("couplet-transformer", CPU)
+    lines = ["两个黄鹂鸣翠柳", "春风得意马蹄疾，一日看尽长安花"]
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda line: adapter.capture(line), lines * 3))
+    for line, (result, qk) in zip(lines * 3, both, strict=True):
+        assert qk["encoder_self"][0][1].shape[1] == len(result.records["encoder_self"].key_tokens)
+        assert "".join(result.records["encoder_self"].key_tokens).startswith(line[:5])

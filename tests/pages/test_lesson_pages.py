@@ -1,5 +1,7 @@
 """Every page under streamlit's AppTest: renders without exception, shows its charts, reacts to a widget."""
 
+from pathlib import Path
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -113,3 +115,28 @@ def test_scoring_page_takes_real_queries_and_keys_from_minilm():
     assert heat["data"][0]["x"][0].endswith("[CLS]")
     at.selectbox(key="scoring_mask").set_value("causal").run()
     assert not at.exception
+
+
+@pytest.mark.parametrize(("model_id", "layer", "head"), [("smollm2", 29, 8), ("couplet-transformer", 2, 3)])
+def test_scoring_pages_scaled_dot_panel_is_the_real_heads_own_weights(model_id, layer, head):
+    """A causal model opens with the causal mask; its scaled-dot panel, and the couplet
+    Transformer's (its encoder over the upper line), are that head's weights as the model runs."""
+    import numpy as np
+
+    from models.registry import info
+    from tests.support import z_of
+    from ui.cached import adapter
+
+    page = Path(__file__).resolve().parents[2] / "app_pages" / "scoring.py"
+    at = AppTest.from_file(str(page), default_timeout=TIMEOUT)
+    at.query_params.update({"source": model_id, "layer": str(layer), "head": str(head)})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    causal = info(model_id).family == "causal"
+    assert at.selectbox(key="scoring_mask").value == ("causal" if causal else "none")
+    assert ("causal mask" in at.caption[0].value) == causal
+    fig = charts(at)[0]
+    panel = [a["text"] for a in fig["layout"]["annotations"]].index("scaled_dot")
+    record = next(iter(adapter(model_id).run(info(model_id).example).records.values()))
+    drawn = z_of(fig["data"][panel])  # sent as float16
+    np.testing.assert_allclose(drawn, record.head(layer, head), atol=1e-3)

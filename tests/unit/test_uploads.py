@@ -353,6 +353,25 @@ def test_hf_encoder_causal_and_encoder_decoder_zips_load(hf_tiny):
         assert all(r.model_id == s.model_id for r in result.records.values())
 
 
+def test_an_uploaded_encoder_or_causal_model_gives_queries_and_keys_that_make_its_weights(hf_tiny):
+    """Long-context capture reaches uploads: an uploaded BERT or GPT-2 hands over each head's queries
+    and keys, whose softmax (causal mask for GPT-2) is the head it returns; a BART is refused in a line."""
+    text = "a short sentence about rivers"
+    for family in ("encoder", "causal"):
+        adapter = load_bytes(hf_tiny[family][1], f"{family}.zip", device=CPU, cache=UploadCache(1 << 30)).adapter
+        record = adapter.run(text).records["self"]
+        for layer, head in [(0, 0), (1, 1)]:
+            q, k, tokens = adapter.queries_keys(text, layer, head)
+            scores = q @ k.T / q.shape[-1] ** 0.5
+            if family == "causal":
+                scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+            assert tokens == list(record.query_tokens)
+            np.testing.assert_allclose(torch.softmax(scores, -1).numpy(), record.head(layer, head), atol=1e-5)
+    bart = load_bytes(hf_tiny["seq2seq"][1], "seq2seq.zip", device=CPU, cache=UploadCache(1 << 30)).adapter
+    with pytest.raises(ValueError, match="an encoder–decoder"):
+        bart.queries_keys(text, 0, 0)
+
+
 def test_hf_zip_with_custom_code_or_wrong_weights_is_refused(hf_tiny, marker):
     folder, _ = hf_tiny["encoder"]
     files = {p.name: p.read_bytes() for p in folder.iterdir()}
