@@ -7,6 +7,9 @@ serves its own menu on a deep link and bypasses this navigation (a browser test 
 
 import streamlit as st
 
+from models.resident import limit_arenas
+
+limit_arenas()  # once per server: what sessions free goes back to the system (models/resident.py)
 st.set_page_config(page_title="Attention Atlas", page_icon="🔭", layout="wide")
 
 PAGES = {

@@ -36,7 +36,7 @@ pooling_view = st.cache_data(demos.pooling_view, show_spinner=False)
 
 
 TTL = 30 * 60  # seconds a cached result is kept
-QUIET = float(os.environ.get("ATLAS_CACHE_QUIET", "90"))  # seconds with no page asking for a model
+QUIET = float(os.environ.get("ATLAS_CACHE_QUIET", "60"))  # seconds with no page asking for a model
 # result, after which the cached results are let go (the class has gone home)
 _SEEN = admission.Seen()  # keys computed lately: a call likely to hit its cache never queues
 _last_use = [time.monotonic()]
@@ -46,7 +46,9 @@ _last_use = [time.monotonic()]
 def _janitor() -> threading.Thread:
     """One thread per server: once no page has asked for a model result for ``QUIET`` seconds
     (the class has gone), the cached results are dropped and their memory handed back; the
-    models stay loaded."""
+    models stay loaded. While it stays quiet, what the sessions that have since closed held
+    (Streamlit lets them go ``server.disconnectedSessionTTL`` seconds after their browser
+    left) is handed back too, at each look."""
     thread = threading.Thread(target=_sweep_when_quiet, name="atlas-cache-janitor", daemon=True)
     thread.start()
     return thread
@@ -59,16 +61,26 @@ def _sweep_when_quiet() -> None:
         quiet = time.monotonic() - _last_use[0] >= QUIET
         if quiet and not swept:
             release_results()
+        elif quiet:
+            _hand_back()
         swept = quiet
 
 
 def release_results() -> None:
-    """Drop every cached model result and derived view, and hand their memory back."""
+    """Drop every cached result (every ``st.cache_data`` of the server: all of them can be computed
+    again) and the long inputs' captures, and hand their memory back."""
+    from ui import long_context
+
+    st.cache_data.clear()
+    long_context.long_input.clear()
+    _SEEN.clear()
+    _hand_back()
+
+
+def _hand_back() -> None:
+    """Collect what nothing refers to any more and return glibc's freed pages to the system."""
     from models.resident import trim
 
-    for cache in (_run_model, _run_model_heavy, _transformer_view, _transformer_view_heavy, exact_flow):
-        cache.clear()
-    _SEEN.clear()
     gc.collect()
     trim()
 

@@ -78,3 +78,36 @@ def test_the_limit_comes_from_the_environment():
             max_models({"ATLAS_MAX_MODELS": bad})
     with pytest.raises(ValueError, match="must be ≥ 1"):
         Resident(limit=0)
+
+
+ARENAS_CHILD = """
+import ctypes, sys, threading
+from models.resident import limit_arenas
+if sys.argv[1] == "limit":
+    assert limit_arenas()
+gate = threading.Barrier(8)
+def work():
+    blocks = [bytearray(4096) for _ in range(200)]  # glibc malloc, not Python's small-object pool
+    gate.wait()  # all eight alive at once, as a server's session threads are
+threads = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena k:" paragraph per arena, on stderr
+"""
+
+
+@pytest.mark.parametrize("mode", ["limit", "plain"])
+def test_limit_arenas_keeps_eight_threads_in_two_malloc_arenas(mode):
+    """Each thread that mallocs gets an arena of its own unless limited (what the server does
+    at start): eight threads make nine arenas, or two."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    out = subprocess.run(
+        [sys.executable, "-c", ARENAS_CHILD, mode], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    arenas = out.stderr.count("Arena ")
+    assert arenas <= 2 if mode == "limit" else arenas > 2, out.stderr
