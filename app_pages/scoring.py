@@ -61,6 +61,9 @@ else:
         st.warning(plain(err))
         st.stop()
     d, n, seed = real[0].shape[1], len(real[2]), 0
+    if n < 2:
+        st.info(f"{model.id} reads this as one token; comparing scores needs two or more: type a longer text.")
+        st.stop()
     own = "the scaled dot panel"
     if model.family == "causal":
         own += " with the causal mask (a causal model: each token reads itself and the tokens before)"

@@ -74,13 +74,13 @@ def test_transformer_page():
 
 
 @slow
-def test_scoring_page_with_a_real_model():
+@pytest.mark.parametrize("model_id", ["minilm", "couplet-transformer"])  # smollm2: minilm's code path
+def test_scoring_page_with_a_real_model(model_id):
     run = page_runner("app_pages/scoring.py", TIMEOUT)
     at = run()
-    source = at.radio(key="scoring_source")
-    source.set_value(next(o for o in source.options if o.startswith("real")))
+    at.radio(key="scoring_source").set_value(f"real: {model_id}")
     at = run(at)
-    assert fuzz_fields(at, ["scoring_text"], "page-scoring") == PER_PAGE
+    assert fuzz_fields(at, ["scoring_text"], f"page-scoring-{model_id}") == PER_PAGE
 
 
 @slow
