@@ -82,7 +82,9 @@ function drawFigure(Plotly, box, text, config) {
   return Plotly.react(box.div, fig.data, fig.layout, config);
 }
 
-async function drawModelView(Plotly, box, data, setTriggerValue) {
+let picks = 0; // numbers each pick, so that picking the same tile again is a change too
+
+async function drawModelView(Plotly, box, data, setStateValue) {
   const group = (groups[data.group] ||= {});
   if (group.heads?.weights !== data.heads?.weights) {
     group.weights = data.heads && unpack16(data.heads.weights);
@@ -90,8 +92,10 @@ async function drawModelView(Plotly, box, data, setTriggerValue) {
   group.heads = data.heads;
   group.grid = data.grid;
   box.group = group;
-  box.pick = setTriggerValue;
-  group.pick = (layer, head) => box.pick("pick", { layer, head });
+  // A state value, not a trigger: a trigger rides on one rerun request only, and one that a timed
+  // fragment rerun (the long-input mode polls while it computes) replaced was lost with it.
+  box.pick = setStateValue;
+  group.pick = (layer, head) => box.pick("pick", { layer, head, n: ++picks });
   group.highlight = (layer, head) => highlightTile(Plotly, box, group, layer, head);
   if (box.figure !== data.figure) {
     box.figure = data.figure;
@@ -176,11 +180,11 @@ async function drawHeadView(Plotly, box, data) {
 }
 
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { data, parentElement, setStateValue } = component;
   const box = chartBox(parentElement);
   loadPlotly(data.plotly)
     .then((Plotly) =>
-      data.role === "model" ? drawModelView(Plotly, box, data, setTriggerValue) : drawHeadView(Plotly, box, data),
+      data.role === "model" ? drawModelView(Plotly, box, data, setStateValue) : drawHeadView(Plotly, box, data),
     )
     .catch((err) => {
       box.note.textContent = `The chart could not be drawn: ${err.message}`;

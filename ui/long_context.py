@@ -30,7 +30,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import cached
-from ui.live_heads import model_view_chart
+from ui.live_heads import keep_pick, model_view_chart, pick_drawn
 from ui.views import show_notices
 from ui.widgets import PLOTLY_CONFIG, csv_button, plain, plural, whole_number
 from viz_core import blockwise as bw
@@ -337,6 +337,7 @@ def _heads(long: LongInput, polling: bool, model_id: str, text: str) -> None:
     model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
 
     st.subheader("Head view")
+    keep_pick(K + "heads", (K + "layer", K + "head"))
     c1, c2, c3, c4 = st.columns([3, 1, 2, 1])
     layer = c1.slider("layer", 0, L - 1, key=K + "layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
@@ -358,6 +359,7 @@ def _heads(long: LongInput, polling: bool, model_id: str, text: str) -> None:
     red = overview(model_id, text, layer, head, cells)
     _overview_chart(red, cap, layer, head, sqrt)
     _window_view(cap, layer, head, sqrt)
+    pick_drawn(K + "heads")
 
 
 def _keep_in_range(key: str, size: int, default: int, kind=int) -> None:
