@@ -17,7 +17,7 @@ DIMS = [2, 4, 8, 16, 32, 64, 128, 256, 512]
 st.title("🎯 Scoring functions")
 intro(
     "Attention turns a **score** for every (query, key) pair into weights with a softmax. "
-    "Here six scoring functions see the *same* random queries and keys; only the score differs."
+    "Here six scoring functions see the *same* queries and keys (random ones, or a real head's); only the score differs."
 )
 link = Link("scoring")
 
