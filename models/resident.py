@@ -155,12 +155,22 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     3 % with two arenas (bench_load, 30 sessions). An explicit ``MALLOC_ARENA_MAX`` wins."""
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False
-    with contextlib.suppress(OSError, AttributeError):
-        return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas))
-    return False
+    libc = _glibc()
+    return bool(libc and libc.mallopt(M_ARENA_MAX, arenas))
 
 
 def trim() -> None:
     """glibc keeps freed memory in its heap; ``malloc_trim`` returns it. A no-op without glibc."""
+    libc = _glibc()
+    if libc:
+        libc.malloc_trim(0)
+
+
+@functools.cache
+def _glibc():
+    """The C library with glibc's malloc controls, or None (another libc, another system)."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        libc = ctypes.CDLL("libc.so.6")
+        if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt"):
+            return libc
+    return None
