@@ -292,6 +292,16 @@ def check_unknown_long_and_empty(run: Callable, key: str, unknown: str, long: st
     assert at.info and not at.get("plotly_chart")
 
 
+def qk_weights(q, k, causal: bool) -> np.ndarray:
+    """softmax(q kᵀ / √d) over the last two axes, with the causal mask where asked: the weights
+    a head's queries and keys make (tensors or arrays, ``[..., tokens, d]``)."""
+    q, k = torch.as_tensor(q), torch.as_tensor(k)
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if causal:  # each token reads itself and the tokens before
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(scores, -1).numpy()
+
+
 def z_of(trace: dict) -> np.ndarray:
     """A heatmap trace's z as an array (plotly sends typed arrays as base64 with dtype and shape)."""
     z = trace["z"]

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from models.registry import available, card_metrics, default_of, info, load
+from tests.support import qk_weights
 
 BUNDLED = ["couplet-rnn-additive", "couplet-rnn-dot", "couplet-transformer"]
 BUNDLED += ["translate-gru-additive", "translate-lstm-dot"]
@@ -69,10 +70,7 @@ def test_queries_and_keys_are_declared_exactly_where_they_reproduce_the_weights(
     q, k, tokens = model.queries_keys(declared.example, layer, head)
     record = next(iter(model.run(declared.example).records.values()))
     assert q.shape == k.shape and q.shape[0] == len(tokens) == len(record.query_tokens)
-    scores = q @ k.T / q.shape[1] ** 0.5
-    if declared.family == "causal":  # a causal model's weights: each token sees itself and before
-        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
-    weights = torch.softmax(scores, -1).numpy()
+    weights = qk_weights(q, k, causal=declared.family == "causal")
     np.testing.assert_allclose(weights, record.head(layer, head), atol=1e-5)
 
 

@@ -10,6 +10,7 @@ import torch
 from models.adapters import capture as cp
 from models.adapters.hf import HFAdapter
 from models.registry import load
+from tests.support import qk_weights
 from viz_core import blockwise as bw
 
 CPU = torch.device("cpu")
@@ -203,10 +204,8 @@ def test_couplet_transformer_queries_and_keys_give_every_kind_layer_and_head(tar
         record = result.records[kind]
         assert len(layers) == record.weights.shape[0]
         for layer, (q, k) in enumerate(layers):
-            scores = torch.from_numpy(q @ k.transpose(0, 2, 1)) / q.shape[-1] ** 0.5
-            if kind == "decoder_self":
-                scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
-            np.testing.assert_allclose(torch.softmax(scores, -1).numpy(), record.weights[layer], atol=1e-5)
+            weights = qk_weights(q, k, causal=kind == "decoder_self")
+            np.testing.assert_allclose(weights, record.weights[layer], atol=1e-5)
 
 
 def test_couplet_transformer_capture_keeps_to_its_own_thread():
