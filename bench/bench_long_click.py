@@ -87,9 +87,9 @@ def wait_summaries(page, timeout: float = 900) -> float:
 def click_tile(page, layer: int, head: int, title: str) -> float:
     """Seconds from a click on tile (layer, head) of the first chart (the model view) to a chart
     title starting ``title``."""
-    grid = page.locator(".js-plotly-plot").first
-    grid.scroll_into_view_if_needed()
-    box = grid.locator(".scatterlayer .point").nth(layer * HEADS + head).bounding_box()
+    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * HEADS + head)
+    tile.scroll_into_view_if_needed()  # the tile itself: the grid is taller than a 720-pixel window
+    box = tile.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.wait_for_timeout(300)
     start = time.perf_counter()

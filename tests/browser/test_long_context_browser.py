@@ -36,10 +36,12 @@ def test_clicks_while_the_thumbnails_are_computed_are_not_lost(page):
     """The heads' fragment reruns every 2 s until every thumbnail is in; a click during those
     reruns still opens its head (a pick used to ride on one rerun request, and was lost when a
     timed rerun replaced it)."""
-    assert computing(page)  # 270 heads at 2,042 tokens take far longer than the clicks below
+    during = []  # whether the fragment was still polling when each click went out
     for layer, head in [(5, 1), (9, 6), (2, 3), (7, 0)]:  # rows inside the 900-pixel window
-        click_tile(page, layer, head, f"layer {layer}, head {head}: 2,042 tokens")
-    assert computing(page)  # all four landed during the polling
+        during.append(computing(page))
+        click_tile(page, layer, head, f"layer {layer}, head {head}: 2,042 tokens")  # or times out
+    # A fast machine may finish the 270 thumbnails before the last click; the first always races.
+    assert during[0], "the thumbnails were all in before the first click: nothing was tested"
     assert page.locator(EXCEPTION_BOX).count() == 0
     # The tests below draw boxes and click queries: they wait for the thumbnails, not to race a redraw.
     page.wait_for_function("() => !document.body.innerText.includes('layers done')", timeout=600_000)
