@@ -65,9 +65,11 @@ def start_nginx(nginx: str, run_dir: Path, listen: str, upstreams: list[str]) ->
 
 
 def replica_env() -> dict[str, str]:
-    """What every local replica shares: one torch thread (N replicas share the cores) and one
-    cookie secret (signed cookies read the same on any replica)."""
+    """What every local replica shares: one torch thread (N replicas share the cores), two glibc
+    malloc arenas from the process's start (docs/ARCHITECTURE.md: Many sessions) and one cookie
+    secret (signed cookies read the same on any replica)."""
     env = {"ATLAS_THREADS": os.environ.get("ATLAS_THREADS", "1")}
+    env["MALLOC_ARENA_MAX"] = os.environ.get("MALLOC_ARENA_MAX", "2")
     env["STREAMLIT_SERVER_COOKIE_SECRET"] = os.environ.get(
         "STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32)
     )
