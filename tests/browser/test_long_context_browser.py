@@ -40,9 +40,9 @@ def test_clicks_while_the_thumbnails_are_computed_are_not_lost(page):
     for layer, head in [(5, 1), (9, 6), (2, 3), (7, 0)]:  # rows inside the 900-pixel window
         during.append(computing(page))
         click_tile(page, layer, head, f"layer {layer}, head {head}: 2,042 tokens")  # or times out
-    # A fast machine may finish the 270 thumbnails before the last click; the first always races.
-    assert during[0], "the thumbnails were all in before the first click: nothing was tested"
     assert page.locator(EXCEPTION_BOX).count() == 0
+    if not during[0]:  # a fast machine may finish the 270 thumbnails first (6 s here when quiet)
+        pytest.skip("the thumbnails were all in before the first click: the clicks raced nothing")
     # The tests below draw boxes and click queries: they wait for the thumbnails, not to race a redraw.
     page.wait_for_function("() => !document.body.innerText.includes('layers done')", timeout=600_000)
 
