@@ -64,11 +64,11 @@ def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, hea
         panels = {f"head {h}": record.head(layer, h) for h in range(record.n_heads)}
         fig = heatmap_row(panels, record.query_tokens, record.key_tokens, zmax=1.0)
         head_view_chart(fig, key, rid, layer, head, single=False)
-        frame = record_frame(record).query(f"layer == {layer}")
+        csv_button(lambda: record_frame(record).query(f"layer == {layer}"), *csv)
     else:
         head_view_chart(head_view(record, layer, head), key, rid, layer, head, single=True)
-        frame = token_matrix_frame(head_matrix(record, layer, head), record.query_tokens, record.key_tokens)
-    csv_button(frame, *csv)
+        matrix = head_matrix(record, layer, head)
+        csv_button(lambda: token_matrix_frame(matrix, record.query_tokens, record.key_tokens), *csv)
 
 
 def decoding_step(

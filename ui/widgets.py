@@ -8,6 +8,7 @@ Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit t
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -132,11 +133,16 @@ def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
     csv_button(frame, key, filename)
 
 
-def csv_button(frame: pd.DataFrame, key: str, filename: str, label: str | None = None) -> None:
-    """A download of ``frame`` as ``filename``.csv (the numbers behind a chart), named ``label``."""
+def csv_button(
+    frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str, filename: str, label: str | None = None
+) -> None:
+    """A download of ``frame`` (or of what ``frame()`` returns) as ``filename``.csv (the numbers
+    behind a chart), named ``label``. The CSV is written when the button is pressed, not on every
+    run: a 200-token head's is 1.2 MB and ~0.1 s, which each click on a head used to pay."""
+    make = frame if callable(frame) else (lambda: frame)
     st.download_button(
         f"⬇ CSV: {label or filename}",
-        to_csv(frame),
+        lambda: to_csv(make()),
         file_name=f"{filename}.csv",
         mime="text/csv",
         key=f"{key}_csv",

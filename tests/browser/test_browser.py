@@ -1,6 +1,7 @@
 """Every page in a real browser: a Plotly chart is drawn and no exception box shows."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
@@ -94,6 +95,15 @@ def test_model_view_click_opens_that_head(page):
     record = next(iter(load("minilm").run(page.get_by_label("text").input_value()).records.values()))
     assert np.array_equal(np.array(drawn["z"], dtype=np.float32), display_precision(record.head(1, 2)))
     assert drawn["zmax"] == pytest.approx(float(record.head(1, 2).max()), rel=1e-6)
+
+    # The download is written when pressed (deferred) and holds that head's weights, tokens included.
+    with page.expect_download(timeout=30_000) as got:
+        page.get_by_text("CSV: minilm_layer1_2").click()
+    assert got.value.suggested_filename == "minilm_layer1_2.csv"
+    frame = pd.read_csv(got.value.path(), encoding="utf-8-sig", keep_default_na=False)
+    weights = frame.pivot(index="query_pos", columns="key_pos", values="weight").to_numpy()
+    np.testing.assert_allclose(weights, record.head(1, 2), atol=1e-6)
+    assert list(frame["key_token"][: len(record.key_tokens)]) == list(record.key_tokens)
 
     # The arrow keys step through heads and layers from the focused head view.
     page.locator(".js-plotly-plot").nth(1).focus()

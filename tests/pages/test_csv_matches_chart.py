@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import streamlit.testing.v1.app_test as app_test
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 from tests.support import charts, page_runner, z_of
@@ -22,16 +23,30 @@ class KeptStorage(MemoryMediaFileStorage):
         KeptStorage.last = self
 
 
+class KeptManager(MediaFileManager):
+    """AppTest's media file manager, kept reachable after the run (it runs deferred downloads)."""
+
+    last = None
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        KeptManager.last = self
+
+
 @pytest.fixture(scope="module", autouse=True)
 def kept_downloads():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(app_test, "MemoryMediaFileStorage", KeptStorage)
+        patch.setattr(app_test, "MediaFileManager", KeptManager)
         yield
 
 
 def download(at, key: str) -> pd.DataFrame:
+    """The button's file as a press would make it (the CSVs are written on the press)."""
     button = next(b for b in at.get("download_button") if b.proto.id.endswith(key))
-    data = KeptStorage.last.get_file(button.proto.url.rsplit("/", 1)[1]).content
+    assert button.proto.deferred_file_id and not button.proto.url  # nothing written before the press
+    url = KeptManager.last.execute_deferred(button.proto.deferred_file_id)
+    data = KeptStorage.last.get_file(url.rsplit("/", 1)[1]).content
     return pd.read_csv(io.BytesIO(data), encoding="utf-8-sig")
 
 
