@@ -263,9 +263,12 @@ def summarise(log: Log, args, mem: dict, ended: float, load: tuple[float, float]
         "date": str(date.today()),
         "machine": machine(),
         "env": {
-            k: os.environ[k]
-            for k in ("ATLAS_THREADS", "ATLAS_MAX_MODELS", "ATLAS_MODEL_SLOTS")
-            if k in os.environ
+            **{
+                k: os.environ[k]
+                for k in ("ATLAS_THREADS", "ATLAS_MAX_MODELS", "ATLAS_MODEL_SLOTS")
+                if k in os.environ
+            },
+            **({} if args.url else server_env()),
         },
         "load_average": [round(x, 1) for x in load],
         "requests": len(log.requests),
@@ -317,8 +320,9 @@ def render(runs: dict) -> str:
         "text (half from a shared pool, half fresh, some long paragraphs), switches layers and heads, and "
         "thinks between actions. Time-to-settled: from the request to its `script_finished`. Memory: resident, "
         "server process and children; 'idle' is the server after one warm-up visit of each page (models "
-        "loaded), 'cold' the server before it. The machine is shared (2 cores, a training run on one of "
-        "them): the load average is given per run, and a baseline sits beside its result in the same table. "
+        "loaded), 'cold' the server before it. The machine (2 cores) was at times shared with a training "
+        "run: the load average is given per run, and a baseline sits beside its result in the same table. "
+        "The server is started as `make run` starts it where a run's goals line says env MALLOC_ARENA_MAX=2. "
         "'+ 1 smollm2' is the fairness run: one of the sessions opens SmolLM2 with a fresh long paragraph "
         "each time (its own column), while the others do as above. 'min 2' and 'end' are the memory at "
         "minute 2 and at the end of the sessions (the growth goal is for 10-minute runs).",
@@ -346,6 +350,11 @@ def render(runs: dict) -> str:
 
 def _cell(stats: dict | None) -> str:
     return "—" if not stats else f"{stats['p50']:.2f} / {stats['p95']:.2f}"
+
+
+def server_env() -> dict[str, str]:
+    """The server started as `make run` and deploy/ start it: two glibc malloc arenas."""
+    return {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
 
 
 def keep(result: dict) -> dict:
@@ -384,7 +393,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.url:
             result = asyncio.run(load_run(args.url, args.pid, one))
         else:
-            with serve() as server:
+            with serve(env=server_env()) as server:
                 result = asyncio.run(load_run(server.url, server.process.pid, one))
         print(
             json.dumps({k: v for k, v in result.items() if k != "memory_trace"}, indent=1, ensure_ascii=False)
