@@ -7,9 +7,10 @@ serves its own menu on a deep link and bypasses this navigation (a browser test 
 
 import streamlit as st
 
-from models.resident import limit_arenas
+from models.resident import limit_arenas, limit_kernel_cache
 
 limit_arenas()  # once per server: what sessions free goes back to the system (models/resident.py)
+limit_kernel_cache()  # before any model runs: oneDNN's kernels per input shape stay bounded
 st.set_page_config(page_title="Attention Atlas", page_icon="🔭", layout="wide")
 
 PAGES = {

@@ -4,6 +4,7 @@ memory really let go (even one held in a reference cycle), one load per model un
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 import weakref
@@ -111,3 +112,16 @@ def test_limit_arenas_keeps_eight_threads_in_two_malloc_arenas(mode):
     assert out.returncode == 0, out.stderr
     arenas = out.stderr.count("Arena ")
     assert arenas <= 2 if mode == "limit" else arenas > 2, out.stderr
+
+
+def test_the_kernel_cache_is_bounded_unless_the_environment_says_otherwise(monkeypatch):
+    """oneDNN reads ONEDNN_PRIMITIVE_CACHE_CAPACITY at its first kernel; the server sets 64 before
+    any model runs (app.py), and a value given at launch stays."""
+    from models.resident import KERNEL_CACHE, limit_kernel_cache
+
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    limit_kernel_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(KERNEL_CACHE)
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "1024")
+    limit_kernel_cache()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "1024"
