@@ -36,6 +36,7 @@ import psutil
 
 from bench.results import machine, write_section
 from harness.st_client import Run, Session, serve
+from models.resident import launch_env
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = Path(__file__).with_name("load_runs.json")
@@ -268,7 +269,7 @@ def summarise(log: Log, args, mem: dict, ended: float, load: tuple[float, float]
                 for k in ("ATLAS_THREADS", "ATLAS_MAX_MODELS", "ATLAS_MODEL_SLOTS")
                 if k in os.environ
             },
-            **({} if args.url else server_env()),
+            **({} if args.url else launch_env()),
         },
         "load_average": [round(x, 1) for x in load],
         "requests": len(log.requests),
@@ -352,11 +353,6 @@ def _cell(stats: dict | None) -> str:
     return "—" if not stats else f"{stats['p50']:.2f} / {stats['p95']:.2f}"
 
 
-def server_env() -> dict[str, str]:
-    """The server started as `make run` and deploy/ start it: two glibc malloc arenas."""
-    return {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
-
-
 def keep(result: dict) -> dict:
     runs = json.loads(RUNS.read_text(encoding="utf-8")) if RUNS.exists() else {}
     key = f"{result['label']}, {result['sessions']} sessions" + (
@@ -393,7 +389,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.url:
             result = asyncio.run(load_run(args.url, args.pid, one))
         else:
-            with serve(env=server_env()) as server:
+            with serve(env=launch_env()) as server:
                 result = asyncio.run(load_run(server.url, server.process.pid, one))
         print(
             json.dumps({k: v for k, v in result.items() if k != "memory_trace"}, indent=1, ensure_ascii=False)

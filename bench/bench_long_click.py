@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 
 from bench.results import machine, write_section
-from harness.browser import PLOT_DRAWN, browser_page, streamlit_server
+from harness.browser import PLOT_DRAWN, browser_page, hover_tile, streamlit_server
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "long_context" / "tatoeba_en.txt"
 TILES = [(1, 2), (4, 7), (12, 0), (20, 5), (27, 8)]  # (layer, head) clicked, none the page's first head
@@ -75,11 +75,19 @@ def wait_captured(page, before: str | None = None, timeout: float = 600) -> int:
     return int(overview_title(page).split(": ")[1].split(" tokens")[0].replace(",", ""))
 
 
+COMPUTING = "layers done"  # the long-input mode's progress bar, while thumbnails are computed
+
+
+def computing(page) -> bool:
+    """Whether the page still computes thumbnails (its fragment reruns on a timer meanwhile)."""
+    return COMPUTING in page.evaluate("() => document.body.innerText")
+
+
 def wait_summaries(page, timeout: float = 900) -> float:
     """Seconds until every layer's thumbnails and statistics are in (the progress bar gone)."""
     start = time.perf_counter()
     page.wait_for_function(
-        "() => !document.body.innerText.includes('layers done')", timeout=timeout * 1000, polling=500
+        "text => !document.body.innerText.includes(text)", arg=COMPUTING, timeout=timeout * 1000, polling=500
     )
     return time.perf_counter() - start
 
@@ -87,11 +95,7 @@ def wait_summaries(page, timeout: float = 900) -> float:
 def click_tile(page, layer: int, head: int, title: str) -> float:
     """Seconds from a click on tile (layer, head) of the first chart (the model view) to a chart
     title starting ``title``."""
-    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * HEADS + head)
-    tile.scroll_into_view_if_needed()  # the tile itself: the grid is taller than a 720-pixel window
-    box = tile.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(300)
+    hover_tile(page, layer, head, HEADS)
     start = time.perf_counter()
     page.mouse.down()
     page.mouse.up()

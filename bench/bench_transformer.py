@@ -21,7 +21,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from bench.results import machine, median_seconds, paired_medians, write_section
-from harness.browser import PLOT_DRAWN, browser_page, streamlit_server
+from harness.browser import PLOT_DRAWN, browser_page, hover_tile, streamlit_server
 from models.registry import load
 from viz_core.figures import heatmap
 from viz_core.model_view import model_view
@@ -180,14 +180,11 @@ def click_times(page, url: str, text: str | None, repeats: int) -> tuple[list[fl
         page.wait_for_function(
             f"document.querySelectorAll('.js-plotly-plot')[1]?.data?.[0]?.x?.length > {n}", timeout=120_000
         )
-    tiles = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point")
     drawn, synced, sent = [], [], []
     for i in range(repeats):
         layer, head = 1 + i % 5, (3 + 2 * i) % 12
         before = sum(received)
-        box = tiles.nth(layer * 12 + head).bounding_box()
-        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.wait_for_timeout(300)
+        hover_tile(page, layer, head, 12)
         start = time.perf_counter()
         page.mouse.down()
         page.mouse.up()

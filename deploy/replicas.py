@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from harness.st_client import launch, stop, wait_healthy
+from models.resident import launch_env
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = HERE / "nginx.conf"
@@ -69,7 +70,7 @@ def replica_env() -> dict[str, str]:
     malloc arenas from the process's start (docs/ARCHITECTURE.md: Many sessions) and one cookie
     secret (signed cookies read the same on any replica)."""
     env = {"ATLAS_THREADS": os.environ.get("ATLAS_THREADS", "1")}
-    env["MALLOC_ARENA_MAX"] = os.environ.get("MALLOC_ARENA_MAX", "2")
+    env.update(launch_env())
     env["STREAMLIT_SERVER_COOKIE_SECRET"] = os.environ.get(
         "STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32)
     )

@@ -107,3 +107,14 @@ def browser_page(width: int = 1400, height: int = 1000):
             yield browser.new_page(viewport={"width": width, "height": height})
         finally:
             browser.close()
+
+
+def hover_tile(page, layer: int, head: int, heads: int) -> None:
+    """Rest the mouse on tile (layer, head) of the page's first chart (the model view), as a person
+    would before clicking: the tile itself scrolled into view (a 30-layer grid is taller than a
+    720-pixel window), then a moment for Plotly's hover."""
+    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
+    tile.scroll_into_view_if_needed()
+    box = tile.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(300)

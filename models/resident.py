@@ -172,6 +172,12 @@ def limit_kernel_cache(capacity: int = KERNEL_CACHE) -> None:
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(capacity))
 
 
+def launch_env() -> dict[str, str]:
+    """What a server needs in its environment from its start (``make run`` sets the same): two
+    malloc arenas for every thread, those made before ``app.py`` runs too. An explicit value wins."""
+    return {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENAS))}
+
+
 def trim() -> None:
     """glibc keeps freed memory in its heap; ``malloc_trim`` returns it. A no-op without glibc."""
     libc = _glibc()

@@ -313,10 +313,9 @@ def z_of(trace: dict) -> np.ndarray:
 
 def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
     """Click the model view's tile (layer, head) in a Playwright page, as a person would."""
-    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
-    box = tile.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(300)
+    from harness.browser import hover_tile
+
+    hover_tile(page, layer, head, heads)
     page.mouse.down()
     page.mouse.up()
 

@@ -67,8 +67,8 @@ def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, hea
         csv_button(lambda: record_frame(record).query(f"layer == {layer}"), *csv)
     else:
         head_view_chart(head_view(record, layer, head), key, rid, layer, head, single=True)
-        matrix = head_matrix(record, layer, head)
-        csv_button(lambda: token_matrix_frame(matrix, record.query_tokens, record.key_tokens), *csv)
+        tokens = (record.query_tokens, record.key_tokens)
+        csv_button(lambda: token_matrix_frame(head_matrix(record, layer, head), *tokens), *csv)
 
 
 def decoding_step(

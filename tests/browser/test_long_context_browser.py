@@ -3,7 +3,14 @@ click on a thumbnail opens that head, a box drawn on the overview opens that win
 
 import pytest
 
-from bench.bench_long_click import click_tile, draw_box, long_mode, open_transformer
+from bench.bench_long_click import (
+    click_tile,
+    computing,
+    draw_box,
+    long_mode,
+    open_transformer,
+    wait_summaries,
+)
 from harness.browser import EXCEPTION_BOX, browser_page, chromium_missing, streamlit_server
 from tests.support import SHOTS
 
@@ -18,10 +25,6 @@ def page():
         open_transformer(pg, url, "smollm2")
         _, pg.tokens = long_mode(pg)
         yield pg
-
-
-def computing(page) -> bool:
-    return "layers done" in page.evaluate("() => document.body.innerText")
 
 
 def test_the_first_text_is_about_2000_tokens_and_every_head_is_a_tile(page):
@@ -44,7 +47,7 @@ def test_clicks_while_the_thumbnails_are_computed_are_not_lost(page):
     if not during[0]:  # a fast machine may finish the 270 thumbnails first (6 s here when quiet)
         pytest.skip("the thumbnails were all in before the first click: the clicks raced nothing")
     # The tests below draw boxes and click queries: they wait for the thumbnails, not to race a redraw.
-    page.wait_for_function("() => !document.body.innerText.includes('layers done')", timeout=600_000)
+    wait_summaries(page, timeout=600)
 
 
 def test_a_click_on_a_thumbnail_draws_that_head(page):
