@@ -59,6 +59,88 @@ def _token_rows(text_ids, labels: list[list[str]], specials: list[list[bool]]) -
     }
 
 
+ERRORS = (ValueError, TypeError, RuntimeError)  # one batch's or text's failure, not the run's
+
+
+def _reason(err: Exception) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+@dataclass
+class Prepared:
+    """A batch tokenized and padded, with what its rows need besides the weights: the model's half
+    of the work (``Forward``) runs on it without the tokenizer (a Ray actor gets only this)."""
+
+    text_ids: list[int]
+    ids: torch.Tensor  # [B, T] right-padded
+    lengths: torch.Tensor  # [B] tokens per text
+    special: torch.Tensor  # [B, T] special tokens (False on padding)
+    labels: list[list[str]]  # each text's token labels
+    truncated: np.ndarray  # [B] whether a text was cut
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return (torch.arange(self.ids.shape[1]) < self.lengths[:, None]).long()
+
+    def split(self) -> list[Prepared]:
+        """One Prepared per text, without padding (what tokenizing it alone gives)."""
+        return [
+            Prepared(
+                [tid],
+                self.ids[b : b + 1, :n],
+                self.lengths[b : b + 1],
+                self.special[b : b + 1, :n],
+                [self.labels[b]],
+                self.truncated[b : b + 1],
+            )
+            for b, (tid, n) in enumerate(zip(self.text_ids, self.lengths.tolist(), strict=True))
+        ]
+
+
+class Forward:
+    """The model's half of a batch: ``attend(ids, mask)`` gives every layer's weights, reduced at once."""
+
+    def __init__(self, attend, model_id: str, top_k: int):
+        self.attend, self.model_id, self.top_k = attend, model_id, top_k
+
+    def batch(self, p: Prepared) -> Batch:
+        with torch.inference_mode():
+            attentions = self.attend(p.ids.long(), p.mask)
+        if not attentions or any(a is None for a in attentions):
+            raise NoWeights(f"{self.model_id}: the model returned no attention weights")
+        w = torch.stack([a.float() for a in attentions], dim=1).cpu()  # [B, L, H, Q, K]
+        n = p.lengths
+        reduced = reduce_batch(w, n, n, p.special, np.asarray(p.text_ids), self.top_k)
+        specials = [p.special[b, :k].tolist() for b, k in enumerate(n.tolist())]
+        facts = {
+            "text_id": np.asarray(p.text_ids, dtype=np.int64),
+            "n_tokens": n.numpy().astype(np.int32),
+            "truncated": p.truncated,
+            "output": np.asarray([None] * len(p.text_ids), dtype=object),
+        }
+        return Batch(reduced, _token_rows(p.text_ids, p.labels, specials), None, facts, [])
+
+    def run(self, parts: list[Prepared], failed: list[tuple[int, str]]) -> Batch:
+        """Each part in one forward; a part that fails, text by text, keeping each one's reason."""
+        out, failed = [], list(failed)
+        for part in parts:
+            try:
+                out.append(self.batch(part))
+            except ERRORS as err:
+                if len(part.text_ids) == 1:
+                    failed.append((part.text_ids[0], _reason(err)))
+                else:
+                    self._one_by_one(part, out, failed)
+        return out[0] if len(out) == 1 and not failed else _join(out, failed)
+
+    def _one_by_one(self, part: Prepared, out: list[Batch], failed: list[tuple[int, str]]) -> None:
+        for one in part.split():
+            try:
+                out.append(self.batch(one))
+            except ERRORS as err:
+                failed.append((one.text_ids[0], _reason(err)))
+
+
 class HFExtractor:
     """A Hugging Face encoder or causal model: one padded forward per batch, eager attention."""
 
@@ -70,6 +152,13 @@ class HFExtractor:
         self.limit = min(options.max_tokens or adapter.max_tokens, adapter.max_tokens)
         self.model = adapter.model.base_model  # no language-model head: its logits are not needed
         self.n_layers, self.n_heads = adapter.n_layers, adapter.n_heads
+        self.forward = Forward(self.attend, adapter.model_id, options.top_k)
+
+    def attend(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple:
+        device = self.adapter.device
+        return self.model(
+            input_ids=ids.to(device), attention_mask=mask.to(device), output_attentions=True
+        ).attentions
 
     def lengths(self, texts: list[str]) -> list[int]:
         """Token counts (after the cut to the limit), to sort texts into batches of like length."""
@@ -78,45 +167,35 @@ class HFExtractor:
 
     def run(self, text_ids: list[int], texts: list[str]) -> Batch:
         """The batch in one forward; if it fails, text by text, keeping each one's reason."""
+        return self.forward.run(*self.prepare(text_ids, texts))
+
+    def prepare(self, text_ids: list[int], texts: list[str]) -> tuple[list[Prepared], list[tuple[int, str]]]:
+        """The batch tokenized as one; if that fails, text by text (the parts, and who failed why)."""
         try:
-            return self._run(text_ids, texts)
-        except (ValueError, TypeError, RuntimeError):
+            return [self._prepare(text_ids, texts)], []
+        except ERRORS:
             pass
         parts, failed = [], []
         for tid, text in zip(text_ids, texts, strict=True):
             try:
-                parts.append(self._run([tid], [text]))
-            except (ValueError, TypeError, RuntimeError) as err:
-                failed.append((tid, " ".join(str(err).split()) or type(err).__name__))
-        return _join(parts, failed)
+                parts.append(self._prepare([tid], [text]))
+            except ERRORS as err:
+                failed.append((tid, _reason(err)))
+        return parts, failed
 
-    def _run(self, text_ids: list[int], texts: list[str]) -> Batch:
+    def _prepare(self, text_ids: list[int], texts: list[str]) -> Prepared:
         from models.adapters.hf import MAX_CHARS
 
         tok = self.adapter.tokenizer
         cut = [t[:MAX_CHARS] for t in texts]  # as HFAdapter.encode cuts (the token limit then applies)
         enc = tok(cut, truncation=True, max_length=self.limit, return_special_tokens_mask=True)
-        ids, mask, special = _pad(enc["input_ids"], enc["special_tokens_mask"], tok.pad_token_id or 0)
-        device = self.adapter.device
-        with torch.inference_mode():
-            out = self.model(input_ids=ids.to(device), attention_mask=mask.to(device), output_attentions=True)
-        if not out.attentions or any(a is None for a in out.attentions):
-            raise NoWeights(f"{self.adapter.model_id}: the model returned no attention weights")
-        w = torch.stack([a.float() for a in out.attentions], dim=1).cpu()  # [B, L, H, Q, K]
-        n = mask.sum(-1)
-        reduced = reduce_batch(w, n, n, special, np.asarray(text_ids), self.options.top_k)
-        labels, specials = [], []
-        for b, length in enumerate(n.tolist()):
-            sp = special[b, :length].tolist()
-            labels.append(self.adapter._encoded(ids[b : b + 1, :length], sp, [], []).tokens)
-            specials.append(sp)
-        facts = {
-            "text_id": np.asarray(text_ids, dtype=np.int64),
-            "n_tokens": n.numpy().astype(np.int32),
-            "truncated": self._truncated(cut, texts, n.tolist()),
-            "output": np.asarray([None] * len(texts), dtype=object),
-        }
-        return Batch(reduced, _token_rows(text_ids, labels, specials), None, facts, [])
+        ids, lengths, special = _pad(enc["input_ids"], enc["special_tokens_mask"], tok.pad_token_id or 0)
+        n = lengths.tolist()
+        labels = [
+            self.adapter._encoded(ids[b : b + 1, :k], special[b, :k].tolist(), [], []).tokens
+            for b, k in enumerate(n)
+        ]
+        return Prepared(list(text_ids), ids, lengths, special, labels, self._truncated(cut, texts, n))
 
     def _truncated(self, cut: list[str], texts: list[str], n: list[int]) -> np.ndarray:
         """Whether a text was cut (characters, or tokens: only texts at the limit are re-tokenized)."""
@@ -130,16 +209,14 @@ class HFExtractor:
 
 
 def _pad(ids: list[list[int]], special: list[list[int]], pad: int):
-    """Right-padded ``ids``, its attention mask and the special-token mask (False on padding)."""
+    """Right-padded ``ids``, each text's length and the special-token mask (False on padding)."""
     longest = max(len(i) for i in ids)
     out = torch.full((len(ids), longest), pad, dtype=torch.long)
-    mask = torch.zeros((len(ids), longest), dtype=torch.long)
     sp = torch.zeros((len(ids), longest), dtype=torch.bool)
     for b, (row, s) in enumerate(zip(ids, special, strict=True)):
         out[b, : len(row)] = torch.tensor(row)
-        mask[b, : len(row)] = 1
         sp[b, : len(row)] = torch.tensor(s, dtype=torch.bool)
-    return out, mask, sp
+    return out, torch.tensor([len(row) for row in ids]), sp
 
 
 class RecordExtractor:
@@ -169,7 +246,7 @@ class RecordExtractor:
         parts, failed = [], []
         for tid, result in zip(text_ids, self._results(texts), strict=True):
             if isinstance(result, Exception):
-                failed.append((tid, " ".join(str(result).split())))
+                failed.append((tid, _reason(result)))
             else:
                 parts.append((tid, result))
         return _join([self._one(tid, r) for tid, r in parts], failed)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from models.corpus import queries
-from models.corpus.extract import HFExtractor, Options, plan
+from models.corpus.extract import Forward, HFExtractor, Options, plan
 from models.corpus.inputs import Corpus
 from models.corpus.run import Cancelled, run_corpus
 from models.corpus.stats import reduce_batch
@@ -117,7 +117,7 @@ def test_cancel_then_resume_gives_the_rows_of_one_uninterrupted_run(tiny, tmp_pa
 
 def test_a_crash_keeps_the_batches_written_before_it(tiny, tmp_path, monkeypatch):
     corpus = Corpus("t", TEXTS * 2)
-    real = HFExtractor._run
+    real = HFExtractor.run
     calls = []
 
     def crash_on_third(self, ids, texts):
@@ -126,13 +126,13 @@ def test_a_crash_keeps_the_batches_written_before_it(tiny, tmp_path, monkeypatch
             raise KeyboardInterrupt  # as if the process were cut off mid-batch
         return real(self, ids, texts)
 
-    monkeypatch.setattr(HFExtractor, "_run", crash_on_third)
+    monkeypatch.setattr(HFExtractor, "run", crash_on_third)
     with pytest.raises(KeyboardInterrupt):
         run_corpus("tiny-encoder", corpus, Options(batch_size=4), adapter=tiny["encoder"], folder=tmp_path)
     (path,) = tmp_path.glob("*.duckdb")
     with Store.open(path) as store:
         assert store.counts()["done"] == 8 and not store.complete
-    monkeypatch.setattr(HFExtractor, "_run", real)
+    monkeypatch.setattr(HFExtractor, "run", real)
     with run_corpus(
         "tiny-encoder", corpus, Options(batch_size=4), adapter=tiny["encoder"], folder=tmp_path
     ) as s:
@@ -195,3 +195,76 @@ def test_a_second_run_of_the_same_store_is_refused_while_one_fills_it(tiny, tmp_
         "tiny-encoder", corpus, adapter=tiny["encoder"], folder=tmp_path, progress=nested
     ) as store:
         assert store.counts()["done"] == len(TEXTS)
+
+
+def batches_of(ex, texts, options):
+    return plan(ex.lengths(texts), list(range(len(texts))), options, ex.n_layers * ex.n_heads)
+
+
+@pytest.mark.parametrize("family", ["encoder", "causal"])
+def test_the_traced_graph_a_ray_actor_runs_gives_the_models_rows(tiny, family):
+    """A Ray actor runs the driver's traced graph on batches the driver tokenized, without
+    transformers: every row must be the model's own, bit for bit."""
+    from models.corpus.ray_run import load_graph, traced
+
+    options = Options(top_k=2, batch_size=3)
+    ex = HFExtractor(tiny[family], options)
+    batches = batches_of(ex, TEXTS, options)
+    graph = traced(ex, batches, TEXTS)
+    assert graph is not None
+    forward = Forward(load_graph(graph), ex.adapter.model_id, options.top_k)
+    for ids in batches:
+        texts = [TEXTS[i] for i in ids]
+        want, got = ex.run(ids, texts), forward.run(*ex.prepare(ids, texts))
+        for table in ("stats", "links"):
+            a, b = getattr(want.reduced, table), getattr(got.reduced, table)
+            assert a.keys() == b.keys() and all(np.array_equal(a[c], b[c]) for c in a)
+        assert all(np.array_equal(want.tokens[c], got.tokens[c]) for c in want.tokens)
+        assert all(np.array_equal(want.texts[c], got.texts[c]) for c in want.texts)
+
+
+def test_a_graph_that_differs_from_the_model_is_not_used(tiny, monkeypatch):
+    """The tracer keeps a Python number taken from a shape as a constant: such a graph gives other
+    weights at other lengths, and the check against the model catches it."""
+    from models.corpus import ray_run
+
+    real = ray_run._Attention
+
+    def shape_bound(model):
+        inner = real(model)
+
+        class Bound(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, ids, mask):
+                length = int(ids.shape[1])  # a constant in the trace, the true length when run as is
+                return tuple(w * (length / ids.shape[1]) for w in self.inner(ids, mask))
+
+        return Bound()
+
+    monkeypatch.setattr(ray_run, "_Attention", shape_bound)
+    options = Options(top_k=2, batch_size=3)
+    ex = HFExtractor(tiny["encoder"], options)
+    assert ray_run.traced(ex, batches_of(ex, TEXTS, options), TEXTS) is None
+
+
+def test_a_batch_that_fails_falls_back_to_its_texts_one_by_one(tiny):
+    """A forward that fails on a whole batch still gives each text that runs alone, and the reason
+    of each that does not."""
+    ex = HFExtractor(tiny["encoder"], Options(top_k=2))
+    ids = list(range(4))
+    parts, failed = ex.prepare(ids, TEXTS[:4])
+    want = ex.run(ids, TEXTS[:4])
+
+    def attend(ids, mask):
+        if ids.shape[0] > 1 or ids.shape[1] > 10:
+            raise RuntimeError("out of memory\n(batch)")
+        return ex.attend(ids, mask)
+
+    got = Forward(attend, "tiny-encoder", 2).run(parts, failed)
+    long = [i for i in ids if int(parts[0].lengths[i]) > 10]
+    assert long and got.failed == [(i, "out of memory (batch)") for i in long]
+    kept = np.isin(want.reduced.stats["text_id"], got.reduced.stats["text_id"])
+    assert np.allclose(want.reduced.stats["entropy"][kept], got.reduced.stats["entropy"], atol=1e-5)
