@@ -3,12 +3,13 @@
 Only ``models.corpus.run`` imports this, and only when an address is given (``--ray ADDRESS``
 or ``ATLAS_RAY_ADDRESS``), and it imports Ray only when it runs, so nothing else ever imports
 Ray. The driver plans the batches exactly as a local run does and writes what comes back to the
-same DuckDB store. For a Hugging Face model on the CPU the driver also tokenizes each batch and
-traces the model's attention to a TorchScript graph, used only if it gives the model's weights
-bit for bit on this corpus's shortest and longest batches (``traced``): the actors run that graph
-and never import transformers, which starts each about 3 CPU-s sooner (on two cores, a fifth of
-a 10,000-sentence run). Otherwise (the seq2seq families, a GPU, a model that does not trace to
-the same weights) each actor loads the model and runs the same extractor. The rows are the same.
+same DuckDB store. For a Hugging Face model of up to 50 M parameters on the CPU the driver also
+tokenizes each batch and traces the model's attention to a TorchScript graph, used only if it
+gives the model's weights bit for bit on this corpus's texts (``traced``): the actors run that
+graph and never import transformers, which starts each about 3 CPU-s sooner (two actors on two
+cores: 3 s of a 16 s run over 10,000 sentences). Otherwise (the seq2seq families, a larger
+model, a GPU, a model that does not trace to the same weights) each actor loads the model and
+runs the same extractor. The rows are the same.
 
 ``auto`` (or ``local``) joins a Ray already running on this machine, else starts one;
 another address (``ray://head:10001``, ``head:6379``) joins that cluster, whose nodes must
