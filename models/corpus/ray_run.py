@@ -149,10 +149,10 @@ def traced(ex, batches: list[list[int]], texts: list[str]) -> bytes | None:
                 graph = torch.jit.trace(_Attention(ex.model), (first.ids, first.mask), check_trace=False)
             if not all(_same(ex.attend, graph, p) for p in [first, *checks]):
                 return None
-        except Exception:  # a model that does not trace runs as it is
+            buf = io.BytesIO()
+            torch.jit.save(graph, buf)
+        except Exception:  # a model that does not trace (or a torch without TorchScript) runs as it is
             return None
-        buf = io.BytesIO()
-        torch.jit.save(graph, buf)
     return buf.getvalue()
 
 
