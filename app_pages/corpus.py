@@ -83,12 +83,7 @@ if not cv.is_finished(model_id, corpus, options):
         f"Continue ({done:,} of {total:,} done)" if done else f"Run {model_id} over {plural(total, 'text')}"
     )
     if not auto and not st.button(label, key=K + "run", type="primary"):
-        where = (
-            f" Runs on Ray ({plain(cv.ray_address())}, from ATLAS_RAY_ADDRESS)." if cv.ray_address() else ""
-        )
-        st.info(
-            "Each text's weights become statistics as its batch finishes; a second look is instant." + where
-        )
+        st.info("Each text's weights become statistics as its batch finishes; a second look is instant.")
         st.stop()
     try:
         if not cv.run(model_id, corpus, options, K):

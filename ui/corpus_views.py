@@ -4,8 +4,6 @@ links that open a search hit's head on the Transformer page."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -91,43 +89,22 @@ def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
 # -- the run ---------------------------------------------------------------------------------------
 
 
-def ray_address() -> str | None:
-    """Where the page's runs go: the Ray cluster at ``ATLAS_RAY_ADDRESS`` (as for ``cli.py corpus``;
-    ``auto`` joins or starts a local Ray), else this process."""
-    return os.environ.get("ATLAS_RAY_ADDRESS", "").strip() or None
-
-
 def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> bool:
     """Run (or continue) the corpus with a progress bar; True once complete. A click on Cancel
     reruns the page, which stops this run between two batches; the store keeps what is done."""
     from ui.cached import adapter
 
-    address = ray_address()
-    if address and importlib.util.find_spec("ray") is None:
-        raise RuntimeError(
-            "ATLAS_RAY_ADDRESS is set, but Ray is not installed: pip install 'ray[data]==2.60.0'"
-        )
-    bar = st.progress(
-        0.0, text=f"starting the workers on Ray ({address})…" if address else "loading the model…"
-    )
+    bar = st.progress(0.0, text="loading the model…")
     cancel = st.empty()
     cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
 
     def report(p: Progress) -> None:
-        bar.progress(p.done / max(p.total, 1), text=p.line() + (f" on Ray ({address})" if address else ""))
+        bar.progress(p.done / max(p.total, 1), text=p.line())
 
     try:
-        run_corpus(
-            model_id, corpus, options, adapter=adapter(model_id), progress=report, ray_address=address
-        ).close()
+        run_corpus(model_id, corpus, options, adapter=adapter(model_id), progress=report).close()
     except Cancelled:
         return False
-    except Exception as err:  # a Ray failure (a lost worker, an unreachable cluster) in one line
-        if address and type(err).__module__.startswith("ray"):
-            raise RuntimeError(
-                f"the run on Ray ({address}) failed: {str(err).splitlines()[0][:300]}"
-            ) from err
-        raise
     bar.empty()
     cancel.empty()
     return True

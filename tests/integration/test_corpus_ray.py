@@ -7,7 +7,6 @@ from models.corpus import ray_run
 from models.corpus.extract import Options
 from models.corpus.inputs import sample
 from models.corpus.run import run_corpus
-from models.corpus.store import Store
 
 pytestmark = pytest.mark.slow  # starting Ray and two actors, twice: ~30-60 s here
 
@@ -52,29 +51,3 @@ def test_ray_rows_equal_the_local_rows(local_ray, tmp_path, monkeypatch):
         with run_corpus("minilm", corpus, options, folder=tmp_path / "loaded", ray_address="auto") as loaded:
             assert loaded.complete
             same_rows(loaded, local)
-
-
-def test_the_corpus_page_runs_on_ray_when_atlas_ray_address_is_set(local_ray, tmp_path, monkeypatch):
-    """ATLAS_RAY_ADDRESS sends the page's runs to Ray, as it does cli.py corpus: same rows."""
-    from ui import corpus_views as cv
-
-    graphs, real = [], ray_run.traced
-
-    def traced(*args):
-        graphs.append(real(*args))
-        return graphs[-1]
-
-    monkeypatch.setattr(ray_run, "traced", traced)
-    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("ATLAS_RAY_ADDRESS", "auto")
-    from tests.support import page_runner
-
-    at = page_runner("app_pages/corpus.py", timeout=300)()
-    assert not at.exception and not at.error
-    assert any("100 texts × 6 layers × 12 heads" in c.value for c in at.caption)
-    assert len(graphs) == 1 and graphs[0]  # the page's run went through ray_run
-    corpus, options = sample("english", 100), Options(kind="self")
-    with Store.open(cv.path_for("minilm", corpus, options)) as paged:
-        monkeypatch.delenv("ATLAS_RAY_ADDRESS")
-        with run_corpus("minilm", corpus, options, folder=tmp_path / "local") as local:
-            same_rows(paged, local)
