@@ -32,10 +32,10 @@ import torch
 
 from bench.results import machine, write_section
 from models.corpus import queries
-from models.corpus.extract import Options, extractor, plan
+from models.corpus.extract import Options, extractor
 from models.corpus.inputs import sample
 from models.corpus.ray_run import traced
-from models.corpus.run import run_corpus
+from models.corpus.run import planned, run_corpus
 from models.registry import load
 
 SEARCHES = [("the", ""), ("i", ""), ("you", ""), ("to", ""), ("wa*", ""), ("the", "[CLS]"), ("tom", "")]
@@ -76,7 +76,7 @@ def floors(adapter, corpus, options: Options) -> dict[str, float]:
     one process's ``import ray.data``."""
     ex = extractor(adapter, options)
     ids = list(range(len(corpus.texts)))
-    batches = plan(ex.lengths(corpus.texts), ids, options, adapter.n_layers * adapter.n_heads)
+    batches = planned(ex, corpus.texts, ids, options)
     start = time.process_time()
     graph = traced(ex, batches, corpus.texts)
     trace = time.process_time() - start
@@ -101,7 +101,7 @@ def bare_forward(adapter, texts: list[str], options: Options) -> float:
     """Seconds for tokenizing and running every batch, weights returned and dropped."""
     ex = extractor(adapter, options)
     ids = list(range(len(texts)))
-    batches = plan(ex.lengths(texts), ids, options, adapter.n_layers * adapter.n_heads)
+    batches = planned(ex, texts, ids, options)
     tok, model = adapter.tokenizer, adapter.model.base_model
     start = time.perf_counter()
     for batch in batches:

@@ -150,7 +150,7 @@ def _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_
     todo = [i for i in range(len(corpus.texts)) if i not in done]
     start, total = time.perf_counter(), len(corpus.texts)
     texts = [corpus.texts[i] for i in todo]
-    batches = plan(ex.lengths(texts), todo, options, _cells(ex)) if todo else []
+    batches = planned(ex, texts, todo, options) if todo else []
     count = len(done)
     if progress:
         progress(Progress(count, total, len(done), 0.0))
@@ -167,6 +167,11 @@ def _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_
         raise Cancelled(f"stopped at {count:,} of {total:,} texts; run again to continue")
     meta = store.meta
     store.finish(meta.get("seconds", 0.0) + time.perf_counter() - start)
+
+
+def planned(ex, texts: list[str], ids: list[int], options: Options) -> list[list[int]]:
+    """The batches of text ids (``texts[i]`` is text ``ids[i]``) a run makes, sorted by length."""
+    return plan(ex.lengths(texts), ids, options, _cells(ex))
 
 
 def _cells(ex) -> int:

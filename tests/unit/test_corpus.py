@@ -8,7 +8,7 @@ import torch
 from models.corpus import queries
 from models.corpus.extract import Forward, HFExtractor, Options, plan
 from models.corpus.inputs import Corpus
-from models.corpus.run import Cancelled, run_corpus
+from models.corpus.run import Cancelled, planned, run_corpus
 from models.corpus.stats import reduce_batch
 from models.corpus.store import Store
 from viz_core.stats import head_table
@@ -198,7 +198,7 @@ def test_a_second_run_of_the_same_store_is_refused_while_one_fills_it(tiny, tmp_
 
 
 def batches_of(ex, texts, options):
-    return plan(ex.lengths(texts), list(range(len(texts))), options, ex.n_layers * ex.n_heads)
+    return planned(ex, texts, list(range(len(texts))), options)
 
 
 @pytest.mark.parametrize("family", ["encoder", "causal"])
