@@ -8,7 +8,7 @@ TORCH := torch==2.13.0
 .PHONY: run test setup setup-dev browser lint bench
 
 run: setup
-	MALLOC_ARENA_MAX=$${MALLOC_ARENA_MAX:-2} $(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true
+	$(BIN)/atlas serve --port $(PORT)
 
 test: setup-dev browser
 	$(BIN)/ruff check .

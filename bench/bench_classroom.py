@@ -26,8 +26,8 @@ from datetime import date
 
 import torch
 
+from attention_atlas.models.training import classroom as cr
 from bench.results import machine, write_section
-from models.training import classroom as cr
 
 MARKS = (15, 30, 60, 120)
 GOAL = 0.90

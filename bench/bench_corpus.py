@@ -30,13 +30,13 @@ from pathlib import Path
 
 import torch
 
+from attention_atlas.models.corpus import queries
+from attention_atlas.models.corpus.extract import Options, extractor
+from attention_atlas.models.corpus.inputs import sample
+from attention_atlas.models.corpus.ray_run import traced
+from attention_atlas.models.corpus.run import planned, run_corpus
+from attention_atlas.models.registry import load
 from bench.results import machine, write_section
-from models.corpus import queries
-from models.corpus.extract import Options, extractor
-from models.corpus.inputs import sample
-from models.corpus.ray_run import traced
-from models.corpus.run import planned, run_corpus
-from models.registry import load
 
 SEARCHES = [("the", ""), ("i", ""), ("you", ""), ("to", ""), ("wa*", ""), ("the", "[CLS]"), ("tom", "")]
 

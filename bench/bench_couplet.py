@@ -25,11 +25,11 @@ from pathlib import Path
 
 import torch
 
+from attention_atlas.models.registry import load
+from attention_atlas.models.tasks.couplet import CoupletBatches, load_split
+from attention_atlas.models.tasks.couplet_clauses import bucket, clause_report, validation_lines
+from attention_atlas.models.training.loop import loss_fn
 from bench.results import machine, write_section
-from models.registry import load
-from models.tasks.couplet import CoupletBatches, load_split
-from models.tasks.couplet_clauses import bucket, clause_report, validation_lines
-from models.training.loop import loss_fn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,8 +109,8 @@ def clause_adapter(model_id: str, before: Path | None):
     """The bundled model, or (``before`` given) the earlier bundle kept at ``before/<id>``."""
     if before is None:
         return load(model_id, torch.device("cpu"))
-    from models.adapters.couplet_rnn import CoupletRNNAdapter
-    from models.adapters.couplet_transformer import CoupletTransformerAdapter
+    from attention_atlas.models.adapters.couplet_rnn import CoupletRNNAdapter
+    from attention_atlas.models.adapters.couplet_transformer import CoupletTransformerAdapter
 
     cls = CoupletTransformerAdapter if model_id == "couplet-transformer" else CoupletRNNAdapter
     return cls(model_id, before / model_id / "model.safetensors", torch.device("cpu"))

@@ -12,8 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from attention_atlas.viz_core.figures import heatmap
 from bench.results import machine, median_seconds, write_section
-from viz_core.figures import heatmap
 
 N = 512
 

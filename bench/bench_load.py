@@ -34,9 +34,10 @@ from pathlib import Path
 
 import psutil
 
+from attention_atlas.serve.launcher import serve
+from attention_atlas.serve.process import launch_env
 from bench.results import machine, write_section
-from harness.st_client import Run, Session, serve
-from models.resident import launch_env
+from harness.st_client import Run, Session
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = Path(__file__).with_name("load_runs.json")

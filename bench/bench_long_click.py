@@ -135,7 +135,7 @@ def short_clicks(page) -> list[float]:
 def first_paragraphs(text: str, tokens: int) -> str:
     """The longest run of whole paragraphs of ``text`` within ``tokens`` SmolLM2 tokens, joined on one
     line (the short page's text box is a one-line input, which drops line breaks)."""
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     tok = load("smollm2").tokenizer
     paragraphs = text.split("\n\n")

@@ -24,11 +24,11 @@ from datetime import date
 import plotly.io as pio
 import torch
 
+from attention_atlas.models.adapters import capture as cp
+from attention_atlas.models.registry import load
+from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core.long_figures import thumbnail_view
 from bench.results import machine, write_section
-from models.adapters import capture as cp
-from models.registry import load
-from viz_core import blockwise as bw
-from viz_core.long_figures import thumbnail_view
 
 CPU = torch.device("cpu")
 LAYER, HEAD = 15, 4  # "any head": one in the middle

@@ -20,13 +20,13 @@ import plotly.io as pio
 import torch
 from plotly.subplots import make_subplots
 
+from attention_atlas.models.registry import load
+from attention_atlas.viz_core.figures import heatmap
+from attention_atlas.viz_core.model_view import model_view
+from attention_atlas.viz_core.stats import attention_flow, rollout
+from attention_atlas.viz_core.wire import MAX_HEADS_BYTES, all_heads
 from bench.results import machine, median_seconds, paired_medians, write_section
 from harness.browser import PLOT_DRAWN, browser_page, hover_tile, streamlit_server
-from models.registry import load
-from viz_core.figures import heatmap
-from viz_core.model_view import model_view
-from viz_core.stats import attention_flow, rollout
-from viz_core.wire import MAX_HEADS_BYTES, all_heads
 
 CPU = torch.device("cpu")
 WORDS = [
@@ -117,7 +117,7 @@ def payloads() -> list[str]:
 def extraction_overhead() -> list[str]:
     from transformers import AutoModel, AutoTokenizer
 
-    from models.adapters.minilm import model_folder
+    from attention_atlas.models.adapters.minilm import model_folder
 
     adapter = load("minilm", CPU)
     tok = AutoTokenizer.from_pretrained(model_folder())

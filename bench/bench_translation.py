@@ -27,12 +27,20 @@ from pathlib import Path
 
 import torch
 
+from attention_atlas.models.device import pick_device
+from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from attention_atlas.models.tasks.translation import (
+    Translator,
+    batches,
+    bleu,
+    build_vocabs,
+    load_split,
+    quick_metrics,
+)
+from attention_atlas.models.training.loop import loss_fn
+from attention_atlas.paths import WEIGHTS
 from bench.bench_couplet import cli_rate
 from bench.results import machine, write_section
-from models.device import pick_device
-from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
-from models.tasks.translation import Translator, batches, bleu, build_vocabs, load_split, quick_metrics
-from models.training.loop import loss_fn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -190,7 +198,7 @@ def main() -> None:
     rates = {
         mid: round(cli_rate(mid, sentences)[0], 1)
         for mid in ("translate-gru-additive", "translate-lstm-dot")
-        if (ROOT / "weights" / mid / "model.safetensors").is_file()
+        if (WEIGHTS / mid / "model.safetensors").is_file()
     }
     result = {
         "setup": setup,

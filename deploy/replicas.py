@@ -25,8 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness.st_client import launch, stop, wait_healthy
-from models.resident import launch_env
+from attention_atlas.serve.launcher import launch, stop, wait_healthy
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = HERE / "nginx.conf"
@@ -69,8 +68,7 @@ def replica_env() -> dict[str, str]:
     """What every local replica shares: one torch thread (N replicas share the cores), two glibc
     malloc arenas from the process's start (docs/ARCHITECTURE.md: Many sessions) and one cookie
     secret (signed cookies read the same on any replica)."""
-    env = {"ATLAS_THREADS": os.environ.get("ATLAS_THREADS", "1")}
-    env.update(launch_env())
+    env = {"ATLAS_THREADS": os.environ.get("ATLAS_THREADS", "1")}  # launch adds the malloc arenas
     env["STREAMLIT_SERVER_COOKIE_SECRET"] = os.environ.get(
         "STREAMLIT_SERVER_COOKIE_SECRET", secrets.token_hex(32)
     )

@@ -1,4 +1,4 @@
-"""Start the app with `streamlit run` and drive Debian's chromium through Playwright.
+"""Start the app (``serve.launcher``) and drive Debian's chromium through Playwright.
 
 Shared by the browser tests and the cold-start benchmark.
 """
@@ -8,15 +8,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from attention_atlas.paths import APP
+from attention_atlas.serve.launcher import serve
+
 CHROMIUM = os.environ.get("ATLAS_CHROMIUM", "/usr/bin/chromium")
 # Offline machine: without these, chromium keeps trying to reach Google's services.
 CHROMIUM_ARGS = [
@@ -33,62 +30,11 @@ PLOT_DRAWN = ".js-plotly-plot .main-svg .cartesianlayer"
 EXCEPTION_BOX = '[data-testid="stException"]'
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None) -> None:
-    """Return once ``url``/_stcore/health answers 200; raise with the reason after ``timeout`` s
-    (or at once when ``proc``, the server, has exited)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
-            raise RuntimeError(f"no healthy streamlit at {url} within {timeout:.0f} s")
-        time.sleep(0.2)
-
-
 @contextlib.contextmanager
-def streamlit_server(script: str = "app.py", timeout: float = 60.0) -> Iterator[str]:
-    """Run ``streamlit run <script>`` on 127.0.0.1 and yield its base URL once it answers."""
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        script,
-        "--server.address",
-        "127.0.0.1",
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        try:
-            wait_healthy(url, timeout, proc)
-        except RuntimeError as err:
-            out = proc.stdout.read() if proc.poll() is not None else ""
-            raise RuntimeError(f"streamlit did not start on {url}: {out[-2000:]}") from err
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+def streamlit_server(script: Path | str = APP, timeout: float = 60.0) -> Iterator[str]:
+    """The app (or ``script``) served on 127.0.0.1 by ``serve.launcher``; yields its base URL once it answers."""
+    with serve(timeout=timeout, script=script) as server:
+        yield server.url
 
 
 def chromium_missing() -> str | None:

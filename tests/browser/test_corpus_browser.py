@@ -35,7 +35,7 @@ def test_corpus_page_overview_click_search_and_link(tmp_path, monkeypatch):
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
         page.screenshot(path=SHOTS / "corpus_search.png")
 
-        from ui.corpus_views import transformer_link
+        from attention_atlas.ui.corpus_views import transformer_link
 
         page.goto(f"{url}/{transformer_link('minilm', 'self', 'The cat sat on the mat.', 4, 9)}")
         page.wait_for_selector(PLOT_DRAWN, timeout=120_000)

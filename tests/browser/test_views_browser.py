@@ -45,7 +45,7 @@ def test_the_open_head_is_framed_in_the_model_view(page):
 
 
 def test_line_view_lines_are_the_weights_and_hover_isolates_a_token(page):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     weights = load("minilm").run(TEXT).records["self"].head(1, 2)  # the head the last test opened
     page.wait_for_function(
@@ -80,8 +80,8 @@ def test_line_view_shows_html_in_a_token_as_text(page):
 
 
 def test_value_norm_weighting_redraws_the_head_from_alpha_times_value_norms(page):
-    from models.adapters.value_norms import value_norms, weighted
-    from models.registry import load
+    from attention_atlas.models.adapters.value_norms import value_norms, weighted
+    from attention_atlas.models.registry import load
 
     # opened as a link, so that nothing the tests before left in the page (a text being rerun) races it
     page.goto(f"{page.base_url}/transformer?layer=1&head=2&values=1")

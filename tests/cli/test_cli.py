@@ -6,7 +6,7 @@ from tests.support import run_cli as cli
 
 
 def test_models_json_lists_every_registered_model():
-    from models.registry import available
+    from attention_atlas.models.registry import available
 
     done = cli("models", "--json")
     assert done.returncode == 0, done.stderr

@@ -55,7 +55,7 @@ def test_corpus_writes_one_row_per_text_layer_head_with_the_records_entropy(tmp_
     assert {"text_id", "layer", "head", "n_tokens", "entropy"} <= set(stats.columns)
     assert len(stats) == len(TEXTS) * 6 * 12
     assert sorted(stats["text_id"].unique()) == list(range(len(TEXTS)))
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     adapter = load("minilm")
     for text_id, text in enumerate(TEXTS):

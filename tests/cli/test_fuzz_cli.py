@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-import cli
+from attention_atlas import cli
 from tests.support import ROOT, fuzz_examples, one_line
 
 MODELS = ["couplet-rnn-dot", "translate-gru-additive", "couplet-transformer"]
@@ -32,7 +32,7 @@ BUG = re.compile(r"^error: \w*(Error|Exception|Warning)\b: ")  # cli.main's last
 @pytest.fixture(scope="module")
 def loaded():
     """``models.registry.load``, remembered per model: the CLI path unchanged, the bundle read once."""
-    from models import registry
+    from attention_atlas.models import registry
 
     real = registry.load
     registry.load = functools.cache(real)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.registry import available, card_metrics, default_of, info, load
+from attention_atlas.models.registry import available, card_metrics, default_of, info, load
 from tests.support import qk_weights
 
 BUNDLED = ["couplet-rnn-additive", "couplet-rnn-dot", "couplet-transformer"]

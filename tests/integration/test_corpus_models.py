@@ -4,10 +4,10 @@ record of that text gives (cross attention of our seq2seq models, smollm2's caus
 import numpy as np
 import pytest
 
-from models.corpus.extract import Options
-from models.corpus.inputs import sample
-from models.corpus.run import run_corpus
-from viz_core.stats import head_table
+from attention_atlas.models.corpus.extract import Options
+from attention_atlas.models.corpus.inputs import sample
+from attention_atlas.models.corpus.run import run_corpus
+from attention_atlas.viz_core.stats import head_table
 
 
 def check_rows(store, adapter, texts, kind, ids):
@@ -37,7 +37,7 @@ def test_couplet_transformer_rows_equal_its_records(bundled_couplet_transformer,
 
 @pytest.mark.slow
 def test_smollm2_padded_batches_equal_its_records(tmp_path):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     adapter = load("smollm2")
     corpus = sample("english", 10)

@@ -3,10 +3,10 @@ whether the actors run the driver's traced graph (a Hugging Face model on the CP
 
 import pytest
 
-from models.corpus import ray_run
-from models.corpus.extract import Options
-from models.corpus.inputs import sample
-from models.corpus.run import run_corpus
+from attention_atlas.models.corpus import ray_run
+from attention_atlas.models.corpus.extract import Options
+from attention_atlas.models.corpus.inputs import sample
+from attention_atlas.models.corpus.run import run_corpus
 
 pytestmark = pytest.mark.slow  # starting Ray and two actors, twice: ~30-60 s here
 

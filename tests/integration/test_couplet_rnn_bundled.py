@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from models.adapters.couplet_rnn import WEIGHTS
-from models.tasks.couplet import CHECK_SIZE, load_split
+from attention_atlas.models.tasks.couplet import CHECK_SIZE, load_split
+from attention_atlas.paths import WEIGHTS
 
 pytestmark = pytest.mark.slow  # loads the bundled weights and the data set
 IDS = ["couplet-rnn-additive", "couplet-rnn-dot"]
@@ -21,7 +21,7 @@ def check_pairs():
 
 @pytest.fixture(scope="module", params=IDS)
 def adapter(request):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load(request.param, "cpu")
 

@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from tests.support import ROOT
+from attention_atlas.paths import WEIGHTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-BUNDLED = ROOT / "weights" / "couplet-transformer"
+BUNDLED = WEIGHTS / "couplet-transformer"
 
 
 @pytest.mark.slow
 def test_bundled_model_reaches_its_card_alignment_on_the_check_sample(bundled_couplet_transformer):
-    from models.tasks.couplet import CHECK_SIZE, load_split
-    from models.tasks.couplet_heads import forced_layer_metrics
+    from attention_atlas.models.tasks.couplet import CHECK_SIZE, load_split
+    from attention_atlas.models.tasks.couplet_heads import forced_layer_metrics
 
     bundled = bundled_couplet_transformer
     _, valid = load_split()

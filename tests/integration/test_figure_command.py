@@ -6,7 +6,7 @@ import json
 
 def run_main(capsys, *args) -> tuple[int, str]:
     """The CLI in-process (no interpreter start-up per call); returns (exit code, stderr)."""
-    import cli as cli_module
+    from attention_atlas import cli as cli_module
 
     code = cli_module.main(list(args))
     return code, capsys.readouterr().err
@@ -16,8 +16,8 @@ def test_figure_json_is_exactly_the_page_figure(tmp_path, capsys):
     import plotly.io as pio
     import torch
 
-    from models.registry import load
-    from viz_core.figures import head_view
+    from attention_atlas.models.registry import load
+    from attention_atlas.viz_core.figures import head_view
 
     out = tmp_path / "head.json"
     code, err = run_main(

@@ -6,14 +6,14 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.adapters.hf import InputError
-from models.adapters.minilm import model_folder
+from attention_atlas.models.adapters.hf import InputError
+from attention_atlas.models.adapters.minilm import model_folder
 from tests.support import CPU
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("minilm", CPU)
 
@@ -69,7 +69,7 @@ def test_minilm_queries_and_keys_reproduce_that_heads_weights(minilm):
     ],
 )
 def test_smollm2_takes_odd_scripts_and_huge_input(text):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     result = load("smollm2", CPU).run(text)
     rec = result.records["self"]
@@ -81,7 +81,7 @@ def test_smollm2_takes_odd_scripts_and_huge_input(text):
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("smollm2", CPU)
 

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
+from attention_atlas.viz_core.derive import merge_words
+from attention_atlas.viz_core.export import record_frame, to_csv
+from attention_atlas.viz_core.figures import head_view
+from attention_atlas.viz_core.tokens import clean_tokens
 from tests.support import CPU
 from tests.support import run_cli as cli
-from viz_core.derive import merge_words
-from viz_core.export import record_frame, to_csv
-from viz_core.figures import head_view
-from viz_core.tokens import clean_tokens
 
 pytestmark = pytest.mark.slow
 FRAGMENT = set("()/0123456789")  # the marks of a piece that holds part of a character: 两(1/2)
@@ -18,7 +18,7 @@ FRAGMENT = set("()/0123456789")  # the marks of a piece that holds part of a cha
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("smollm2", CPU)
 
@@ -59,8 +59,8 @@ def test_cli_extract_json_prints_the_text_of_each_piece():
 def test_minilm_wordpiece_labels_do_not_change():
     from transformers import AutoTokenizer
 
-    from models.adapters.minilm import model_folder
-    from models.registry import load
+    from attention_atlas.models.adapters.minilm import model_folder
+    from attention_atlas.models.registry import load
 
     text = "Café naïve unbelievably"
     rec = load("minilm", CPU).run(text).records["self"]

@@ -8,8 +8,9 @@ import asyncio
 
 import pytest
 
+from attention_atlas.serve.launcher import serve
 from bench import bench_load
-from harness.st_client import Session, serve
+from harness.st_client import Session
 
 TOY = """
 import streamlit as st

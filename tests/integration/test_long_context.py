@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from models.adapters import capture as cp
-from models.adapters.hf import HFAdapter
-from models.registry import load
+from attention_atlas.models.adapters import capture as cp
+from attention_atlas.models.adapters.hf import HFAdapter
+from attention_atlas.models.registry import load
+from attention_atlas.viz_core import blockwise as bw
 from tests.support import qk_weights
-from viz_core import blockwise as bw
 
 CPU = torch.device("cpu")
 WORDS = [

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import free_port
-from harness.st_client import Session, wait_healthy
+from attention_atlas.serve.launcher import free_port, wait_healthy
+from harness.st_client import Session
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

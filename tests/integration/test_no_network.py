@@ -85,7 +85,7 @@ def test_the_guard_catches_what_it_should():
 
 
 def test_hub_access_is_switched_off_by_the_adapters():
-    import models.adapters.hf  # noqa: F401 - importing it sets the variables
+    import attention_atlas.models.adapters.hf  # noqa: F401 - importing it sets the variables
 
     assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "1"
 
@@ -133,7 +133,7 @@ def test_every_page_runs_offline():
 def test_every_model_loads_and_runs_offline():
     import torch
 
-    from models.registry import available, load
+    from attention_atlas.models.registry import available, load
 
     with offline() as tried:
         for info in available():

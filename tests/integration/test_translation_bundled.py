@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from models.adapters.translate_rnn import WEIGHTS
-from models.tasks.translation import CHECK_SIZE, SEED_EXAMPLES, bleu, load_split
+from attention_atlas.models.tasks.translation import CHECK_SIZE, SEED_EXAMPLES, bleu, load_split
+from attention_atlas.paths import WEIGHTS
 
 pytestmark = pytest.mark.slow  # loads the bundled weights and the data set
 IDS = ["translate-gru-additive", "translate-lstm-dot"]
@@ -24,7 +24,7 @@ def test_pairs():
 
 @pytest.fixture(scope="module", params=IDS)
 def adapter(request):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load(request.param, "cpu")
 

@@ -10,20 +10,21 @@ import zipfile
 import numpy as np
 import pytest
 
-import cli
-from models.uploads import NeedsAnswers, UploadCache, load_bytes, load_path
-from tests.support import CPU, LOWER, ROOT, UPPER, SystemCall, cross, torch_bytes
+from attention_atlas import cli
+from attention_atlas.models.uploads import NeedsAnswers, UploadCache, load_bytes, load_path
+from attention_atlas.paths import WEIGHTS
+from tests.support import CPU, LOWER, UPPER, SystemCall, cross, torch_bytes
 
 
 def test_bare_safetensors_of_a_bundled_model_takes_its_vocabulary_and_a_scorer_by_name():
     from safetensors.torch import save
 
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
-    weights = ROOT / "weights" / "couplet-rnn-dot" / "model.safetensors"
+    weights = WEIGHTS / "couplet-rnn-dot" / "model.safetensors"
     if not weights.is_file():
         pytest.skip("the bundled couplet-rnn-dot weights are not installed")
-    from models.storage.checkpoint import load_checkpoint
+    from attention_atlas.models.storage.checkpoint import load_checkpoint
 
     tensors, _ = load_checkpoint(weights)
     bare = save(tensors)  # no metadata: no format, config or vocabulary
@@ -48,9 +49,9 @@ def test_bare_safetensors_of_a_bundled_model_takes_its_vocabulary_and_a_scorer_b
 
 @pytest.mark.parametrize("model_id", ["couplet-rnn-additive", "couplet-transformer"])
 def test_exported_bundled_model_loads_back_with_identical_attention(model_id, tmp_path, capsys):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
-    if not (ROOT / "weights" / model_id / "model.safetensors").is_file():
+    if not (WEIGHTS / model_id / "model.safetensors").is_file():
         pytest.skip(f"the bundled {model_id} weights are not installed")
     out = tmp_path / "exported.safetensors"
     assert cli.main(["export", "--model", model_id, "--out", str(out)]) == 0
@@ -79,7 +80,7 @@ def test_exported_bundled_model_loads_back_with_identical_attention(model_id, tm
 
 
 def minilm_zip(extra: dict[str, bytes] | None = None) -> bytes:
-    from models.adapters.minilm import model_folder
+    from attention_atlas.models.adapters.minilm import model_folder
 
     folder = model_folder()
     buf = io.BytesIO()
@@ -93,7 +94,7 @@ def minilm_zip(extra: dict[str, bytes] | None = None) -> bytes:
 
 
 def test_zipped_minilm_folder_gives_minilm_attention(tmp_path, marker):
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     code = f"open({str(marker)!r}, 'w').write('ran')\n".encode()
     data = minilm_zip({"modeling_evil.py": code, "pytorch_model.bin": torch_bytes({"x": SystemCall(marker)})})

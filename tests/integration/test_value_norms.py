@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from models.adapters.value_norms import _get, layout, supports, value_norms, weighted
-from models.registry import load
+from attention_atlas.models.adapters.value_norms import _get, layout, supports, value_norms, weighted
+from attention_atlas.models.registry import load
 
 TEXT = "The cat sat on the mat because it was tired."
 

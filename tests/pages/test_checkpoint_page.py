@@ -13,9 +13,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.paths import WEIGHTS
 from tests.support import (
-    ROOT,
     SystemCall,
     axis_tokens,
     charts,
@@ -27,7 +27,7 @@ from tests.support import (
 
 PAGE = "app_pages/checkpoint.py"
 K = "ckpt_"
-BUNDLED = ROOT / "weights" / "couplet-rnn-additive" / "model.safetensors"
+BUNDLED = WEIGHTS / "couplet-rnn-additive" / "model.safetensors"
 UPPER = "两个黄鹂鸣翠柳"
 
 
@@ -82,7 +82,7 @@ def test_upload_of_a_couplet_rnn_shows_its_alignment_and_summary(rnn_bytes):
 
 
 def test_upload_of_an_exported_translation_model_matches_the_bundled_one():
-    path = ROOT / "weights" / "translate-gru-additive" / "model.safetensors"
+    path = WEIGHTS / "translate-gru-additive" / "model.safetensors"
     if not path.is_file():
         pytest.skip("the bundled translate-gru-additive weights are not installed")
     at = upload(run(), "mine.safetensors", path.read_bytes())

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import ROOT, page_runner, z_of
-from ui.compare import align, aligned_difference, mean_abs, row_change
+from attention_atlas.ui.compare import align, aligned_difference, mean_abs, row_change
+from tests.support import PACKAGE, page_runner, z_of
 
 PAGE = "app_pages/transformer.py"
 TEXT = "The cat sat on the mat because it was tired."
@@ -19,7 +19,7 @@ COMPARE, MASK = "Compare two inputs", "Mask a token"
 def run(at: AppTest | None = None, tab: str | None = None) -> AppTest:
     """The page, its tab ``tab`` opened the way a link opens it (the two tabs draw only when open)."""
     if at is None:
-        at = AppTest.from_file(ROOT / PAGE, default_timeout=300)
+        at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
         tab = tab or COMPARE
     if tab:
         at.query_params["tab"] = tab
@@ -35,7 +35,7 @@ def chart(at: AppTest, key: str) -> dict:
 
 @pytest.fixture(scope="module")
 def minilm():
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("minilm", "cpu")
 

@@ -1,11 +1,10 @@
 """Every page under streamlit's AppTest: renders without exception, shows its charts, reacts to a widget."""
 
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import charts, page_runner
+from tests.support import PACKAGE, charts, page_runner
 
 TIMEOUT = 120
 
@@ -123,11 +122,11 @@ def test_scoring_pages_scaled_dot_panel_is_the_real_heads_own_weights(model_id, 
     Transformer's (its encoder over the upper line), are that head's weights as the model runs."""
     import numpy as np
 
-    from models.registry import info
+    from attention_atlas.models.registry import info
+    from attention_atlas.ui.cached import adapter
     from tests.support import z_of
-    from ui.cached import adapter
 
-    page = Path(__file__).resolve().parents[2] / "app_pages" / "scoring.py"
+    page = PACKAGE / "app_pages" / "scoring.py"
     at = AppTest.from_file(str(page), default_timeout=TIMEOUT)
     at.query_params.update({"source": model_id, "layer": str(layer), "head": str(head)})
     at.run()

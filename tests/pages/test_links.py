@@ -7,14 +7,14 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import ROOT, charts
+from tests.support import PACKAGE, charts
 
 TIMEOUT = 120
 
 
 def open_link(page: str, params: dict) -> AppTest:
     """A fresh session opening ``app_pages/<page>.py?<params>``."""
-    at = AppTest.from_file(ROOT / "app_pages" / f"{page}.py", default_timeout=TIMEOUT)
+    at = AppTest.from_file(PACKAGE / "app_pages" / f"{page}.py", default_timeout=TIMEOUT)
     at.query_params.update(params)
     return rerun(at)
 
@@ -147,7 +147,7 @@ def test_a_bad_link_opens_with_defaults_and_one_notice_line(page, link, defaults
 
 
 def lesson_links() -> list[tuple[str, dict]]:
-    at = AppTest.from_file(ROOT / "app.py", default_timeout=TIMEOUT)
+    at = AppTest.from_file(PACKAGE / "app.py", default_timeout=TIMEOUT)
     rerun(at)
     links = [p.proto for p in at.get("page_link") if p.proto.icon == "📖"]
     return [(p.page, dict(parse_qsl(p.query_string))) for p in links]

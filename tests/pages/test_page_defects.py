@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from models.uploads import Limits
+from attention_atlas.models.uploads import Limits
+from attention_atlas.ui.widgets import plain
 from tests.support import charts, page_runner
-from ui.widgets import plain
 
 K = "ckpt_"
 scoring = page_runner("app_pages/scoring.py", 300)

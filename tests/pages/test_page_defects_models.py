@@ -7,10 +7,10 @@ import pytest
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from models.registry import info
-from models.tasks.translation import tokenize
+from attention_atlas.models.registry import info
+from attention_atlas.models.tasks.translation import tokenize
+from attention_atlas.ui.widgets import plain
 from tests.support import charts, page_runner
-from ui.widgets import plain
 
 pytestmark = pytest.mark.slow  # loads the bundled weights and minilm
 couplets = page_runner("app_pages/couplets.py", 120)

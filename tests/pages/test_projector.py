@@ -5,15 +5,15 @@ introduction away, and stay on across pages."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import ROOT, charts, font_sizes
-from viz_core.layout import HIGH_CONTRAST, PROJECTOR_CJK, PROJECTOR_FONT, PROJECTOR_GAP
+from attention_atlas.viz_core.layout import HIGH_CONTRAST, PROJECTOR_CJK, PROJECTOR_FONT, PROJECTOR_GAP
+from tests.support import PACKAGE, charts, font_sizes
 
 TIMEOUT = 120
 
 
 def app(params: dict | None = None, page: str | None = None) -> AppTest:
     """The whole app (sidebar included) opened with ``params``, on ``page`` if given."""
-    at = AppTest.from_file(ROOT / "app.py", default_timeout=TIMEOUT)
+    at = AppTest.from_file(PACKAGE / "app.py", default_timeout=TIMEOUT)
     at.query_params.update(params or {})
     at.run()
     if page:

@@ -122,7 +122,7 @@ def test_line_view_draws_the_open_head_and_overlays_others():
     at.text_input(key="tf_text").set_value("The cat sat on the mat.").run()
     at.selectbox(key="tf_head").set_value("2").run()
     data = line_data(at)
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     record = load("minilm").run("The cat sat on the mat.").records["self"]
     weights = record.head(3, 2)
@@ -140,8 +140,8 @@ def test_line_view_draws_the_open_head_and_overlays_others():
 
 
 def test_value_norm_weighting_changes_every_view_to_alpha_times_value_norms():
-    from models.adapters.value_norms import value_norms, weighted
-    from models.registry import load
+    from attention_atlas.models.adapters.value_norms import value_norms, weighted
+    from attention_atlas.models.registry import load
     from tests.support import z_of
 
     at = run()
@@ -155,7 +155,7 @@ def test_value_norm_weighting_changes_every_view_to_alpha_times_value_norms():
     assert np.allclose(shown, expected, atol=2e-3) and not np.allclose(shown, raw, atol=2e-3)
     assert any("‖α f(x)‖" in c.value for c in at.caption)
     rollout = next(f for f in charts(at) if "rollout" in str(f["layout"].get("title", {}).get("text", "")))
-    from viz_core.stats import rollout as roll
+    from attention_atlas.viz_core.stats import rollout as roll
 
     assert np.allclose(
         z_of(rollout["data"][0]),

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from models.registry import load
+from attention_atlas.models.registry import load
 from tests.support import axis_tokens, charts, check_unknown_long_and_empty, page_runner, z_of
 
 pytestmark = pytest.mark.slow  # loads the bundled weights

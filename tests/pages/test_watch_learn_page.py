@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from models.training import classroom as cr
+from attention_atlas.models.training import classroom as cr
+from attention_atlas.serve.lanes import trainings
 from tests.support import charts, page_runner
 
 PAGE = "app_pages/watch_learn.py"
@@ -31,7 +32,7 @@ def tiny(tmp_path, monkeypatch):
     monkeypatch.setitem(cr.PRESETS, "classroom", TINY)
     monkeypatch.setattr(cr, "data_for", lambda p, *a, **k: data)
     yield
-    assert cr.slots().busy == 0  # every run of the test has given its slot back
+    assert trainings().busy == 0  # every run of the test has given its slot back
 
 
 def until(at, cond, timeout: float = 60.0):
@@ -100,7 +101,7 @@ def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
 
 
 def test_a_third_visitor_waits_for_a_free_trainer(tiny):
-    pool = cr.slots()
+    pool = trainings()
     others = [object() for _ in range(pool.capacity)]
     for o in others:
         assert pool.wait_turn(o, lambda: False)  # every trainer busy with other visitors

@@ -3,7 +3,7 @@ release_results (what the janitor does once no page asked for a while) really dr
 
 from __future__ import annotations
 
-from ui import cached
+from attention_atlas.ui import cached
 
 
 class Counting:

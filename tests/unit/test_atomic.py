@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.storage import atomic
-from models.storage.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from attention_atlas.models.storage import atomic
+from attention_atlas.models.storage.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 # A child that writes through the real code path, slowly: the stand-in ``slow`` writes real bytes
 # in 64 KiB blocks, touches ``started`` after the first block, then sleeps until it is killed.
@@ -89,7 +89,7 @@ def test_checkpoint_killed_mid_write_leaves_the_last_good_one(tmp_path):
     body = f"""
 import safetensors.torch as st
 import torch
-from models.storage.checkpoint import save_checkpoint
+from attention_atlas.models.storage.checkpoint import save_checkpoint
 st.save_file = lambda t, p, metadata=None: slow(p, st.save(t, metadata=metadata))
 save_checkpoint({str(path)!r}, {{"w": torch.ones(1_000_000)}}, {{"format": "test", "step": 2}})
 """
@@ -185,14 +185,14 @@ def test_a_cache_build_killed_mid_write_leaves_no_cache(tmp_path):
     body = """
 import safetensors.torch as st
 import torch
-from models.adapters import smollm2
+from attention_atlas.models.adapters import smollm2
 def convert(staging):
     slow(staging / "model.safetensors", st.save({"w": torch.ones(1_000_000)}))
 smollm2.convert = convert
 smollm2.converted()
 """
     run_and_kill(tmp_path, body, env={"ATLAS_CACHE": str(cache)})
-    from models.adapters import smollm2
+    from attention_atlas.models.adapters import smollm2
 
     target = cache / smollm2.CACHE_NAME
     assert not target.exists()  # the partial folder never took the cache's name
@@ -216,7 +216,7 @@ smollm2.converted()
 def test_smollm2_truncated_cache_is_rebuilt_by_a_real_conversion(tmp_path, monkeypatch):
     """A copy of the real converted cache with its weights cut short: found, converted again
     from the GGUF file (~30 s), and the new weights equal the good cache's byte for byte."""
-    from models.adapters import smollm2
+    from attention_atlas.models.adapters import smollm2
 
     good, _ = smollm2.converted()
     cache = tmp_path / "cache"

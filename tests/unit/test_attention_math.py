@@ -5,11 +5,11 @@ import math
 import pytest
 import torch
 
-from models.attention import kernel_regression as pooling
-from models.attention import masks
-from models.attention.multihead import MultiHeadAttention
-from models.attention.positional import binary_table, sinusoidal
-from models.device import DeviceError, describe, pick_device
+from attention_atlas.models.attention import kernel_regression as pooling
+from attention_atlas.models.attention import masks
+from attention_atlas.models.attention.multihead import MultiHeadAttention
+from attention_atlas.models.attention.positional import binary_table, sinusoidal
+from attention_atlas.models.device import DeviceError, describe, pick_device
 
 
 def test_causal_mask_hides_the_future():

@@ -11,9 +11,9 @@ import unicodedata
 import numpy as np
 import pytest
 
-from viz_core.figures import PLOT_WIDTH, heatmap, heatmap_row, larger_ticks
-from viz_core.model_view import model_view
-from viz_core.record import AttentionRecord
+from attention_atlas.viz_core.figures import PLOT_WIDTH, heatmap, heatmap_row, larger_ticks
+from attention_atlas.viz_core.model_view import model_view
+from attention_atlas.viz_core.record import AttentionRecord
 
 SENTENCE = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "because", "it", "was", "tired", ".", "[SEP]"]
 COUPLET_7 = list("两个黄鹂鸣翠柳")

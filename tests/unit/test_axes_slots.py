@@ -7,8 +7,15 @@ the two "the" fell into one category and their bars stacked.
 import numpy as np
 import pytest
 
-from viz_core.figures import grouped_bars, head_view, heatmap, heatmap_row, larger_ticks, record_heatmap
-from viz_core.record import AttentionRecord
+from attention_atlas.viz_core.figures import (
+    grouped_bars,
+    head_view,
+    heatmap,
+    heatmap_row,
+    larger_ticks,
+    record_heatmap,
+)
+from attention_atlas.viz_core.record import AttentionRecord
 
 TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", ".", "[SEP]"]
 N = len(TOKENS)

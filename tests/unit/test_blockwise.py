@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from viz_core import blockwise as bw
-from viz_core.stats import head_table
+from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core.stats import head_table
 
 
 def random_capture(n=37, layers=2, heads=4, kv=2, dim=8, causal=True, seed=0):

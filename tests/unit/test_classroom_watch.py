@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ui.watch_learn import SessionWatch
+from attention_atlas.ui.watch_learn import SessionWatch
 
 
 class Clock:

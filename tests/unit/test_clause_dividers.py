@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from viz_core.figures import clause_bounds, clause_dividers, heatmap
+from attention_atlas.viz_core.figures import clause_bounds, clause_dividers, heatmap
 
 
 def test_bounds_fall_after_each_inner_clause_mark():

@@ -4,7 +4,7 @@ positions only, masking at the id level, and the change it makes (``ui/compare``
 import numpy as np
 import pytest
 
-from ui.compare import (
+from attention_atlas.ui.compare import (
     align,
     aligned_difference,
     derive,
@@ -14,7 +14,7 @@ from ui.compare import (
     shown_rows,
     variant,
 )
-from viz_core.record import AttentionRecord
+from attention_atlas.viz_core.record import AttentionRecord
 
 TEXT = "The cat sat on the mat because it was tired."
 
@@ -104,7 +104,7 @@ def test_the_second_box_starts_with_one_word_changed():
 
 @pytest.fixture(scope="module")
 def minilm():
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     return load("minilm", "cpu")
 
@@ -139,7 +139,7 @@ def test_a_masked_token_changes_minilm_heads_and_the_same_ids_change_nothing(min
 
 
 def test_tiny_causal_model_masks_with_its_tokenizer_and_leaves_earlier_rows_alone(tiny_hf_folders):
-    from models.adapters.hf import HFAdapter
+    from attention_atlas.models.adapters.hf import HFAdapter
 
     gpt = HFAdapter("tiny-gpt", tiny_hf_folders["causal"], "cpu")
     before = gpt.run("a b c d").records["self"].weights

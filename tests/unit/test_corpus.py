@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import torch
 
-from models.corpus import queries
-from models.corpus.extract import Forward, HFExtractor, Options, plan
-from models.corpus.inputs import Corpus
-from models.corpus.run import Cancelled, planned, run_corpus
-from models.corpus.stats import reduce_batch
-from models.corpus.store import Store
-from viz_core.stats import head_table
+from attention_atlas.models.corpus import queries
+from attention_atlas.models.corpus.extract import Forward, HFExtractor, Options, plan
+from attention_atlas.models.corpus.inputs import Corpus
+from attention_atlas.models.corpus.run import Cancelled, planned, run_corpus
+from attention_atlas.models.corpus.stats import reduce_batch
+from attention_atlas.models.corpus.store import Store
+from attention_atlas.viz_core.stats import head_table
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -28,7 +28,7 @@ COLUMNS = ["entropy (bits)", "mean distance", "special share"]
 
 @pytest.fixture(scope="module")
 def tiny(tiny_hf_folders, one_thread):
-    from models.adapters.hf import HFAdapter
+    from attention_atlas.models.adapters.hf import HFAdapter
 
     return {f: HFAdapter(f"tiny-{f}", tiny_hf_folders[f], torch.device("cpu")) for f in ("encoder", "causal")}
 
@@ -182,7 +182,7 @@ def test_search_ranks_a_heads_strongest_attention_from_a_token(tiny, tmp_path):
 
 
 def test_a_second_run_of_the_same_store_is_refused_while_one_fills_it(tiny, tmp_path):
-    from models.corpus.store import StoreError
+    from attention_atlas.models.corpus.store import StoreError
 
     corpus = Corpus("t", TEXTS)
 
@@ -205,7 +205,7 @@ def batches_of(ex, texts, options):
 def test_the_traced_graph_a_ray_actor_runs_gives_the_models_rows(tiny, family):
     """A Ray actor runs the driver's traced graph on batches the driver tokenized, without
     transformers: every row must be the model's own, bit for bit."""
-    from models.corpus.ray_run import load_graph, traced
+    from attention_atlas.models.corpus.ray_run import load_graph, traced
 
     options = Options(top_k=2, batch_size=3)
     ex = HFExtractor(tiny[family], options)
@@ -226,7 +226,7 @@ def test_the_traced_graph_a_ray_actor_runs_gives_the_models_rows(tiny, family):
 def test_a_graph_that_differs_from_the_model_is_not_used(tiny, monkeypatch):
     """The tracer keeps a Python number taken from a shape as a constant: such a graph gives other
     weights at other lengths, and the check against the model catches it."""
-    from models.corpus import ray_run
+    from attention_atlas.models.corpus import ray_run
 
     real = ray_run._Attention
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from models.corpus.inputs import Corpus, CorpusError, columns, read_bytes, read_file, sample
+from attention_atlas.models.corpus.inputs import Corpus, CorpusError, columns, read_bytes, read_file, sample
 from tests.support import one_line
 
 ODD = [

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 import torch
 
-from models.tasks.couplet import (
+from attention_atlas.models.tasks.couplet import (
     COMMA,
     PIECES,
     PUNCTUATION,
@@ -18,9 +18,9 @@ from models.tasks.couplet import (
     build_vocab,
     load_split,
 )
-from models.tasks.couplet_clauses import ClauseLine, bucket, clause_report, validation_lines
-from models.text.pairs import split_pairs
-from models.text.search import Decoded
+from attention_atlas.models.tasks.couplet_clauses import ClauseLine, bucket, clause_report, validation_lines
+from attention_atlas.models.text.pairs import split_pairs
+from attention_atlas.models.text.search import Decoded
 from tests.support import tiny_rnn_couplet
 
 HAN = [chr(c) for c in range(0x4E00, 0x4E00 + 400)]

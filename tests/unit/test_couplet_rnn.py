@@ -6,20 +6,20 @@ import numpy as np
 import pytest
 import torch
 
-from models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
-from models.storage.bundle import Seq2SeqBundle
-from models.storage.checkpoint import CheckpointError, read_meta
-from models.tasks.couplet import (
+from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq, Seq2SeqConfig
+from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.storage.checkpoint import CheckpointError, read_meta
+from attention_atlas.models.tasks.couplet import (
     MAX_CHARS,
     PUNCTUATION,
     CoupletBatches,
     CoupletModel,
     prepare_line,
 )
-from models.text.pairs import make_batch
-from models.text.search import Constraints, beam_search, greedy
-from models.text.vocab import Vocab
-from models.training.loop import TrainConfig, Trainer, loss_fn
+from attention_atlas.models.text.pairs import make_batch
+from attention_atlas.models.text.search import Constraints, beam_search, greedy
+from attention_atlas.models.text.vocab import Vocab
+from attention_atlas.models.training.loop import TrainConfig, Trainer, loss_fn
 from tests.support import COUPLET_PAIRS as PAIRS
 from tests.support import UPPERS, tiny_rnn_couplet, tiny_rnn_model, tiny_vocab
 
@@ -148,7 +148,7 @@ def test_loading_refuses_foreign_and_mismatched_files(tmp_path):
         Seq2SeqBundle.load(untagged)
     cm = tiny_rnn_couplet()
     meta = Seq2SeqBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").meta()
-    from models.storage.checkpoint import save_checkpoint
+    from attention_atlas.models.storage.checkpoint import save_checkpoint
 
     wrong = save_checkpoint(tmp_path / "wrong.safetensors", {"x": torch.ones(2)}, meta)
     with pytest.raises(CheckpointError, match="do not fit"):
@@ -214,7 +214,7 @@ def test_batches_are_deterministic_and_joined_examples_keep_the_rule():
 
 
 def test_couplet_adapter_handles_odd_input(tiny_rnn_checkpoint):
-    from models.adapters.couplet_rnn import from_checkpoint
+    from attention_atlas.models.adapters.couplet_rnn import from_checkpoint
 
     adapter = from_checkpoint(tiny_rnn_checkpoint, "cpu")
     for text in ["两个黄鹂鸣翠柳", "abc 123", "😀两个🎉", "  两 个\t黄鹂 ", "Hello, 世界!", "𠀀", "风" * 40]:

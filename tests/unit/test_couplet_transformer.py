@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from models.nets.transformer import Transformer
-from models.storage.bundle import TransformerBundle
-from models.tasks.couplet import PUNCTUATION, CoupletBatches
-from models.tasks.couplet_heads import CoupletTransformer, layer_alignment
-from models.text.pairs import make_batch
-from models.text.search import beam_search, greedy
-from models.training.loop import TrainConfig, Trainer, loss_fn
+from attention_atlas.models.nets.transformer import Transformer
+from attention_atlas.models.storage.bundle import TransformerBundle
+from attention_atlas.models.tasks.couplet import PUNCTUATION, CoupletBatches
+from attention_atlas.models.tasks.couplet_heads import CoupletTransformer, layer_alignment
+from attention_atlas.models.text.pairs import make_batch
+from attention_atlas.models.text.search import beam_search, greedy
+from attention_atlas.models.training.loop import TrainConfig, Trainer, loss_fn
 from tests.support import COUPLET_PAIRS as PAIRS
 from tests.support import TRANSFORMER_HEADS as HEADS
 from tests.support import TRANSFORMER_LAYERS as LAYERS
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def tiny_adapter(tiny_transformer_checkpoint):
-    from models.adapters.couplet_transformer import from_checkpoint
+    from attention_atlas.models.adapters.couplet_transformer import from_checkpoint
 
     return from_checkpoint(tiny_transformer_checkpoint, "cpu")
 
@@ -104,8 +104,8 @@ def test_attention_is_returned_never_left_on_a_module():
 
 @pytest.mark.parametrize("seed", [0, 5])
 def test_beam_width_one_equals_greedy(seed):
-    from models.tasks.couplet import constraints_for
-    from models.text.pairs import pad
+    from attention_atlas.models.tasks.couplet import constraints_for
+    from attention_atlas.models.text.pairs import pad
 
     cm = tiny_transformer_couplet(seed)
     a = cm.generate(UPPERS, beam=1)
@@ -152,8 +152,8 @@ def test_save_and_load_round_trip_gives_identical_attention(tmp_path):
 
 
 def test_bundles_refuse_each_others_files(tmp_path):
-    from models.storage.bundle import Seq2SeqBundle
-    from models.storage.checkpoint import CheckpointError
+    from attention_atlas.models.storage.bundle import Seq2SeqBundle
+    from attention_atlas.models.storage.checkpoint import CheckpointError
 
     cm = tiny_transformer_couplet()
     path = TransformerBundle(cm.model, cm.vocab, cm.vocab, "couplet", "char").save(tmp_path / "t.safetensors")
@@ -162,7 +162,7 @@ def test_bundles_refuse_each_others_files(tmp_path):
 
 
 def test_layer_alignment_scores_a_diagonal_layer_one_and_a_flat_one_by_argmax():
-    from models.text.search import Decoded
+    from attention_atlas.models.text.search import Decoded
 
     eye = torch.eye(4).expand(HEADS, 4, 4)  # [heads, query, key]
     first = torch.zeros(HEADS, 4, 4)
@@ -250,7 +250,7 @@ def test_adapter_force_decodes_and_handles_odd_input(tiny_adapter):
 
 
 def test_adapter_export_round_trips(tiny_adapter, tmp_path):
-    from models.adapters.couplet_transformer import from_checkpoint
+    from attention_atlas.models.adapters.couplet_transformer import from_checkpoint
 
     path = tiny_adapter.export(tmp_path / "exported.safetensors")
     again = from_checkpoint(path, "cpu")

@@ -19,9 +19,9 @@ import pytest
 import torch
 from hypothesis import given, seed
 
-from models.registry import RunResult
+from attention_atlas.models.registry import RunResult
+from attention_atlas.viz_core.record import AttentionRecord
 from tests.support import fuzz_settings, fuzz_texts, one_line
-from viz_core.record import AttentionRecord
 
 SEQ2SEQ_IDS = [
     "couplet-rnn-dot",
@@ -88,7 +88,7 @@ def test_seq2seq_adapters_take_any_text(model_id, one_thread):
     """Every input through ``prepare`` (source, and as a forced target) and the notices about it;
     the short ones through
     ``run_batch``, half generated and half force-decoding another fuzzed text."""
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     adapter = load(model_id, torch.device("cpu"))
 
@@ -115,7 +115,7 @@ def test_seq2seq_adapters_take_any_text(model_id, one_thread):
 
 @pytest.fixture(scope="module")
 def tiny_hf_adapters(tiny_hf_folders):
-    from models.adapters.hf import HFAdapter
+    from attention_atlas.models.adapters.hf import HFAdapter
 
     return {f: HFAdapter(f"tiny-{f}", folder, torch.device("cpu")) for f, folder in tiny_hf_folders.items()}
 
@@ -139,7 +139,7 @@ def test_hf_adapter_takes_any_text(tiny_hf_adapters, family, one_thread):
 @pytest.mark.parametrize("model_id, forward", [("minilm", 200), ("smollm2", 100)])
 def test_pretrained_models_take_any_text(model_id, forward, one_thread):
     """The real tokenizers on every input; a forward pass on the first short ones."""
-    from models.registry import load
+    from attention_atlas.models.registry import load
 
     adapter = load(model_id, torch.device("cpu"))
     short = validated(lambda text: check_prepared(adapter.encode(text), text), HF_REAL_INPUTS, model_id)
@@ -156,8 +156,8 @@ def test_lone_surrogates_read_as_replacement_characters(tiny_hf_adapters):
     """Found by the fuzz: a lone surrogate (a str may hold one; the command line makes them from
     bytes that are not UTF-8) made the fast tokenizers raise TypeError. Now it reads as U+FFFD
     with a notice, in ``run`` and in the long-input capture; a proper pair is joined."""
-    from models.adapters.capture import encode_long
-    from models.adapters.hf import well_formed
+    from attention_atlas.models.adapters.capture import encode_long
+    from attention_atlas.models.adapters.hf import well_formed
 
     assert well_formed("\ud83d\ude00 ok") == ("😀 ok", [])
     adapter = tiny_hf_adapters["causal"]

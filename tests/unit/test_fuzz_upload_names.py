@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from models.uploads import UploadCache, load_bytes
-from models.uploads.safety import UploadError
+from attention_atlas.models.uploads import UploadCache, load_bytes
+from attention_atlas.models.uploads.safety import UploadError
 from tests.support import fuzz_examples
 
 MARK = "ZQX"
@@ -79,7 +79,7 @@ def test_upload_names_never_become_paths(tiny_rnn_checkpoint, watched):
 
 
 def test_opening_by_path_is_off_unless_the_server_turns_it_on(monkeypatch, watched):
-    from models.uploads import local
+    from attention_atlas.models.uploads import local
 
     monkeypatch.delenv("ATLAS_LOCAL_PATHS", raising=False)
     for text in HOSTILE:
@@ -90,7 +90,7 @@ def test_opening_by_path_is_off_unless_the_server_turns_it_on(monkeypatch, watch
 
 def test_a_local_root_keeps_paths_inside_it(monkeypatch, tmp_path):
     """Where it is on (``ATLAS_LOCAL_PATHS=1``), ``ATLAS_LOCAL_ROOT`` confines it, links resolved first."""
-    from models.uploads import local
+    from attention_atlas.models.uploads import local
 
     root = tmp_path / "root"
     root.mkdir()
@@ -105,17 +105,16 @@ def test_a_local_root_keeps_paths_inside_it(monkeypatch, tmp_path):
 
 
 def test_the_server_config_caps_uploads_and_asks_for_the_xsrf_token():
-    """.streamlit/config.toml: XSRF protection on, the browser's upload cap equal to the server's
-    own (``Limits``, checked again on the bytes whatever the browser did), no usage statistics sent."""
-    import tomllib
+    """The options every server starts with (``serve.launcher``, on its command line): XSRF
+    protection on, the browser's upload cap equal to the server's own (``Limits``, checked again on
+    the bytes whatever the browser did), no usage statistics sent."""
+    from attention_atlas.models.uploads.safety import MB, Limits
+    from attention_atlas.serve.launcher import command
 
-    from models.uploads.safety import MB, Limits
-    from tests.support import ROOT
-
-    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
-    server = config["server"]
-    assert server["enableXsrfProtection"] is True and server.get("enableCORS", True) is True
-    assert server["maxUploadSize"] == Limits().max_bytes // MB
-    assert config["browser"]["gatherUsageStats"] is False
+    cmd = command(8501)
+    options = dict(zip(cmd[5::2], cmd[6::2], strict=True))  # after: python -m streamlit run APP
+    assert options["--server.enableXsrfProtection"] == "true" and "--server.enableCORS" not in options
+    assert int(options["--server.maxUploadSize"]) == Limits().max_bytes // MB
+    assert options["--browser.gatherUsageStats"] == "false"
     with pytest.raises(UploadError, match="limited to 1 MB"):
         load_bytes(b"\0" * (MB + 1), "big.safetensors", limits=Limits(max_bytes=MB), cache=UploadCache(0))

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from models.adapters.hf import HFAdapter, InputError
+from attention_atlas.models.adapters.hf import HFAdapter, InputError
+from attention_atlas.viz_core.record import AttentionRecord
 from tests.support import CPU, TINY_HF, hf_folder, tiny_bart_config
-from viz_core.record import AttentionRecord
 
 LAYERS, HEADS = TINY_HF["layers"], TINY_HF["heads"]
 

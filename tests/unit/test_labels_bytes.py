@@ -7,9 +7,9 @@ of a piece stands for one byte, so 两 (E4 B8 A4) comes as ``ä¸`` + ``¤``.
 import numpy as np
 import pytest
 
-from viz_core.derive import hide_special, merge_words
-from viz_core.record import AttentionRecord
-from viz_core.tokens import byte_level_labels, clean_tokens
+from attention_atlas.viz_core.derive import hide_special, merge_words
+from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.tokens import byte_level_labels, clean_tokens
 
 
 @pytest.mark.parametrize(

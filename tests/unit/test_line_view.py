@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from viz_core.line_view import COLOURS, MAX_TOKENS, THRESHOLD, head_links, line_data
-from viz_core.record import AttentionRecord
+from attention_atlas.viz_core.line_view import COLOURS, MAX_TOKENS, THRESHOLD, head_links, line_data
+from attention_atlas.viz_core.record import AttentionRecord
 
 
 def record(n: int = 5, layers: int = 2, heads: int = 3, kind: str = "self", seed: int = 0) -> AttentionRecord:

@@ -8,10 +8,10 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-import ui.live_heads
-from viz_core import wire
-from viz_core.figures import display_precision, head_view
-from viz_core.record import AttentionRecord
+from attention_atlas.ui import live_heads
+from attention_atlas.viz_core import wire
+from attention_atlas.viz_core.figures import display_precision, head_view
+from attention_atlas.viz_core.record import AttentionRecord
 
 
 def record(layers: int, heads: int, n: int, seed: int = 0) -> AttentionRecord:
@@ -72,20 +72,20 @@ def test_records_too_big_to_send_whole_get_no_payload():
     ],
 )
 def test_a_click_from_the_browser_is_checked_before_use(monkeypatch, pick, expected):
-    monkeypatch.setattr(ui.live_heads.st, "session_state", {"k_model": SimpleNamespace(pick=pick)})
-    assert ui.live_heads.picked("k", layers=6, heads=12) == expected
+    monkeypatch.setattr(live_heads.st, "session_state", {"k_model": SimpleNamespace(pick=pick)})
+    assert live_heads.picked("k", layers=6, heads=12) == expected
 
 
 def test_plotly_js_is_copied_once_into_the_served_folder(monkeypatch, tmp_path):
-    monkeypatch.setattr(ui.live_heads, "STATIC", tmp_path / "static")
-    ui.live_heads.plotly_url.cache_clear()
+    monkeypatch.setattr(live_heads, "STATIC", tmp_path / "static")
+    live_heads.plotly_url.cache_clear()
     try:
-        url = ui.live_heads.plotly_url()
+        url = live_heads.plotly_url()
     finally:
-        ui.live_heads.plotly_url.cache_clear()
+        live_heads.plotly_url.cache_clear()
     copied = tmp_path / "static" / "plotly.min.js"
     assert url == "/app/static/plotly.min.js"
-    assert copied.read_bytes() == ui.live_heads.PLOTLY_JS.read_bytes()
+    assert copied.read_bytes() == live_heads.PLOTLY_JS.read_bytes()
 
 
 def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, tmp_path):
@@ -93,17 +93,17 @@ def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, t
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setattr(ui.live_heads, "STATIC", blocker / "static")  # cannot be made: a file is in the way
+    monkeypatch.setattr(live_heads, "STATIC", blocker / "static")  # cannot be made: a file is in the way
 
     def app():
-        import ui.live_heads
+        from attention_atlas.ui import live_heads
 
-        ui.live_heads.plotly_url()
+        live_heads.plotly_url()
 
-    ui.live_heads.plotly_url.cache_clear()
+    live_heads.plotly_url.cache_clear()
     try:
         at = AppTest.from_function(app).run()
     finally:
-        ui.live_heads.plotly_url.cache_clear()
+        live_heads.plotly_url.cache_clear()
     assert not at.exception
     assert "cannot be written" in at.error[0].value

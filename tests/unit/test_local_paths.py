@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from models.uploads import Limits, UploadError, load_bytes
-from models.uploads.local import read_local, resolve
+from attention_atlas.models.uploads import Limits, UploadError, load_bytes
+from attention_atlas.models.uploads.local import read_local, resolve
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from models.text.pairs import CORPORA
-from ui import long_context as lc
-from viz_core import blockwise as bw
-from viz_core import long_figures as lf
+from attention_atlas.models.text.pairs import CORPORA
+from attention_atlas.ui import long_context as lc
+from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core import long_figures as lf
 
 
 def random_capture(n=40, layers=3, heads=4, kv=2, dim=8, seed=0):
@@ -182,7 +182,7 @@ def test_uploads_are_utf8_text_or_one_line_why_not():
 
 
 def test_max_chars_is_the_captures():
-    from models.adapters import capture
+    from attention_atlas.models.adapters import capture
 
     assert lc.MAX_CHARS == capture.MAX_CHARS
 
@@ -209,14 +209,14 @@ def test_summaries_now_and_in_the_background_equal_all_heads():
 
 def test_summaries_nobody_asks_for_stop_and_resume_where_they_were():
     cap = random_capture()
-    idle = lc.Summaries(cap, idle=0.0)  # nobody looking: the thread stops before any layer
+    idle = lc.Summaries(cap, idle=0.0)  # nobody looking: the job stops before any layer
     idle.ask()
-    idle._thread.join(10)
-    assert idle.done == 0
+    idle.job.thread.join(10)
+    assert idle.done == 0 and idle.job.state == "idle"
     idle._layer(0)
-    idle.idle = 60.0
+    idle.job.idle = 60.0
     idle.ask()
-    idle._thread.join(30)
+    idle.job.thread.join(30)
     assert idle.complete and len(idle.snapshot()[1]) == 3 * 4
     assert idle.snapshot()[1]["layer"].tolist() == sorted(idle.snapshot()[1]["layer"].tolist())
 
@@ -226,7 +226,7 @@ def test_an_error_in_the_background_is_kept_for_the_page():
     broken = lc.Summaries(cap)
     broken._thumbs = np.zeros(0)  # the thread's first layer fails to store its thumbnails
     broken.ask()
-    broken._thread.join(10)
+    broken.job.thread.join(10)
     assert broken.error and "IndexError" in broken.error and broken.done == 0
 
 

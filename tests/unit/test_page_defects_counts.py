@@ -3,12 +3,12 @@ wherever a notice prints one. Each test failed before the fix ("1 character(s) .
 
 from __future__ import annotations
 
-from models.tasks import couplet, translation
-from models.uploads.incoming import Incoming
-from models.uploads.readers import _note_skipped
-from models.uploads.safety import Limits
+from attention_atlas.models.tasks import couplet, translation
+from attention_atlas.models.uploads.incoming import Incoming
+from attention_atlas.models.uploads.readers import _note_skipped
+from attention_atlas.models.uploads.safety import Limits
+from attention_atlas.ui.widgets import plural
 from tests.support import tiny_vocab, tiny_vocabs
-from ui.widgets import plural
 
 
 def test_unknown_characters_and_words_agree_with_their_count():

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from models.storage.bundle import Seq2SeqBundle
-from models.uploads import UploadCache, load_bytes
+from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.uploads import UploadCache, load_bytes
 from tests.support import CPU, torch_bytes
 
 

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from viz_core.figures import grouped_bars, heatmap
-from viz_core.tokens import as_plotly_text
+from attention_atlas.viz_core.figures import grouped_bars, heatmap
+from attention_atlas.viz_core.tokens import as_plotly_text
 
 TOKENS = ["<b>春</b>", "<a href='http://127.0.0.1:9/'>x</a>", "a & b", "<br>"]
 

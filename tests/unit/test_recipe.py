@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from models.training import couplet_rnn_recipe, couplet_transformer_recipe, translation_recipe
+from attention_atlas.models.training import couplet_rnn_recipe, couplet_transformer_recipe, translation_recipe
 
 CHARS = "天地风云山水花月春秋江河日夜红白青黄"
 PAIRS = [

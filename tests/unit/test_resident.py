@@ -1,4 +1,4 @@
-"""models.resident: at most N real adapters loaded, the least recently used dropped and its
+"""serve.resident: at most N real adapters loaded, the least recently used dropped and its
 memory really let go (even one held in a reference cycle), one load per model under threads."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import weakref
 
 import pytest
 
-from models.resident import Resident, max_models
+from attention_atlas.serve.resident import Resident, max_models
 
 SMALL = ("couplet-rnn-additive", "couplet-rnn-dot", "translate-gru-additive")  # bundled, small
 
@@ -83,7 +83,7 @@ def test_the_limit_comes_from_the_environment():
 
 ARENAS_CHILD = """
 import ctypes, sys, threading
-from models.resident import limit_arenas
+from attention_atlas.serve.process import limit_arenas
 if sys.argv[1] == "limit":
     assert limit_arenas()
 gate = threading.Barrier(8)
@@ -117,7 +117,7 @@ def test_limit_arenas_keeps_eight_threads_in_two_malloc_arenas(mode):
 def test_the_kernel_cache_is_bounded_unless_the_environment_says_otherwise(monkeypatch):
     """oneDNN reads ONEDNN_PRIMITIVE_CACHE_CAPACITY at its first kernel; the server sets 64 before
     any model runs (app.py), and a value given at launch stays."""
-    from models.resident import KERNEL_CACHE, limit_kernel_cache
+    from attention_atlas.serve.process import KERNEL_CACHE, limit_kernel_cache
 
     monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
     limit_kernel_cache()

@@ -5,7 +5,14 @@ import math
 import pytest
 import torch
 
-from models.attention.scoring import SCORERS, ScoringAttention, attend, init_params, masked_softmax, score
+from attention_atlas.models.attention.scoring import (
+    SCORERS,
+    ScoringAttention,
+    attend,
+    init_params,
+    masked_softmax,
+    score,
+)
 
 Q = torch.tensor([[1.0, 2.0], [0.0, -1.0]])  # [query, d]
 KEYS = torch.tensor([[3.0, 0.5], [-1.0, 1.0], [0.0, 0.0]])  # [key, d]

@@ -4,10 +4,10 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from viz_core.derive import groups_from_word_ids, hide_special, merge_words, special_share
-from viz_core.model_view import model_view, pool
-from viz_core.record import AttentionRecord
-from viz_core.stats import (
+from attention_atlas.viz_core.derive import groups_from_word_ids, hide_special, merge_words, special_share
+from attention_atlas.viz_core.model_view import model_view, pool
+from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.stats import (
     attention_flow,
     head_table,
     induction_scores,

@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.storage.bundle import Seq2SeqBundle
-from models.tasks.translation import (
+from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.tasks.translation import (
     MAX_WORDS,
     batches,
     bleu,
@@ -20,8 +20,8 @@ from models.tasks.translation import (
     prepare_sentence,
     tokenize,
 )
-from models.text.pairs import split_pairs
-from models.text.vocab import EOS
+from attention_atlas.models.text.pairs import split_pairs
+from attention_atlas.models.text.vocab import EOS
 from tests.support import TRANSLATION_PAIRS as PAIRS
 from tests.support import WORD_PAIRS, tiny_translation_bundle, tiny_translator, tiny_vocabs
 
@@ -120,7 +120,7 @@ def test_batches_end_sources_and_targets_with_eos():
 
 @pytest.fixture(scope="module")
 def adapter(tmp_path_factory):
-    from models.adapters.translate_rnn import TranslationAdapter
+    from attention_atlas.models.adapters.translate_rnn import TranslationAdapter
 
     path = tiny_translation_bundle(tmp_path_factory.mktemp("tr") / "tiny.safetensors")
     return TranslationAdapter("tiny", path, "cpu")
@@ -153,7 +153,7 @@ def test_adapter_bad_input_gives_messages_not_tracebacks(adapter):
 
 
 def test_uploaded_translation_bundle_gives_the_same_attention(adapter, tmp_path):
-    from models.uploads import NeedsAnswers, UploadCache, load_bytes
+    from attention_atlas.models.uploads import NeedsAnswers, UploadCache, load_bytes
 
     data = adapter.bundle_file.read_bytes()
     cache = UploadCache(1 << 30)
@@ -196,7 +196,7 @@ def test_uploaded_translation_bundle_gives_the_same_attention(adapter, tmp_path)
 
 
 def test_training_command_writes_a_bundle_whose_card_matches_its_numbers(tmp_path):
-    from models.training.translation_recipe import TranslationTrainArgs, train
+    from attention_atlas.models.training.translation_recipe import TranslationTrainArgs, train
 
     data = tmp_path / "pairs.tsv.gz"
     rows = [f"{en}\t{fr}" for en, fr in PAIRS] * 8 + [f"Sentence {i}.\tPhrase {i}." for i in range(40)]

@@ -19,8 +19,8 @@ import pytest
 import torch
 from safetensors.torch import save
 
-from models.storage.bundle import Seq2SeqBundle
-from models.uploads import (
+from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.uploads import (
     ARCHITECTURES,
     HF_FAMILIES,
     Limits,
@@ -29,8 +29,8 @@ from models.uploads import (
     load_bytes,
     register_architecture,
 )
-from models.uploads.incoming import Incoming
-from models.uploads.readers import READERS
+from attention_atlas.models.uploads.incoming import Incoming
+from attention_atlas.models.uploads.readers import READERS
 from tests.support import cross, folder_zip, torch_bytes, zip_bytes
 
 CPU = torch.device("cpu")
@@ -97,10 +97,10 @@ def test_a_format_or_task_that_is_not_a_string_is_one_refusal_line(tiny_rnn):
 
 
 def test_each_family_registers_its_upload_architecture_in_its_adapter_module():
-    from models.adapters.couplet_rnn import CoupletRNNAdapter
-    from models.adapters.couplet_transformer import CoupletTransformerAdapter
-    from models.adapters.hf import HFAdapter
-    from models.adapters.translate_rnn import TranslationAdapter
+    from attention_atlas.models.adapters.couplet_rnn import CoupletRNNAdapter
+    from attention_atlas.models.adapters.couplet_transformer import CoupletTransformerAdapter
+    from attention_atlas.models.adapters.hf import HFAdapter
+    from attention_atlas.models.adapters.translate_rnn import TranslationAdapter
 
     adapters = {a.name: a.adapter for a in ARCHITECTURES.values()}
     assert adapters == {
@@ -118,7 +118,7 @@ def test_each_family_registers_its_upload_architecture_in_its_adapter_module():
 FRESH = """
 import json, sys
 {first}
-from models.uploads import ARCHITECTURES, HF_FAMILIES, load_bytes
+from attention_atlas.models.uploads import ARCHITECTURES, HF_FAMILIES, load_bytes
 up = load_bytes(open(sys.argv[1], "rb").read(), "tiny.safetensors", device="cpu")
 print(json.dumps([[a.name for a in ARCHITECTURES.values()], sorted(HF_FAMILIES), up.summary.architecture]))
 """

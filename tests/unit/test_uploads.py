@@ -21,10 +21,17 @@ import numpy as np
 import pytest
 import torch
 
-import cli
-from models.storage.bundle import Seq2SeqBundle
-from models.uploads import Limits, NeedsAnswers, UploadCache, UploadError, load_bytes, parse_vocab
-from models.uploads.safety import scan_pickle, sniff
+from attention_atlas import cli
+from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.uploads import (
+    Limits,
+    NeedsAnswers,
+    UploadCache,
+    UploadError,
+    load_bytes,
+    parse_vocab,
+)
+from attention_atlas.models.uploads.safety import scan_pickle, sniff
 from tests.support import (
     CPU,
     LOWER,

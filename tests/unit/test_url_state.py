@@ -4,10 +4,9 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import font_sizes
-from ui.url_state import notice
-from viz_core.figures import heatmap, heatmap_row, lines
-from viz_core.layout import (
+from attention_atlas.ui.url_state import notice
+from attention_atlas.viz_core.figures import heatmap, heatmap_row, lines
+from attention_atlas.viz_core.layout import (
     HIGH_CONTRAST,
     MIN_FONT,
     PROJECTOR_CJK,
@@ -17,12 +16,13 @@ from viz_core.layout import (
     high_contrast,
     projector,
 )
+from tests.support import font_sizes
 
 
 def tiny_page():
     import streamlit as st
 
-    from ui.url_state import Link
+    from attention_atlas.ui.url_state import Link
 
     link = Link("tiny")
     models = ["alpha", "beta"]
@@ -188,7 +188,7 @@ def test_fit_ticks_keeps_its_old_smallest_font_by_default():
 def tabs_page():
     import streamlit as st
 
-    from ui.url_state import Link
+    from attention_atlas.ui.url_state import Link
 
     link = Link("tabs")
     names = ["Heads", "Statistics", "Positions"]

@@ -8,11 +8,11 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from viz_core.export import record_frame, records_frame, to_csv
-from viz_core.figures import heatmap, heatmap_row, matrix_heatmap
-from viz_core.record import AttentionRecord, RecordError
-from viz_core.stats import row_entropy
-from viz_core.tokens import clean_token
+from attention_atlas.viz_core.export import record_frame, records_frame, to_csv
+from attention_atlas.viz_core.figures import heatmap, heatmap_row, matrix_heatmap
+from attention_atlas.viz_core.record import AttentionRecord, RecordError
+from attention_atlas.viz_core.stats import row_entropy
+from attention_atlas.viz_core.tokens import clean_token
 
 
 def uniform(layers=1, heads=1, q=2, k=3):

@@ -1,0 +1,123 @@
+"""Checkpoint inspector: upload a model file, see what it is, its attention, and ours beside it.
+
+Every check and the loading live in ``models.uploads`` (no code from an upload ever runs),
+the upload flow (asking what a bare state dict lacks) in ``ui.uploads``; this page is
+widgets → cached call → figure. Tests drive it with AppTest's
+``file_uploader(key="ckpt_file").upload(...)`` and the demo button ``ckpt_demo``.
+"""
+
+import streamlit as st
+
+from attention_atlas.ui.cached import first_index, model_choices, run_model
+from attention_atlas.ui.live_heads import HINT, model_view_chart
+from attention_atlas.ui.uploads import (
+    chosen_file,
+    how_to,
+    load_upload,
+    run_upload,
+    show_summary,
+    upload_limits,
+)
+from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.views import alignment_chart, alignment_figure, head_view_block, show_notices
+from attention_atlas.ui.widgets import chart, plain, plural, text_box
+from attention_atlas.viz_core.export import record_frame
+from attention_atlas.viz_core.figures import head_view
+from attention_atlas.viz_core.model_view import model_view
+from attention_atlas.viz_core.wire import all_heads, record_id
+
+K = "ckpt_"
+BIG = 22  # couplet characters read from the back of the room, as on the Couplets page
+AXES = {"x_title": "input (keys)", "y_title": "output (queries)"}
+
+st.title("🧳 Checkpoint inspector")
+st.markdown(
+    "Upload a checkpoint and see its attention with the same views our bundled models get, then "
+    "beside the bundled model of its family on the same input. Files are checked and loaded "
+    "**without running any code from them**: safetensors, or `torch.load(weights_only=True)` "
+    "after the pickle's imports are read and allowed; zips unpack data files only."
+)
+with st.expander("How to produce a checkpoint"):
+    st.markdown(how_to())
+
+couplets = model_choices(("couplet",))
+limits = upload_limits()
+link = Link("checkpoint")  # an upload cannot travel in a link; the demo and the inputs can
+link.flag("demo", K + "demo_on")  # set by the demo button (ui/uploads.chosen_file)
+name, data, limits = chosen_file(limits, demo=couplets[first_index(couplets)])
+upload, cache_key = load_upload(name, data, limits)
+s = upload.summary
+show_summary(s)
+
+c1, c2 = st.columns([3, 2])
+text = text_box(
+    c1, "Input", link.text("text", K + "text_" + s.architecture, 5_000, s.example), 5_000, s.example
+)
+target = (
+    c2.text_input("Force this output (optional)", key=link.text("target", K + "target", 5_000)).strip()
+    if s.seq2seq
+    else ""
+)
+link.done()
+if not text.strip():
+    st.info("Type an input to see its attention.")
+    st.stop()
+try:
+    result = run_upload(cache_key, upload.adapter, text, target or None)
+except (ValueError, RuntimeError) as err:  # empty input, weights that give no valid attention (NaN)…
+    st.error(f"The upload gives no attention for this input: {plain(err)}")
+    st.stop()
+show_notices(result.notices)
+if result.output is not None:
+    st.markdown(f"**Output:** {plain(result.output)}")
+
+kinds = list(result.records)
+first = kinds.index("cross") if "cross" in kinds else 0
+kind = (
+    st.radio("attention", kinds, index=first, horizontal=True, key=K + "kind") if len(kinds) > 1 else kinds[0]
+)
+rec = result.records[kind]
+layer, head = 0, "0"
+if s.view == "alignment":
+    st.subheader("Alignment")
+    alignment_chart(rec, BIG, AXES, K + "heat", "upload_alignment")
+else:
+    st.subheader(f"Model view: {plural(rec.n_layers, 'layer')} × {plural(rec.n_heads, 'head')} ({kind})")
+    st.caption(HINT)
+    layer_key, head_key = f"{K}layer_{s.model_id}_{kind}", f"{K}head_{s.model_id}"  # head counts differ
+    rid = record_id(cache_key, kind, text, target)
+    grid = (rec.n_layers, rec.n_heads)
+    model_view_chart(model_view(rec), K + "heads", grid, (layer_key, head_key), heads=all_heads(rec, rid))
+    c1, c2 = st.columns(2)
+    layer = (
+        c1.slider("layer", 0, rec.n_layers - 1, rec.n_layers - 1, key=layer_key) if rec.n_layers > 1 else 0
+    )
+    head = c2.selectbox("head", [str(h) for h in range(rec.n_heads)] + ["average"], key=head_key)
+    head_view_block(rec, K + "heads", rid, layer, head, (K + "headview", "upload_head"))
+
+st.subheader("Beside the bundled model")
+registered = set(model_choices())
+others = [m for m in s.compare if m in registered]
+if not others:
+    st.info("No bundled model of this family to compare with.")
+    st.stop()
+other = st.selectbox("bundled model", others, key=K + "compare")
+try:
+    theirs = run_model(other, text, target or None)
+except (OSError, RuntimeError, ValueError) as err:  # weights not installed here, or input it cannot take
+    st.info(f"{other} cannot run here: {plain(err)}")
+    st.stop()
+their_rec = theirs.records.get(kind) or next(iter(theirs.records.values()))
+sides = [(s.model_id, rec, result.output), (other, their_rec, theirs.output)]
+for col, (label, r, out) in zip(st.columns(2), sides, strict=True):
+    with col:
+        if out is not None:
+            st.markdown(f"**{label}:** {plain(out)}")
+        if s.view == "alignment":
+            fig = alignment_figure(r, BIG, AXES, title=label)
+        else:
+            lay = min(layer, r.n_layers - 1)
+            hd = head if head == "average" or int(head) < r.n_heads else "0"
+            fig = head_view(r, lay, hd)
+            fig.update_layout(title_text=f"{label}: layer {lay}, head {hd}")
+        chart(fig, record_frame(r), K + "side_" + label, label.replace(":", "_"))

@@ -1,0 +1,109 @@
+"""Home: what each page shows, and one link per tutorial lesson that opens its page as the lesson
+discusses it (the page's settings in the link's query, read by ``ui.url_state``)."""
+
+import streamlit as st
+
+from attention_atlas.ui.url_state import kept
+
+# (page, label, the page's settings): each tutorial lesson the app grows from (docs/LESSONS.md)
+LESSONS = [
+    (
+        "app_pages/scoring.py",
+        "**Scoring functions and √d**: at d = 128 the unscaled dot product is one-hot; ÷√d is not.",
+        {"source": "random", "d": "128", "n": "12"},
+    ),
+    (
+        "app_pages/positional.py",
+        "**Sinusoidal columns 6–9** and the binary-counter analogy (60 positions, d = 32).",
+        {"len": "60", "d": "32", "cols": "6,7,8,9"},
+    ),
+    (
+        "app_pages/pooling.py",
+        "**Nadaraya–Watson pooling**: 50 noisy points, a Gaussian kernel of width 0.5.",
+        {"kernel": "gaussian", "h": "0.5", "n": "50", "noise": "0.5"},
+    ),
+    (
+        "app_pages/scoring.py",
+        "**Sparse masks and relative position bias**: a local window of 2, a bias per offset.",
+        {"source": "random", "n": "12", "mask": "local window", "window": "2", "relbias": "1"},
+    ),
+    (
+        "app_pages/couplets.py",
+        "**The couplet seq2seq**: 两个黄鹂鸣翠柳 through additive attention, at its third step.",
+        {"model": "couplet-rnn-additive", "text": "两个黄鹂鸣翠柳", "step": "3"},
+    ),
+    (
+        "app_pages/translation.py",
+        "**Bahdanau translation**: He's calm. into French, with the GRU and additive attention.",
+        {"model": "translate-gru-additive", "text": "He's calm."},
+    ),
+]
+
+st.title("🔭 Attention Atlas")
+st.markdown(
+    "See attention at work: type a sentence or a Chinese couplet line, and look at what each "
+    "model attends to. Everything runs here, offline; nothing you type leaves this machine."
+)
+
+st.subheader("Pages")
+st.page_link(
+    "app_pages/scoring.py",
+    label="**Scoring functions**: six scores on the same queries and keys, side by side; why ÷√d; masks.",
+    icon="🎯",
+)
+st.page_link(
+    "app_pages/positional.py",
+    label="**Positional encoding**: sinusoidal curves, the matrix P, why P·Pᵀ depends on the offset; binary counting.",
+    icon="🌊",
+)
+st.page_link(
+    "app_pages/pooling.py",
+    label="**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live.",
+    icon="📈",
+)
+
+st.page_link(
+    "app_pages/transformer.py",
+    label="**Transformer heads**: every layer and head of minilm, SmolLM2 or our Transformer; rollout and flow.",
+    icon="🧠",
+)
+st.page_link(
+    "app_pages/corpus.py",
+    label="**Corpus**: thousands of texts through one model; every head summarised, searched, mapped.",
+    icon="📚",
+)
+st.page_link(
+    "app_pages/couplets.py",
+    label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
+    "character by character, with its alignment.",
+    icon="🏮",
+)
+st.page_link(
+    "app_pages/translation.py",
+    label="**Translation**: English in, French out, and where the decoder looked for each word; "
+    "additive vs dot product.",
+    icon="🗼",
+)
+st.page_link(
+    "app_pages/watch_learn.py",
+    label="**Watch attention learn**: train the couplet model live and see its alignment appear.",
+    icon="🎬",
+)
+st.page_link(
+    "app_pages/checkpoint.py",
+    label="**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
+    "its code, and shown beside ours.",
+    icon="🧳",
+)
+
+st.subheader("Lessons")
+st.markdown("Each link opens its page as the tutorial's lesson discusses it.")
+for page, label, params in LESSONS:
+    st.page_link(page, label=label, icon="📖", query_params=params | kept())
+
+st.caption(
+    "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
+    "hover a cell for both tokens and the weight. Every chart has a CSV download; the camera "
+    "icon on a chart saves a PNG. Every page keeps its settings in its address: the sidebar's "
+    "**Link to this view** gives a link that opens the same view."
+)

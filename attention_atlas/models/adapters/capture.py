@@ -1,0 +1,270 @@
+"""Queries and keys of every layer, captured during a plain SDPA forward (long context).
+
+``capture(adapter, text)`` runs a Hugging Face adapter's model on ``text`` (up to the model's own
+context, not the 512 tokens of ``run()``) and returns a ``viz_core.blockwise.QKCapture``: each
+layer's queries and keys in float32, after the rotary embedding where the model has one, keys per
+key head (grouped-query attention). Weights come from them block-wise (``viz_core.blockwise``).
+
+How: transformers' attention interface. ``atlas_capture`` is registered as an attention function
+that stores the query and key it is handed in the dict passed as ``model(..., atlas_capture=store)``
+and then runs SDPA. The adapter's own model stays on the eager path (``run()`` unchanged); the
+capture runs a twin that shares every parameter tensor with it (no second copy of the weights)
+and differs only in its attention implementation. Nothing per request is kept on either model:
+the store is a local of each call.
+
+Architectures whose attention layers do not call the interface (the check: every layer must
+have reported), encoder–decoders, and models with a sliding window or an attention bias that
+q·k does not hold are refused by name.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import weakref
+
+import torch
+
+from attention_atlas.serve.process import trim
+from attention_atlas.viz_core.blockwise import BLOCK, QKCapture
+
+ATTENTION = "atlas_capture"
+MAX_CHARS = 400_000  # far above 8,192 tokens of any text; longer input is refused, not cut
+
+
+class CaptureError(ValueError):
+    """An input that cannot be captured (too long, too big for memory, unsupported model): one line."""
+
+
+def _capture_attention(module, query, key, value, attention_mask, **kwargs):
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    store = kwargs.get("atlas_capture")
+    if store is not None:
+        store[getattr(module, "layer_idx", len(store))] = (
+            query[0].detach().float().cpu().contiguous().numpy(),
+            key[0].detach().float().cpu().contiguous().numpy(),
+            float(kwargs.get("scaling") or query.shape[-1] ** -0.5),
+            attention_mask is not None,
+        )
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+_REGISTERED = False
+_LOCK = threading.Lock()
+_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {device: twin}
+
+
+def _register() -> None:
+    global _REGISTERED
+    if not _REGISTERED:
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(ATTENTION, _capture_attention)
+        _REGISTERED = True
+
+
+def _twin(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """The capture twin of ``model`` on ``device``: its parameters shared when on the same device."""
+    with _LOCK:
+        _register()
+        twins = _TWINS.setdefault(model, {})
+        if str(device) not in twins:
+            same = next(model.parameters()).device == device
+            memo = {id(p): p for p in model.parameters()} if same else {}
+            twin = copy.deepcopy(model, memo).to(device).eval()
+            twin.set_attn_implementation(ATTENTION)
+            twins[str(device)] = twin
+        return twins[str(device)]
+
+
+# -- limits ------------------------------------------------------------------------------------------
+
+
+def context_limit(adapter) -> int:
+    """The model's own context: ``max_position_embeddings`` (and the tokenizer's limit if smaller)."""
+    limits = [
+        getattr(adapter.config, "max_position_embeddings", None),
+        getattr(adapter.config, "n_positions", None),
+        getattr(adapter.tokenizer, "model_max_length", None),
+    ]
+    usable = [int(x) for x in limits if x and x < 1_000_000]
+    return min(usable) if usable else 8192
+
+
+def _shape(adapter) -> tuple[int, int, int, int, int]:
+    """(layers, query heads, key heads, head_dim, hidden) from the config."""
+    cfg = adapter.config
+    hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None) or 768
+    heads = adapter.n_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    dim = getattr(cfg, "head_dim", None) or hidden // heads
+    return adapter.n_layers, heads, kv, dim, hidden
+
+
+def estimate_bytes(adapter, n: int, block: int = BLOCK) -> int:
+    """What capturing ``n`` tokens needs: the float32 queries and keys of every layer, the
+    forward's activations (a dozen hidden-size and three feed-forward-size tensors of n rows),
+    and the largest weight block computed afterwards (a few copies of ``block × n``)."""
+    layers, heads, kv, dim, hidden = _shape(adapter)
+    ffn = getattr(adapter.config, "intermediate_size", None) or 4 * hidden
+    qk = 4 * n * layers * (heads + kv) * dim
+    forward = 4 * n * (12 * hidden + 3 * ffn + 2 * heads * dim)
+    rows = 4 * 3 * min(block, n) * n
+    return qk + forward + rows
+
+
+def memory_limit_bytes() -> int:
+    """``ATLAS_MAX_CAPTURE_MB`` if set, else 80 % of the memory the system has available now."""
+    env = os.environ.get("ATLAS_MAX_CAPTURE_MB", "").strip()
+    if env:
+        try:
+            return int(float(env) * 2**20)
+        except ValueError as err:
+            raise CaptureError(f"ATLAS_MAX_CAPTURE_MB must be a number of megabytes, not {env!r}") from err
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+        return int(0.8 * info["MemAvailable"])
+    except (OSError, KeyError, ValueError):
+        return 4 * 2**30
+
+
+def check_fits(adapter, n: int) -> int:
+    """Refuse ``n`` tokens over the context or over the memory limit; return the estimate in bytes."""
+    limit = context_limit(adapter)
+    if n > limit:
+        raise CaptureError(
+            f"the text is {n:,} tokens; {adapter.model_id} reads at most {limit:,}: shorten it"
+        )
+    need, have = estimate_bytes(adapter, n), memory_limit_bytes()
+    if need > have:
+        raise CaptureError(
+            f"{n:,} tokens need about {need / 2**20:,.0f} MB to capture; the limit is {have / 2**20:,.0f} MB "
+            "(free memory, or ATLAS_MAX_CAPTURE_MB): shorten the text"
+        )
+    return need
+
+
+# -- the capture -------------------------------------------------------------------------------------
+
+
+def supports(adapter) -> str | None:
+    """None if ``adapter`` can capture, else why not (one line)."""
+    if not hasattr(adapter, "tokenizer") or not hasattr(adapter, "config"):
+        return f"{adapter.model_id}: queries and keys are captured from Hugging Face models only"
+    if adapter.family == "seq2seq":
+        return (
+            f"{adapter.model_id}: an encoder–decoder; long-context capture reads encoders and causal models"
+        )
+    cfg = adapter.config
+    window = getattr(cfg, "sliding_window", None)
+    if window and getattr(cfg, "use_sliding_window", True):
+        return f"{adapter.model_id}: a sliding-window model; its weights are not softmax(q·k) over every key"
+    if getattr(cfg, "alibi", False) or getattr(cfg, "position_embedding_type", "absolute") != "absolute":
+        return f"{adapter.model_id}: an attention bias outside q·k (ALiBi, relative positions)"
+    return None
+
+
+def encode_long(adapter, text: str):
+    """``adapter``'s tokens for ``text`` without the 512 cut; over the context is a CaptureError."""
+    from attention_atlas.models.adapters.hf import InputError
+    from attention_atlas.viz_core.tokens import well_formed
+
+    text = "" if text is None else str(text)
+    if not text.strip():
+        raise InputError("the text is empty: type a sentence")
+    text, fixed = well_formed(text)
+    if len(text) > MAX_CHARS:
+        raise CaptureError(
+            f"the text has {len(text):,} characters; at most {MAX_CHARS:,} are read: shorten it"
+        )
+    enc = adapter.tokenizer(text, return_tensors="pt", return_special_tokens_mask=True)
+    ids = enc["input_ids"]
+    if ids.shape[1] == 0:
+        raise InputError("the tokenizer produced no tokens for this text")
+    check_fits(adapter, ids.shape[1])
+    try:
+        word_ids = list(enc.word_ids(0))
+    except (ValueError, AttributeError):
+        word_ids = list(range(ids.shape[1]))
+    special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
+    out = encoded(adapter, ids, special, word_ids)
+    out.notices.extend(fixed)
+    return out
+
+
+def encoded(adapter, ids: torch.Tensor, special: list[bool], word_ids: list):
+    """The adapter's ``Encoded`` for ``ids``: its own token labels where it makes them (byte-level
+    pieces decoded), else the tokenizer's strings."""
+    if hasattr(adapter, "_encoded"):
+        return adapter._encoded(ids, special, word_ids, [])
+    from attention_atlas.models.adapters.hf import Encoded
+
+    return Encoded(ids, adapter.tokenizer.convert_ids_to_tokens(ids[0].tolist()), special, word_ids, [])
+
+
+def capture(adapter, text: str) -> QKCapture:
+    """Every layer's queries and keys for ``text`` (up to the model's context), float32."""
+    why = supports(adapter)
+    if why:
+        raise CaptureError(why)
+    src = encode_long(adapter, text)
+    notices = list(src.notices)
+    try:
+        store = _forward(adapter, src.ids, adapter.device)
+    except torch.OutOfMemoryError:
+        if adapter.device.type != "cuda":
+            raise
+        torch.cuda.empty_cache()
+        notices.append(
+            f"{adapter.device} ran out of memory for {src.ids.shape[1]:,} tokens; captured on the CPU"
+        )
+        store = _forward(adapter, src.ids, torch.device("cpu"))
+    return _to_capture(adapter, store, src, notices)
+
+
+def capture_ids(adapter, ids: torch.Tensor, device: torch.device | None = None) -> dict:
+    """The raw store for token ids ``[1, n]`` (benchmarks): ``{layer: (q, k, scaling, masked)}``."""
+    return _forward(adapter, ids, device or adapter.device)
+
+
+def _forward(adapter, ids: torch.Tensor, device: torch.device) -> dict:
+    twin = _twin(adapter.model, device)
+    store: dict = {}
+    with torch.no_grad():
+        twin.base_model(input_ids=ids.to(device), atlas_capture=store)  # no LM head: n × vocab logits
+    if ids.shape[1] > TRIM_FROM:
+        trim()  # glibc kept the forward's freed activations: about 0.85 GB at 8,192 tokens
+    return store
+
+
+TRIM_FROM = 1024  # tokens: above this, hand the forward's freed activations back to the system
+
+
+def _to_capture(adapter, store: dict, src, notices: list[str]) -> QKCapture:
+    layers = adapter.n_layers
+    if sorted(store) != list(range(layers)):
+        raise CaptureError(
+            f"{adapter.model_id}: {len(store)} of {layers} layers reported queries and keys; "
+            "this architecture does not use transformers' attention interface"
+        )
+    if any(store[i][3] for i in range(layers)):
+        raise CaptureError(f"{adapter.model_id}: the model passed an attention mask that q·k does not hold")
+    causal = adapter.family == "causal"
+    return QKCapture(
+        model_id=adapter.model_id,
+        queries=[store[i][0] for i in range(layers)],
+        keys=[store[i][1] for i in range(layers)],
+        scaling=[store[i][2] for i in range(layers)],
+        causal=causal,
+        tokens=list(src.tokens),
+        special=list(src.special),
+        notices=notices,
+    )
+
+
+def store_bytes(store: dict) -> int:
+    """Bytes held by a raw store (benchmarks)."""
+    return sum(q.nbytes + k.nbytes for q, k, *_ in store.values())

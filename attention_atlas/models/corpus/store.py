@@ -1,0 +1,238 @@
+"""The corpus store: one embedded DuckDB file per (model, corpus content, options).
+
+The file lives in the cache folder (``$ATLAS_CACHE/corpus/``, default
+``~/.cache/attention-atlas/corpus/``) under a name made from its key, so the same corpus with
+the same model and options finds the same file: a finished one is read at once, an unfinished
+one (cancelled, crashed) is continued. Each batch is written in one transaction with the
+texts it covers, so a cut-off run leaves whole texts or none.
+
+Tables::
+
+    meta(key, value)                      model, corpus, options, layers, heads, status …
+    texts(text_id, text)                  every text of the corpus (written first)
+    facts(text_id, n_tokens, truncated, output)          one per text done
+    stats(text_id, layer, head, n_tokens, n_queries, entropy, mean_distance, special_share,
+          previous_share, diagonal_share, first_share, pattern)
+    tokens(text_id, pos, token, special)  the query side; key_tokens: the key side (a view for self)
+    links(text_id, pos, layer, head, key1, w1, …, keyK, wK)   each query token's top-k keys
+    failed(text_id, error)                texts the model could not read
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from attention_atlas.models.corpus.stats import STAT_COLUMNS
+from attention_atlas.paths import cache_dir
+
+MEMORY_LIMIT = "256MB"  # DuckDB's own buffers: the run's memory stays flat however long the corpus
+
+
+def _table(columns: dict[str, np.ndarray]):
+    """Columns as an Arrow table (zero-copy for numbers), or a pandas frame without pyarrow."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        import pandas as pd
+
+        return pd.DataFrame(columns)
+    return pa.table(
+        {k: pa.array(v, from_pandas=True) if v.dtype == object else v for k, v in columns.items()}
+    )
+
+
+class StoreError(ValueError):
+    """A store that cannot be opened or queried (busy, another version): one line."""
+
+
+def cache_root() -> Path:
+    """The cache folder the models use too (``models.adapters.smollm2.cache_root``)."""
+    return cache_dir()
+
+
+def store_key(model_id: str, corpus_sha256: str, options: dict) -> str:
+    blob = json.dumps({"model": model_id, "corpus": corpus_sha256, "options": options}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def store_path(model_id: str, corpus_sha256: str, options: dict, folder: Path | None = None) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)
+    return (
+        folder or cache_root() / "corpus"
+    ) / f"{safe}-{store_key(model_id, corpus_sha256, options)}.duckdb"
+
+
+def _schema(top_k: int, cross: bool) -> list[str]:
+    stats = ", ".join(f"{c} DOUBLE" for c in STAT_COLUMNS)
+    links = ", ".join(f"key{j} SMALLINT, w{j} REAL" for j in range(1, top_k + 1))
+    keys = (
+        "CREATE TABLE key_tokens(text_id BIGINT, pos SMALLINT, token VARCHAR, special BOOLEAN)"
+        if cross
+        else "CREATE VIEW key_tokens AS SELECT * FROM tokens"
+    )
+    return [
+        "CREATE TABLE meta(key VARCHAR PRIMARY KEY, value VARCHAR)",
+        "CREATE TABLE texts(text_id BIGINT, text VARCHAR)",
+        "CREATE TABLE facts(text_id BIGINT, n_tokens INTEGER, truncated BOOLEAN, output VARCHAR)",
+        f"CREATE TABLE stats(text_id BIGINT, layer SMALLINT, head SMALLINT, n_tokens INTEGER, "
+        f"n_queries INTEGER, {stats}, pattern VARCHAR)",
+        "CREATE TABLE tokens(text_id BIGINT, pos SMALLINT, token VARCHAR, special BOOLEAN)",
+        keys,
+        f"CREATE TABLE links(text_id BIGINT, pos SMALLINT, layer TINYINT, head TINYINT, {links})",
+        "CREATE TABLE failed(text_id BIGINT, error VARCHAR)",
+    ]
+
+
+def connect(path: Path, read_only: bool = False):
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as err:
+        raise StoreError(f"{path.name}: the store is busy (another run is writing it) or unreadable") from err
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
+class Store:
+    """An open store. ``meta`` holds what made it; ``complete`` whether every text is done."""
+
+    def __init__(self, path: Path, con):
+        self.path, self.con = Path(path), con
+
+    # -- making and opening --------------------------------------------------------------------
+    @classmethod
+    def open_or_create(cls, path: Path, meta: dict, texts: list[str]) -> Store:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        con = connect(path)
+        store = cls(path, con)
+        if not store._has_table("meta"):
+            store._create(meta, texts)
+        elif store.meta.get("key") != meta["key"]:
+            con.close()
+            raise StoreError(f"{path.name} holds another corpus or options; remove it to start over")
+        return store
+
+    @classmethod
+    def open(cls, path: Path, read_only: bool = False) -> Store:
+        if not Path(path).is_file():
+            raise StoreError(f"{path}: no such store")
+        store = cls(path, connect(path, read_only))
+        if not store._has_table("meta"):
+            raise StoreError(f"{Path(path).name}: not a corpus store")
+        return store
+
+    def _has_table(self, name: str) -> bool:
+        q = "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"
+        return self.con.execute(q, [name]).fetchone()[0] > 0
+
+    def _create(self, meta: dict, texts: list[str]) -> None:
+        import pandas as pd
+
+        self.con.execute("BEGIN")
+        for sql in _schema(int(meta["top_k"]), meta["kind"] == "cross"):
+            self.con.execute(sql)
+        frame = pd.DataFrame({"text_id": np.arange(len(texts), dtype=np.int64), "text": texts})
+        self._insert("texts", frame)
+        rows = [(k, json.dumps(v)) for k, v in {**meta, "status": "running", "created": time.time()}.items()]
+        self.con.executemany("INSERT INTO meta VALUES (?, ?)", rows)
+        self.con.execute("COMMIT")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- facts ---------------------------------------------------------------------------------
+    @property
+    def meta(self) -> dict:
+        return {k: json.loads(v) for k, v in self.con.execute("SELECT key, value FROM meta").fetchall()}
+
+    def set_meta(self, **values) -> None:
+        for k, v in values.items():
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [k, json.dumps(v)])
+
+    @property
+    def complete(self) -> bool:
+        return self.meta.get("status") == "complete"
+
+    def done_ids(self) -> set[int]:
+        rows = self.con.execute("SELECT text_id FROM facts UNION ALL SELECT text_id FROM failed").fetchall()
+        return {r[0] for r in rows}
+
+    def counts(self) -> dict:
+        q = "SELECT (SELECT count(*) FROM texts), (SELECT count(*) FROM facts), (SELECT count(*) FROM failed)"
+        total, done, failed = self.con.execute(q).fetchone()
+        return {"texts": total, "done": done, "failed": failed}
+
+    # -- writing -------------------------------------------------------------------------------
+    def _insert(self, table: str, frame) -> None:
+        name = f"_incoming_{table}"
+        self.con.register(name, frame)
+        try:
+            self.con.execute(f"INSERT INTO {table} SELECT * FROM {name}")
+        finally:
+            self.con.unregister(name)
+
+    def write(self, batch) -> None:
+        """One extracted batch (``models.corpus.extract.Batch``), all of it or nothing."""
+        self.con.execute("BEGIN")
+        try:
+            if batch.texts:
+                self._insert("facts", _table(batch.texts))
+                self._insert("stats", _table(batch.reduced.stats))
+                self._insert("links", _table(batch.reduced.links))
+                self._insert("tokens", _table(batch.tokens))
+                if batch.key_tokens is not None:
+                    self._insert("key_tokens", _table(batch.key_tokens))
+            if batch.failed:
+                self.con.executemany("INSERT INTO failed VALUES (?, ?)", batch.failed)
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def writing(self) -> None:
+        """One DuckDB thread while the model runs: its inserts are small, and the model wants the cores."""
+        self.con.execute("SET threads = 1")
+
+    def finish(self, seconds: float) -> None:
+        """Mark the run complete (and sort the links by head, so a search reads one head's rows)."""
+        self.con.execute("RESET threads")
+        self.con.execute("BEGIN")
+        self.con.execute(
+            "CREATE TABLE links_sorted AS SELECT * FROM links ORDER BY layer, head, text_id, pos"
+        )
+        self.con.execute("DROP TABLE links")
+        self.con.execute("ALTER TABLE links_sorted RENAME TO links")
+        self.set_meta(status="complete", seconds=seconds)
+        self.con.execute("COMMIT")
+        self.con.execute("CHECKPOINT")
+
+    # -- reading -------------------------------------------------------------------------------
+    def frame(self, sql: str, params: list | None = None):
+        return self.con.execute(sql, params or []).df()
+
+    def stats_frame(self):
+        """Every statistics row, ordered by text, layer and head (what ``--out`` exports)."""
+        return self.frame("SELECT * FROM stats ORDER BY text_id, layer, head")
+
+    def export_parquet(self, out: Path) -> int:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        target = str(out).replace("'", "''")
+        self.con.execute(
+            f"COPY (SELECT * FROM stats ORDER BY text_id, layer, head) TO '{target}' (FORMAT parquet)"
+        )
+        return self.con.execute("SELECT count(*) FROM stats").fetchone()[0]

@@ -1,0 +1,220 @@
+"""English → French translation (the Bahdanau tutorial): words, a GRU/LSTM encoder–decoder, BLEU.
+
+Text is normalised as the Bahdanau tutorial's data loading does: lower case, no-break spaces made
+plain, punctuation split off as its own token; apostrophes and hyphens stay inside words
+(``he's``, ``j'ai``, ``peut-être``)::
+
+    >>> tokenize("He's calm.")
+    ["he's", 'calm', '.']
+    >>> tokenize("Ça alors\u202f!")
+    ['ça', 'alors', '!']
+
+Sources end with ``<eos>`` (a key the attention can rest on) and so do targets.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq
+from attention_atlas.models.text.pairs import CORPORA, PairBatches, read_pairs, split_pairs
+from attention_atlas.models.text.runner import Seq2SeqRunner
+from attention_atlas.models.text.search import Constraints, Decoded
+from attention_atlas.models.text.vocab import Vocab
+
+DATA_PATH = CORPORA / "translation" / "eng_fra.tsv.gz"
+TEST_SIZE = 2000  # held out by a seeded shuffle, never trained on; the model cards' numbers
+VALID_SIZE = 500  # held out of the rest, watched during training
+SPLIT_SEED = 0
+CHECK_SIZE = 300  # the first test pairs: a quick check that a bundle reproduces its card
+MAX_WORDS = 50  # longer input is truncated with a notice (the data's longest sentence has 13)
+SEED_EXAMPLES = ("go .", "i lost .", "he's calm .", "i'm home .")  # the Bahdanau tutorial's four sentences
+
+_TOKEN = re.compile(r"[\w'-]+|[^\w\s]")
+_SPACES = str.maketrans({"\u202f": " ", "\xa0": " ", "\u2019": "'", "\u2018": "'"})
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased words and punctuation marks."""
+    return _TOKEN.findall(text.translate(_SPACES).lower())
+
+
+def detokenize(tokens: Sequence[str]) -> str:
+    """Words joined for reading: no space before , or . (French keeps it before ! ? : ;)."""
+    return re.sub(r" ([.,])", r"\1", " ".join(tokens))
+
+
+@dataclass
+class Sentence:
+    """A typed sentence as the model reads it, plus what changed on the way."""
+
+    tokens: list[str]
+    notices: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
+def prepare_sentence(text: str | None, what: str = "English sentence") -> Sentence:
+    """Tokenize typed text; empty input raises ``ValueError``, long input is cut at ``MAX_WORDS``."""
+    tokens = tokenize("" if text is None else str(text))
+    if not tokens:
+        raise ValueError(f'the {what} is empty: type a short sentence, e.g. "I\'m home."')
+    notices = []
+    truncated = len(tokens) > MAX_WORDS
+    if truncated:
+        notices.append(f"The {what} has {len(tokens)} words; only the first {MAX_WORDS} are used.")
+        tokens = tokens[:MAX_WORDS]
+    return Sentence(tokens, notices, truncated)
+
+
+def unknown_notice(words: Sequence[str], vocab: Vocab, what: str = "English sentence") -> str | None:
+    missing = vocab.unknown(words)
+    if not missing:
+        return None
+    shown = ", ".join(w if len(w) <= 24 else w[:23] + "…" for w in missing[:10])  # a long word: its start
+    shown += ", …" if len(missing) > 10 else ""
+    one = len(missing) == 1
+    return (
+        f"{len(missing)} word{'' if one else 's'} of the {what} {'is' if one else 'are'} not in the "
+        f"model's vocabulary ({shown}); the model reads {'it' if one else 'them'} as <unk>."
+    )
+
+
+class Translator(Seq2SeqRunner):
+    """A translation model with its English and French vocabularies."""
+
+    def __init__(
+        self,
+        model: Seq2Seq,
+        src_vocab: Vocab,
+        tgt_vocab: Vocab,
+        device: torch.device | str = "cpu",
+        batch_size: int = 256,
+    ):
+        super().__init__(
+            model, src_vocab, tgt_vocab, device, batch_size, end_with_eos=True, max_len=2 * MAX_WORDS
+        )
+
+    def constraints(self, lines: Sequence[Sequence[str]]) -> Constraints:
+        return Constraints(banned=(self.tgt_vocab.pad_id, self.tgt_vocab.bos_id))
+
+    def max_len_for(self, lines: Sequence[Sequence[str]]) -> int:
+        """French runs a little longer than English; a model that never says eos stops here."""
+        return min(self.max_len, 2 * max(len(x) for x in lines) + 10)
+
+    def text(self, d: Decoded) -> str:
+        """Space-joined output words (``<unk>`` kept), as BLEU reads them."""
+        return " ".join(self.tgt_vocab.decode(d.tokens, strip_specials=False)).split(" <eos>")[0]
+
+
+# -- data for training ---------------------------------------------------------------------
+
+
+@dataclass
+class Split:
+    train: list[tuple[list[str], list[str]]]
+    valid: list[tuple[list[str], list[str]]]
+    test: list[tuple[list[str], list[str]]]
+
+
+def load_split(
+    path: str | Path = DATA_PATH, test_size: int = TEST_SIZE, valid_size: int = VALID_SIZE
+) -> Split:
+    """Tokenized pairs: test first (its sources never trained on), then validation, then the rest."""
+    pairs = [(tokenize(en), tokenize(fr)) for en, fr in read_pairs(path)]
+    pairs = [(" ".join(en), " ".join(fr)) for en, fr in pairs if en and fr]
+    rest, test = split_pairs(pairs, test_size, SPLIT_SEED)
+    train, valid = split_pairs(rest, valid_size, SPLIT_SEED + 1)
+
+    def words(ps):
+        return [(en.split(" "), fr.split(" ")) for en, fr in ps]
+
+    return Split(words(train), words(valid), words(test))
+
+
+def build_vocabs(train: Sequence[tuple[list[str], list[str]]], min_freq: int = 2) -> tuple[Vocab, Vocab]:
+    """English and French words seen at least ``min_freq`` times in training; the rest are unk."""
+    return (
+        Vocab.build((en for en, _ in train), min_freq=min_freq),
+        Vocab.build((fr for _, fr in train), min_freq=min_freq),
+    )
+
+
+def batches(train, src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 128, seed: int = 0) -> PairBatches:
+    ids = [([*src_vocab.encode(en), src_vocab.eos_id], tgt_vocab.encode(fr)) for en, fr in train]
+    return PairBatches(
+        ids,
+        bos_id=tgt_vocab.bos_id,
+        eos_id=tgt_vocab.eos_id,
+        pad_id=tgt_vocab.pad_id,
+        batch_size=batch_size,
+        seed=seed,
+    )
+
+
+# -- evaluation ----------------------------------------------------------------------------
+
+
+def bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict:
+    """Corpus BLEU (sacrebleu) on our own tokens: space-joined, lower case, ``tokenize="none"``.
+
+    ``references[i]`` lists every reference of hypothesis ``i``; sacrebleu wants equally
+    many streams, so shorter lists are padded with ``None`` (a missing reference).
+    """
+    import sacrebleu
+
+    n = max(len(r) for r in references)
+    streams = [[r[k] if k < len(r) else None for r in references] for k in range(n)]
+    result = sacrebleu.corpus_bleu(list(hypotheses), streams, tokenize="none", force=True)
+    return {
+        "bleu": round(float(result.score), 2),
+        "precisions": [round(float(p), 1) for p in result.precisions],
+    }
+
+
+def forced_loss(tr: Translator, pairs) -> float:
+    forced = tr.force([en for en, _ in pairs], [fr for _, fr in pairs])
+    return round(-sum(d.score for d in forced) / sum(len(d.tokens) for d in forced), 4)
+
+
+def quick_metrics(tr: Translator, pairs) -> dict:
+    """What training watches: loss per target word and greedy BLEU on ``pairs``."""
+    out = [tr.text(d) for d in tr.generate([en for en, _ in pairs])]
+    return {
+        "valid_loss": forced_loss(tr, pairs),
+        "bleu": bleu(out, [[" ".join(fr)] for _, fr in pairs])["bleu"],
+    }
+
+
+def evaluate(tr: Translator, pairs, beam: int = 4) -> dict:
+    """Everything the model card reports, on held-out ``pairs``.
+
+    ``bleu`` scores each pair against its own reference; ``bleu_all_refs`` scores each
+    distinct English sentence once against all its French translations in ``pairs``.
+    """
+    sources = [en for en, _ in pairs]
+    refs = [" ".join(fr) for _, fr in pairs]
+    greedy = [tr.text(d) for d in tr.generate(sources)]
+    beamed = [tr.text(d) for d in tr.generate(sources, beam=beam)]
+    grouped: dict[str, list[str]] = {}
+    for (en, _), ref in zip(pairs, refs, strict=True):
+        grouped.setdefault(" ".join(en), []).append(ref)
+    first = {}
+    for en, out in zip(sources, greedy, strict=True):
+        first.setdefault(" ".join(en), out)
+    single = bleu(greedy, [[r] for r in refs])
+    return {
+        "n_pairs": len(pairs),
+        "bleu": single["bleu"],
+        "bleu_precisions": single["precisions"],
+        f"bleu_beam{beam}": bleu(beamed, [[r] for r in refs])["bleu"],
+        "bleu_all_refs": bleu(list(first.values()), list(grouped.values()))["bleu"],
+        "n_sources": len(grouped),
+        "exact_match": round(sum(o == r for o, r in zip(greedy, refs, strict=True)) / len(refs), 4),
+        "loss": forced_loss(tr, pairs),  # per target word, teacher-forced
+        f"bleu_first_{CHECK_SIZE}": bleu(greedy[:CHECK_SIZE], [[r] for r in refs[:CHECK_SIZE]])["bleu"],
+    }

@@ -1,0 +1,248 @@
+"""The Corpus page's pieces: cached reads of a corpus and its store, the run with its progress bar
+and Cancel button, the figures (head overview, distributions, queries-and-keys map), and the
+links that open a search hit's head on the Transformer page."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from attention_atlas.models.corpus import inputs, queries
+from attention_atlas.models.corpus.extract import Options
+from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
+from attention_atlas.models.corpus.store import Store
+
+LABELS = {
+    "entropy": "entropy (bits)",
+    "mean_distance": "mean distance (tokens)",
+    "special_share": "share on special tokens",
+    "previous_share": "share on the previous token",
+    "diagonal_share": "share on itself",
+    "first_share": "share on the first token",
+}
+TRANSFORMER_FAMILIES = ("encoder", "causal", "seq2seq", "encoder-decoder")  # what that page offers
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def sample_corpus(sample_id: str, n: int) -> inputs.Corpus:
+    return inputs.sample(sample_id, n)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def file_corpus(name: str, data: bytes, column: str | None) -> inputs.Corpus:
+    return inputs.read_bytes(name, data, column)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def file_columns(name: str, data: bytes) -> list[str]:
+    return inputs.columns(name, data)
+
+
+def is_finished(model_id: str, corpus: inputs.Corpus, options: Options) -> bool:
+    return finished(model_id, corpus, options)
+
+
+def open_store(model_id: str, corpus: inputs.Corpus, options: Options) -> Store:
+    return Store.open(path_for(model_id, corpus, options))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def overview(path: str) -> pd.DataFrame:
+    with Store.open(path) as store:
+        return queries.head_overview(store)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def head_values(path: str, layer: int, head: int, statistic: str) -> pd.DataFrame:
+    with Store.open(path) as store:
+        return queries.head_values(store, layer, head, statistic)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def layer_values(path: str, layer: int, statistic: str) -> pd.DataFrame:
+    with Store.open(path) as store:
+        return store.frame(f"SELECT head, {statistic} FROM stats WHERE layer = ?", [layer])
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def search(path: str, layer: int, head: int, pattern: str, to: str) -> pd.DataFrame:
+    with Store.open(path) as store:
+        return queries.search(store, layer, head, pattern, to)
+
+
+@st.cache_data(show_spinner="Capturing queries and keys…", max_entries=16)
+def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
+    from attention_atlas.models.corpus.embedding import capture_head, embed
+    from attention_atlas.ui.cached import adapter
+
+    with Store.open(path) as store:
+        sample = queries.texts_sample(store, n)
+    return embed(capture_head(adapter(model_id), sample, layer, head)), dict(sample)
+
+
+# -- the run ---------------------------------------------------------------------------------------
+
+
+def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> bool:
+    """Run (or continue) the corpus with a progress bar; True once complete. A click on Cancel
+    reruns the page, which stops this run between two batches; the store keeps what is done."""
+    from attention_atlas.ui.cached import adapter
+
+    bar = st.progress(0.0, text="loading the model…")
+    cancel = st.empty()
+    cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
+
+    def report(p: Progress) -> None:
+        bar.progress(p.done / max(p.total, 1), text=p.line())
+
+    try:
+        run_corpus(model_id, corpus, options, adapter=adapter(model_id), progress=report).close()
+    except Cancelled:
+        return False
+    bar.empty()
+    cancel.empty()
+    return True
+
+
+def done_count(model_id: str, corpus: inputs.Corpus, options: Options) -> int:
+    path = path_for(model_id, corpus, options)
+    if not path.is_file():
+        return 0
+    try:
+        with Store.open(path) as store:
+            return store.counts()["done"]
+    except ValueError:
+        return 0
+
+
+# -- figures ---------------------------------------------------------------------------------------
+
+
+def overview_figure(frame: pd.DataFrame, x: str, y: str) -> go.Figure:
+    """Every head, placed by two statistics' means over the corpus, coloured by layer."""
+    labels = [f"layer {r.layer}, head {r.head} · {r.pattern}" for r in frame.itertuples()]
+    fig = go.Figure(
+        go.Scatter(
+            x=frame[x],
+            y=frame[y],
+            mode="markers",
+            text=labels,
+            customdata=frame[["layer", "head"]].to_numpy(),
+            hovertemplate="%{text}<br>" + f"{LABELS[x]} %{{x:.3f}}<br>{LABELS[y]} %{{y:.3f}}<extra></extra>",
+            marker=dict(
+                size=11,
+                color=frame["layer"],
+                colorscale="Viridis",
+                colorbar=dict(title="layer"),
+                line=dict(width=0.5, color="white"),
+            ),
+        )
+    )
+    fig.update_layout(
+        xaxis_title=LABELS[x] + " (mean over texts)",
+        yaxis_title=LABELS[y] + " (mean over texts)",
+        height=460,
+        margin=dict(l=10, r=10, t=30, b=10),
+        clickmode="event+select",
+    )
+    return fig
+
+
+def distribution_figure(values: pd.Series, statistic: str, title: str) -> go.Figure:
+    fig = go.Figure(go.Histogram(x=values, nbinsx=40, marker_color="#4c78a8"))
+    fig.update_layout(
+        title=title, xaxis_title=LABELS[statistic], yaxis_title="texts", height=340, bargap=0.05,
+        margin=dict(l=10, r=10, t=40, b=10),
+    )  # fmt: skip
+    return fig
+
+
+def layer_box_figure(frame: pd.DataFrame, statistic: str, layer: int, head: int) -> go.Figure:
+    """One box per head of ``layer`` (the chosen head highlighted): how the heads differ."""
+    fig = go.Figure()
+    for h, part in frame.groupby("head", sort=True):
+        fig.add_trace(
+            go.Box(
+                y=part[statistic], name=str(h), boxpoints=False,
+                marker_color="#e45756" if h == head else "#4c78a8",
+            )
+        )  # fmt: skip
+    fig.update_layout(
+        title=f"layer {layer}: every head over the corpus", xaxis_title="head", yaxis_title=LABELS[statistic],
+        showlegend=False, height=340, margin=dict(l=10, r=10, t=40, b=10),
+    )  # fmt: skip
+    return fig
+
+
+def embedding_figure(points, texts: dict[int, str]) -> go.Figure:
+    """Queries and keys of one head in one PCA plane (WebGL: thousands of points)."""
+    fig = go.Figure()
+    for role, colour in (("query", "#e45756"), ("key", "#4c78a8")):
+        m = points.role == role
+        hover = [
+            f"{role} {t!r} (text {i}, token {p})<br>{_short(texts.get(int(i), ''))}"
+            for t, i, p in zip(points.token[m], points.text_id[m], points.pos[m], strict=True)
+        ]
+        fig.add_trace(
+            go.Scattergl(
+                x=points.xy[m, 0], y=points.xy[m, 1], mode="markers", name={"query": "queries", "key": "keys"}[role],
+                text=hover, hoverinfo="text", marker=dict(size=5, color=colour, opacity=0.6),
+            )
+        )  # fmt: skip
+    ex = points.explained
+    fig.update_layout(
+        xaxis_title=f"PC 1 ({ex[0]:.0%} of the variance)", yaxis_title=f"PC 2 ({ex[1]:.0%})",
+        height=520, margin=dict(l=10, r=10, t=30, b=10),
+    )  # fmt: skip
+    return fig
+
+
+def embedding_frame(points) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"role": points.role, "token": points.token, "text_id": points.text_id, "pos": points.pos,
+         "x": points.xy[:, 0], "y": points.xy[:, 1]}
+    )  # fmt: skip
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = str(text).replace("<", "‹").replace(">", "›")  # hover labels are HTML: show markup as text
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# -- links to the Transformer page -------------------------------------------------------------------
+
+
+def transformer_link(model_id: str, kind: str, text: str, layer: int, head: int) -> str:
+    """The Transformer page with this text, model, layer and head: the names its ``ui.url_state.Link``
+    reads (a value equal to the page's default may be left out; here every one is given)."""
+    query = {"model": model_id, "text": text, "layer": layer, "head": head}
+    if kind != "self":
+        query["kind"] = kind
+    return "transformer?" + urlencode(query)
+
+
+def links_column(model_id: str, kind: str, hits: pd.DataFrame, layer: int, head: int) -> list[str] | None:
+    """Each hit's link, or None for a model the Transformer page does not show."""
+    from attention_atlas.models.registry import info
+
+    if info(model_id).family not in TRANSFORMER_FAMILIES:
+        return None
+    return [transformer_link(model_id, kind, t, layer, head) for t in hits["text"]]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def common_tokens(path: str) -> list[str]:
+    with Store.open(path) as store:
+        return queries.common_tokens(store)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def meta(path: str) -> dict:
+    with Store.open(path) as store:
+        return {**store.meta, **store.counts()}

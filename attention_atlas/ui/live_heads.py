@@ -1,0 +1,120 @@
+"""Model view + head view that switch heads in the browser (a Streamlit v2 component).
+
+``st.plotly_chart`` mounts a new chart whenever its figure changes, so a click on a
+model-view tile cost a server round trip and a fresh plot (~0.6 s here). Both views are
+drawn by ``live_heads.js`` with Plotly.js instead: the page keeps every head's weights
+(when they fit in ``MAX_HEADS_BYTES``) and redraws a clicked head at once; Python then
+hears of the click and moves the layer and head widgets to match. The figures are
+exactly those ``cli.py figure`` writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import plotly
+import plotly.graph_objects as go
+import plotly.io as pio
+import streamlit as st
+
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, plain
+
+HERE = Path(__file__).resolve().parent
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+STATIC = HERE.parent / "static"  # served at /app/static/ (server.enableStaticServing)
+
+HINT = (
+    "Each tile is one head, scaled to its own maximum. Click a tile to open it below; in the head "
+    "view (click it first), ←/→ step through the heads and ↑/↓ through the layers."
+)
+
+_component = st.components.v2.component(
+    "atlas_live_heads", js=(HERE / "live_heads.js").read_text(encoding="utf-8"), isolate_styles=False
+)
+
+
+@functools.cache
+def plotly_url() -> str:
+    """The URL of plotly.js for the page: the plotly package's own copy, put in static/ once."""
+    target = STATIC / PLOTLY_JS.name
+    try:
+        if not target.exists() or target.stat().st_size != PLOTLY_JS.stat().st_size:
+            STATIC.mkdir(exist_ok=True)
+            partial = target.with_suffix(".partial")
+            shutil.copyfile(PLOTLY_JS, partial)
+            partial.replace(target)  # never serve a half-copied file
+    except OSError as err:
+        where = plain(STATIC)
+        st.error(f"The model and head views need plotly.js in {where}, which cannot be written here: {plain(err)}")
+        st.stop()
+    base = st.get_option("server.baseUrlPath").strip("/")
+    return "/".join(["", *([base] if base else []), "app", "static", PLOTLY_JS.name])
+
+
+def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callable[[], None]) -> None:
+    """One view of the group ``key``: its figure exactly as ``cli.py figure`` writes it."""
+    figure = pio.to_json(for_screen(fig), validate=False)  # projector fonts, high contrast where asked
+    config = {**PLOTLY_CONFIG, "responsive": True}  # as every st.plotly_chart, and fit the column
+    _component(
+        data={"role": role, "group": key, "figure": figure, "config": config, "plotly": plotly_url(), **data},
+        key=f"{key}_{role}",
+        **callbacks,
+    )
+
+
+def model_view_chart(
+    fig: go.Figure, key: str, grid: tuple[int, int], widgets: tuple[str, str], heads: dict | None = None
+) -> None:
+    """The model view of ``grid`` = (layers, heads). A click on a tile (or an arrow key in the
+    focused head view) opens that head in the head view of the same ``key``, and the layer
+    and head widgets (their keys: ``widgets``) move to it.
+
+    ``heads`` (``all_heads``) rides with the model view, not the head view: its message is
+    the same on every rerun of the tab, so Streamlit sends it once and a hash after that.
+    """
+
+    def follow() -> None:
+        pick = picked(key, *grid)
+        if pick:
+            st.session_state[widgets[0]], st.session_state[widgets[1]] = pick[0], str(pick[1])
+            st.session_state[key + PENDING] = (pick[0], str(pick[1]))
+
+    _mount("model", fig, key, {"grid": grid, "heads": heads}, on_pick_change=follow)
+
+
+PENDING = "_pending"  # after a group's key: the pick no run has drawn yet
+
+
+def keep_pick(key: str, widgets: tuple[str, str]) -> None:
+    """Before the layer and head widgets of ``model_view_chart(key=key)`` are made: a pick that no
+    run has drawn yet wins over their values. A timed fragment rerun (the long-input mode polls
+    while it computes) that cut the pick's run short comes back with the widgets' old values from
+    the browser, which would otherwise undo the pick. ``pick_drawn`` ends it."""
+    pending = st.session_state.get(key + PENDING)
+    if pending:
+        st.session_state[widgets[0]], st.session_state[widgets[1]] = pending
+
+
+def pick_drawn(key: str) -> None:
+    """The run that drew the pending pick reached its end: the browser gets its widget values."""
+    st.session_state.pop(key + PENDING, None)
+
+
+def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:
+    """The (layer, head) just picked in ``model_view_chart(key=key)``, if valid."""
+    pick = getattr(st.session_state.get(key + "_model"), "pick", None)
+    try:
+        layer, head = int(pick["layer"]), int(pick["head"])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (layer, head) if 0 <= layer < layers and 0 <= head < heads else None
+
+
+def head_view_chart(fig: go.Figure, key: str, rid: str, layer: int, head: str, single: bool) -> None:
+    """The head view of record ``rid`` at ``layer`` and ``head`` (a head, "average"…); a
+    ``single`` heatmap can be redrawn in the browser with any other head of the record."""
+    shown = f"{rid}|{layer}|{head}"  # ui/live_heads.js writes the same for a head it draws itself
+    _mount("head", fig, key, {"shown": shown, "single": single})

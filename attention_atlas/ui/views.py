@@ -1,0 +1,100 @@
+"""Blocks the pages share: an alignment heatmap, a head view (each with its CSV), notices, a decoding step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_atlas.ui.live_heads import head_view_chart
+from attention_atlas.ui.widgets import chart, csv_button, plain
+from attention_atlas.viz_core.export import record_frame, series_frame, token_matrix_frame
+from attention_atlas.viz_core.figures import (
+    PLOT_WIDTH,
+    clause_dividers,
+    grouped_bars,
+    head_matrix,
+    head_view,
+    heatmap,
+    heatmap_row,
+    larger_ticks,
+)
+from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.tokens import hover_labels
+
+
+def alignment_figure(rec: AttentionRecord, font: int, axes: dict, title: str = ""):
+    """A one-head record (rows: what was written, columns: what was read) with large tick labels,
+    and dotted lines between clauses (a multi-clause couplet's "，")."""
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, **axes)
+    return clause_dividers(larger_ticks(fig, font), rec.query_tokens, rec.key_tokens)
+
+
+def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filename: str, title: str = ""):
+    """``alignment_figure`` with the CSV download of its weights underneath."""
+    chart(alignment_figure(rec, font, axes, title), record_frame(rec), key, filename)
+
+
+def difference_chart(
+    a: AttentionRecord, b: AttentionRecord, names: tuple[str, str], font: int, key: str, filename: str
+):
+    """``a − b`` for two one-head records with the same shape (the same rows and keys), on a diverging
+    scale: red where ``a`` attends more; rows labelled 'x｜y' where the two records' tokens differ."""
+    rows = [x if x == y else f"{x}｜{y}" for x, y in zip(a.query_tokens, b.query_tokens, strict=True)]
+    diff = a.head() - b.head()
+    panels = {f"{names[0]} − {names[1]}": diff}
+    fig = heatmap_row(panels, rows, a.key_tokens, zmin=-1, zmax=1, colorscale="RdBu_r", label="difference")
+    frame = pd.DataFrame(diff, index=rows, columns=hover_labels(a.key_tokens)).reset_index()
+    chart(larger_ticks(fig, font), frame, key, filename)
+
+
+def show_notices(notices, warn: bool = False) -> None:
+    """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption."""
+    for notice in dict.fromkeys(notices):
+        if warn:
+            st.warning(plain(notice))
+        else:
+            st.caption(f"ℹ️ {plain(notice)}")
+
+
+def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, head: str, csv: tuple[str, str]):
+    """The head view of ``record`` at ``layer`` (one head, ``"average"``, or ``"all side by side"``),
+    drawn by ``ui.live_heads`` in group ``key``, and the download (``csv`` = key, file name) of its weights."""
+    if head == "all side by side":
+        panels = {f"head {h}": record.head(layer, h) for h in range(record.n_heads)}
+        fig = heatmap_row(panels, record.query_tokens, record.key_tokens, zmax=1.0)
+        head_view_chart(fig, key, rid, layer, head, single=False)
+        csv_button(lambda: record_frame(record).query(f"layer == {layer}"), *csv)
+    else:
+        head_view_chart(head_view(record, layer, head), key, rid, layer, head, single=True)
+        tokens = (record.query_tokens, record.key_tokens)
+        csv_button(lambda: token_matrix_frame(head_matrix(record, layer, head), *tokens), *csv)
+
+
+def decoding_step(
+    rec: AttentionRecord, step: int, label: str, font: int, key: str, filename: str, stacked: bool = False
+):
+    """Step ``step`` (1-based) of the couplet decoder ``label``: the lower line so far with the character
+    being written, where it looked in the upper line, and the model's own top candidates (beside
+    the bars, or under them when ``stacked``)."""
+    tokens = rec.query_tokens
+    step = min(step, len(tokens))
+    written, now = plain("".join(tokens[: step - 1])), plain(tokens[step - 1])
+    # "\[**x**\]", not "**[x]**": a ** between a character and a bracket opens no bold in Markdown
+    st.markdown(f"Writing character **{step}** of {len(tokens)} ({label}): {written}\\[**{now}**\\]")
+    bars, table = (st.container(), st.container()) if stacked else st.columns([3, 2])
+    with bars:
+        row, labels = rec.head()[step - 1], hover_labels(rec.key_tokens)
+        # one bar per position of the upper line, with its character below
+        axes = ("upper line 上联", "attention weight")
+        fig = grouped_bars(rec.key_tokens, {"weight": row}, *axes, title="where the decoder looked")
+        larger_ticks(fig, font, width=PLOT_WIDTH // 2 if stacked else PLOT_WIDTH * 3 // 5)
+        chart(fig, series_frame(labels, {"weight": row}, "upper"), key, filename)
+    top = rec.meta.get("top_candidates")
+    if top:
+        with table:
+            frame = pd.DataFrame(top[step - 1], columns=["candidate", "probability"])
+            frame["chosen"] = np.where(frame["candidate"] == tokens[step - 1], "←", "")
+            st.markdown(f"**{label}'s top candidates at this step**")
+            st.dataframe(frame, hide_index=True, width="stretch")
+            st.caption("Its own probabilities, before the couplet rule (length, punctuation) is applied.")

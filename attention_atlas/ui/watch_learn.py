@@ -1,0 +1,145 @@
+"""The "Watch attention learn" page's Streamlit side: one training run per session, the watch that
+stops it when its visitor leaves, and the figures of a run's snapshot.
+
+The run itself (``models.training.classroom.ClassroomRun``) trains in a background thread and
+knows nothing of Streamlit; it asks ``SessionWatch`` about once a second whether to go on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from attention_atlas.models.training import classroom as cr
+from attention_atlas.ui.widgets import chart
+from attention_atlas.viz_core.export import record_frame
+from attention_atlas.viz_core.figures import heatmap, larger_ticks
+from attention_atlas.viz_core.record import AttentionRecord
+
+RUN_KEY = "learn_run"  # session state: (ClassroomRun, SessionWatch)
+IDLE_SECONDS = 60.0  # no redraw for this long (the tab closed, the laptop asleep): the run stops
+GRACE_SECONDS = 10.0  # disconnected this long, the visitor is gone (a quick reconnect keeps the run)
+COLORS = {"additive": "#d62728", "dot": "#1f77b4"}
+
+
+def _connected(session_id: str | None) -> bool:
+    """Whether the server still has this session's browser connected (always, outside a server)."""
+    from streamlit import runtime
+
+    if session_id is None or not runtime.exists():
+        return True
+    return runtime.get_instance().is_active_session(session_id)
+
+
+class SessionWatch:
+    """Is the visitor who started a run still there? Each redraw of the page ``beat``s; the run's
+    thread calls the watch, which says no once the page has not redrawn for ``idle`` seconds or
+    the session has been disconnected for ``grace`` seconds."""
+
+    def __init__(
+        self,
+        session_id: str | None,
+        idle: float = IDLE_SECONDS,
+        grace: float = GRACE_SECONDS,
+        connected: Callable[[str | None], bool] = _connected,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.session_id, self.idle, self.grace = session_id, idle, grace
+        self.connected, self.clock = connected, clock
+        self.last_beat, self.gone_since = clock(), None
+
+    def beat(self) -> None:
+        self.last_beat = self.clock()
+
+    def __call__(self) -> bool:
+        now = self.clock()
+        if now - self.last_beat > self.idle:
+            return False
+        if self.connected(self.session_id):
+            self.gone_since = None
+            return True
+        self.gone_since = self.gone_since or now
+        return now - self.gone_since < self.grace
+
+
+def _session_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx else None
+
+
+def current() -> tuple[cr.ClassroomRun, SessionWatch] | None:
+    return st.session_state.get(RUN_KEY)
+
+
+def start(attentions: tuple[str, ...], max_seconds: float) -> None:
+    """A new run for this session (an earlier one is stopped)."""
+    reset()
+    watch = SessionWatch(_session_id())
+    run = cr.ClassroomRun(attentions, cr.PRESETS["classroom"], max_seconds, alive=watch)
+    st.session_state[RUN_KEY] = (run.start(), watch)
+
+
+def reset() -> None:
+    got = st.session_state.pop(RUN_KEY, None)
+    if got is not None:
+        got[0].stop()
+
+
+# -- what a snapshot looks like ----------------------------------------------------------------
+
+
+def probe_record(probe: np.ndarray, attention: str) -> AttentionRecord:
+    upper, lower = cr.PRESETS["classroom"].probe
+    scoring = "additive" if attention == "additive" else "scaled_dot"
+    return AttentionRecord(
+        probe[None, None].astype(np.float32),
+        list(lower),
+        list(upper),
+        "cross",
+        f"classroom-{attention}",
+        scoring=scoring,
+        meta={"decoding": "forced"},
+    )
+
+
+def probe_chart(probe: np.ndarray, attention: str, font: int, axes: dict, key: str) -> None:
+    """The probe couplet's attention on a fixed 0–1 scale, so the film shows the weights sharpen."""
+    rec = probe_record(probe, attention)
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, zmax=1.0, **axes)
+    chart(larger_ticks(fig, font), record_frame(rec), key, f"learn_probe_{attention}")
+
+
+def history_frame(histories: dict[str, list[cr.Point]]) -> pd.DataFrame:
+    rows = [{"attention": a, **vars(p)} for a, hist in histories.items() for p in hist]
+    return pd.DataFrame(rows)
+
+
+def curve_chart(histories: dict[str, list[cr.Point]], metric: str, title: str, key: str) -> None:
+    """``metric`` of each model over training seconds, with the CSV of every measurement."""
+    frame = history_frame(histories)
+    fig = go.Figure()
+    for a, hist in histories.items():
+        pts = [p for p in hist if getattr(p, metric) is not None]
+        fig.add_scatter(
+            x=[p.seconds for p in pts],
+            y=[getattr(p, metric) for p in pts],
+            name=a,
+            mode="lines+markers",
+            line=dict(color=COLORS.get(a)),
+            hovertemplate=f"{a}<br>%{{x:.0f}} s<br>{title} %{{y:.3f}}<extra></extra>",
+        )
+    fig.update_xaxes(title="training seconds", rangemode="tozero")
+    fig.update_yaxes(title=title, range=[0, 1.02] if metric.endswith("alignment") else None)
+    fig.update_layout(
+        height=260,
+        margin=dict(t=30, b=40, l=60, r=10),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+    )
+    chart(fig, frame, key, f"learn_{metric}")

@@ -1,0 +1,192 @@
+"""Streamlit pieces every page shares: the device line and display switches in the sidebar (projector
+mode, high-contrast colours), a chart with its CSV download, user text shown as text, counted
+words, and the inputs that say what they cut or refuse.
+
+Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from attention_atlas.ui.url_state import app_flag
+from attention_atlas.viz_core.export import to_csv
+from attention_atlas.viz_core.layout import high_contrast, projector
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+PRESENT, CONTRAST = "present", "contrast"  # the sidebar's display switches (?present=1, ?contrast=1)
+NOTE = "_note_"  # session-state prefix: what an input cut or refused, shown on the next run
+_EXAMPLE = "_example_"  # session-state prefix: the example a text box was last given
+
+# Streamlit renders labels, captions, notices and headings as Markdown, with $math$, :emoji:,
+# :material/icons:, :color[directives] and bare-URL autolinks: user and model text passes
+# through ``plain`` first. A backslash escapes the syntax (``_`` only where it could start or
+# end emphasis, not inside a word). Some of it is found in the text after the escapes are
+# gone, so a word joiner (U+2060, invisible) goes where it breaks the pattern instead: after
+# a ``:`` that a word follows (shortcodes, directives, icons), and in ``http://``, ``www.``
+# and ``a@b.c``, which would otherwise become live links.
+_SYNTAX = re.compile(r"([\\`*\[\]<>#|~$&])|(?<!\w)_|_(?!\w)")
+_LINE_START = re.compile(r"^([-+=]|\d+[.)])", re.MULTILINE)  # a list item or a setext underline
+_JOIN = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=:|\.)|@|:(?=\w)")
+WORD_JOINER = "\u2060"
+
+
+def plain(text) -> str:
+    r"""``text`` escaped for ``st.markdown`` and every element that renders Markdown, so that it
+    shows as typed: ``plain("**春**风")`` is ``\*\*春\*\*风``, never a bold 春, and no link,
+    code, image, math, emoji or icon comes out of it either."""
+    lines = "\n".join(line.lstrip() for line in str(text).splitlines())  # 4 spaces would make code
+    escaped = _SYNTAX.sub(lambda m: "\\" + m[0], lines)
+    escaped = _LINE_START.sub(lambda m: m[0][:-1] + "\\" + m[0][-1], escaped)
+    return _JOIN.sub(lambda m: m[0] + WORD_JOINER, escaped)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``'1 character'``, ``'2 characters'``, ``'1,024 tokens'``."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+@st.cache_resource(show_spinner=False)
+def _device_line() -> tuple[str, str | None]:
+    from attention_atlas.models.device import DeviceError, describe, pick_device
+
+    try:
+        return describe(pick_device()), None
+    except DeviceError as err:
+        return "CPU (fallback)", str(err)
+
+
+def sidebar_device() -> None:
+    label, problem = _device_line()
+    st.sidebar.markdown(f"**Device:** {plain(label)}")
+    if problem:
+        st.sidebar.warning(plain(problem))
+
+
+# Projector mode: figures get their fonts, gaps and colours in ``for_screen`` (every chart passes
+# through it), and captions (secondary prose) are hidden; a page's introduction folds into an
+# expander through ``intro``. Page links and widget labels wrap instead of being cut (a projector
+# is often driven at a zoom, where they no longer fit on one line).
+_PROJECTOR_CSS = """<style>
+[data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
+[data-testid="stMainBlockContainer"] { padding-top: 2rem; }
+[data-testid="stMain"] [data-testid="stPageLink"] *,
+[data-testid="stMain"] [data-testid="stWidgetLabel"] * { white-space: normal; }
+</style>"""
+
+
+def presenting() -> bool:
+    """Whether projector mode is on (the sidebar's toggle or ``?present=1``)."""
+    return bool(st.session_state.get(PRESENT))
+
+
+def sidebar_display() -> None:
+    """The sidebar's display switches, each kept in the URL across pages: projector mode (large
+    figure text, thicker cell gaps, captions hidden) and high-contrast colours."""
+    st.sidebar.toggle(
+        "Projector mode",
+        key=app_flag(PRESENT),
+        help="For a classroom: figure text of 20 px and more, thicker cell gaps, captions hidden. "
+        "In a link: ?present=1.",
+    )
+    st.sidebar.toggle(
+        "High-contrast colours",
+        key=app_flag(CONTRAST),
+        help="Cividis instead of blues, and colour-blind-safe line colours (Okabe–Ito). In a link: ?contrast=1.",
+    )
+    if presenting():
+        st.html(_PROJECTOR_CSS)
+
+
+def for_screen(fig: go.Figure) -> go.Figure:
+    """``fig`` as this visitor's display switches want it: projector fonts and gaps, high-contrast
+    colours. Whatever draws a figure without ``chart`` passes it through here first."""
+    contrast = bool(st.session_state.get(CONTRAST))
+    if presenting() or contrast:
+        return projector(fig, contrast=contrast) if presenting() else high_contrast(go.Figure(fig))
+    return fig
+
+
+def intro(text: str, label: str = "About this page") -> None:
+    """A page's introduction (Markdown): shown, or folded into an expander ``label`` in projector mode."""
+    if presenting():
+        with st.expander(label):
+            st.markdown(text)
+    else:
+        st.markdown(text)
+
+
+def fact(text: str) -> None:
+    """A caption that carries a number the class should see: a caption, or plain text in projector
+    mode (where captions are hidden)."""
+    (st.markdown if presenting() else st.caption)(text)
+
+
+def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
+    """A Plotly chart (as ``for_screen`` draws it) with a CSV download of the numbers behind it underneath."""
+    st.plotly_chart(for_screen(fig), width="stretch", config=PLOTLY_CONFIG, key=f"{key}_chart")
+    csv_button(frame, key, filename)
+
+
+def csv_button(
+    frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str, filename: str, label: str | None = None
+) -> None:
+    """A download of ``frame`` (or of what ``frame()`` returns) as ``filename``.csv (the numbers
+    behind a chart), named ``label``. The CSV is written when the button is pressed, not on every
+    run: a 200-token head's is 1.2 MB and ~0.1 s, which each click on a head used to pay."""
+    make = frame if callable(frame) else (lambda: frame)
+    st.download_button(
+        f"⬇ CSV: {label or filename}",
+        lambda: to_csv(make()),
+        file_name=f"{filename}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+        on_click="ignore",
+    )
+
+
+def text_box(where, label: str, key: str, limit: int, example: str = "", **kw) -> str:
+    """A text input holding at most ``limit`` characters, that says what it cuts.
+
+    The browser's own ``max_chars`` drops a longer paste without a word (the box keeps the old
+    text); here a longer text is cut to ``limit`` in the box itself, and a warning says so for
+    as long as the box holds the cut text. ``example`` fills the box until the user types in
+    it: a new example (another model's) replaces the old one, never what the user typed.
+    """
+    if st.session_state.get(key) in (None, st.session_state.get(_EXAMPLE + key)):
+        st.session_state[key] = example
+    st.session_state[_EXAMPLE + key] = example
+
+    def cut() -> None:
+        text = st.session_state[key]
+        if len(text) > limit:
+            st.session_state[key] = text[:limit]
+            had = plural(len(text), "character")
+            note = f"The text had {had}; the box keeps the first {limit:,}, and they are what is used."
+            st.session_state[NOTE + key] = (note, text[:limit])
+
+    text = where.text_input(label, key=key, on_change=cut, **kw)
+    note, kept = st.session_state.get(NOTE + key, (None, None))
+    if note and text == kept:
+        st.warning(note)
+    return text
+
+
+def whole_number(where, label: str, lo: int, hi: int, default: int, key: str, **kw) -> int:
+    """A whole number from ``lo`` to ``hi``, the range in its label.
+
+    With ``min_value``/``max_value`` the browser refuses a number outside them by turning the
+    field red while the page silently stays as it was; here such a number is brought back into
+    the range in the field itself, and a warning says what was refused and what is used.
+    """
+    value = st.session_state.setdefault(key, default)
+    if value is None or not lo <= value <= hi:  # typed out of range, or a range that shrank (another model)
+        fixed = default if value is None else min(max(int(value), lo), hi)
+        st.session_state[key] = fixed
+        st.warning(f"{label} {value} is outside {lo:,}–{hi:,}; {fixed} is used.")
+    return int(where.number_input(f"{label} ({lo:,}–{hi:,})", step=1, key=key, **kw))

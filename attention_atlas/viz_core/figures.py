@@ -1,0 +1,368 @@
+"""Figure builders: data in, ``go.Figure`` out. They never call streamlit or ``.show()``.
+
+Token axes are positions: each column (or bar) is a category named ``"<pos> · <token>"``
+(unique even when a token repeats) and its tick shows just the token. The hover
+names query and key with position and token, and the weight. Tick font, stride and angle
+follow the number of tokens and the space (``viz_core.layout``); a builder takes the
+``width`` it is planned for, a full-width chart by default.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from attention_atlas.viz_core.layout import (
+    COLORBAR,
+    PAD,
+    PLOT_WIDTH,
+    ROW_GAP,
+    TICK_FONT,
+    fit_axes,
+    panel_grid,
+    text_em,
+)
+from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_labels
+
+__all__ = ["PLOT_WIDTH"]  # re-exported: pages plan their charts' widths with it
+
+# CJK-capable fonts first, so 黄鹂 reads as well as "cat" on a projector.
+FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
+ATTENTION_SCALE = "Blues"
+DIVERGING_SCALE = "RdBu_r"
+TINY = np.float32(2.0**-62)  # smaller magnitudes are sent to the browser as 0
+
+
+def display_precision(values: np.ndarray) -> np.ndarray:
+    """float32 rounded to 10 mantissa bits (≈ 3.3 significant digits) for sending to the browser.
+
+    The hover shows 3 significant digits, so nothing visible changes, but the base64
+    payload shrinks (a 512 × 512 heatmap stays under 1.5 MB). Magnitudes below ``TINY``
+    (2⁻⁶² ≈ 2e-19) are sent as 0, which lets every attention weight travel in 16 bits
+    (``ui.live_heads``). Records keep full precision.
+    """
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.abs(rounded) < TINY, np.float32(0), rounded)
+
+
+def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left") if title else None,
+        font=dict(family=FONT, size=TICK_FONT),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        height=height,
+    )
+    return fig
+
+
+def _axis_ticks(tokens: list[str]) -> dict:
+    """A token axis: one category per position, each tick showing its token (``fit_axes`` then
+    sizes and thins the ticks)."""
+    labels = as_plotly_text(hover_labels(tokens))
+    return dict(
+        type="category",
+        categoryorder="array",
+        categoryarray=labels,
+        tickmode="array",
+        tickvals=labels,
+        ticktext=as_plotly_text(clean_tokens(tokens)),
+        automargin=True,
+    )
+
+
+def _heatmap_trace(
+    matrix: np.ndarray,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    coloraxis: str | None = None,
+    zmin: float = 0.0,
+    zmax: float | None = None,
+    label: str = "weight",
+) -> go.Heatmap:
+    m = np.asarray(matrix)
+    if m.shape != (len(query_tokens), len(key_tokens)):
+        raise ValueError(
+            f"matrix is {m.shape} but there are {len(query_tokens)} query and {len(key_tokens)} key tokens"
+        )
+    trace = dict(
+        z=display_precision(m),
+        x=as_plotly_text(hover_labels(key_tokens)),
+        y=as_plotly_text(hover_labels(query_tokens)),
+        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+        xgap=1 if len(key_tokens) <= 64 else 0,
+        ygap=1 if len(query_tokens) <= 64 else 0,
+    )
+    if coloraxis:
+        trace["coloraxis"] = coloraxis
+    else:
+        trace.update(colorscale=ATTENTION_SCALE, zmin=zmin, zmax=zmax if zmax is not None else float(m.max()))
+    return go.Heatmap(**trace)
+
+
+def heatmap(
+    matrix: np.ndarray,
+    query_tokens: list[str],
+    key_tokens: list[str],
+    title: str = "",
+    zmax: float | None = None,
+    x_title: str = "key",
+    y_title: str = "query",
+    label: str = "weight",
+    width: int = PLOT_WIDTH,
+) -> go.Figure:
+    """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
+    fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label))
+    fig.update_xaxes(title=x_title, side="top", **_axis_ticks(key_tokens))
+    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens))
+    n = max(len(query_tokens), 4)
+    _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
+    if title:  # above the key labels, which stand on top and may be turned: never across them
+        fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad_t=8, automargin=True))
+    return fit_axes(fig, width=width)
+
+
+def record_heatmap(record: AttentionRecord, layer: int = 0, head: int = 0, title: str = "") -> go.Figure:
+    """One head of a record, as a heatmap."""
+    return heatmap(record.head(layer, head), record.query_tokens, record.key_tokens, title=title)
+
+
+def heatmap_row(
+    panels: dict[str, np.ndarray],
+    query_tokens: list[str],
+    key_tokens: list[str],
+    title: str = "",
+    zmin: float = 0.0,
+    zmax: float | None = None,
+    colorscale: str = ATTENTION_SCALE,
+    label: str = "weight",
+    width: int = PLOT_WIDTH,
+) -> go.Figure:
+    """Several ``[query, key]`` matrices on one shared colour scale: side by side, in as many rows
+    as ``width`` needs for each panel's key labels to be read. Query labels show in the first
+    column, key labels under the lowest panel of each column."""
+    if not panels:
+        raise ValueError("heatmap_row needs at least one panel")
+    names = list(panels)
+    labels = max(text_em(t) for t in clean_tokens(query_tokens)) * TICK_FONT + PAD  # the query labels
+    plot_w = width - 20 - COLORBAR - labels
+    grid = panel_grid(len(names), len(query_tokens), len(key_tokens), plot_w)
+    plot_h = grid.rows * grid.panel_h + (grid.rows - 1) * ROW_GAP
+    fig = make_subplots(
+        rows=grid.rows,
+        cols=grid.cols,
+        subplot_titles=names,
+        horizontal_spacing=min(0.2, 20 / plot_w) if grid.cols > 1 else 0.03,
+        vertical_spacing=ROW_GAP / plot_h if grid.rows > 1 else 0.03,
+    )
+    top = zmax if zmax is not None else max(float(np.max(m)) for m in panels.values())
+    for i, name in enumerate(names):
+        row, col = divmod(i, grid.cols)
+        fig.add_trace(
+            _heatmap_trace(panels[name], query_tokens, key_tokens, coloraxis="coloraxis", label=label),
+            row=row + 1,
+            col=col + 1,
+        )
+        lowest = i + grid.cols >= len(names)  # no panel under this one
+        fig.update_xaxes(row=row + 1, col=col + 1, showticklabels=lowest, **_axis_ticks(key_tokens))
+        fig.update_yaxes(
+            row=row + 1,
+            col=col + 1,
+            autorange="reversed",
+            showticklabels=col == 0,
+            **_axis_ticks(query_tokens),
+        )
+    fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top, colorbar=dict(title=label)))
+    _base_layout(fig, title, height=int(plot_h + (50 if title else 20) + 30 + 80))
+    fig.update_layout(margin_t=(60 if title else 30))  # room for the first row's panel titles
+    return fit_axes(fig, width=width)
+
+
+def lines(
+    x: np.ndarray,
+    series: dict[str, np.ndarray],
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    mode: str = "lines",
+    log_x: bool = False,
+) -> go.Figure:
+    """One line per series over a shared x."""
+    fig = go.Figure(
+        [go.Scatter(x=np.asarray(x), y=np.asarray(y), mode=mode, name=name) for name, y in series.items()]
+    )
+    fig.update_xaxes(title=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title=y_title)
+    # A few series fit in a row above the plot; more would wrap into the title, so they go right.
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0) if len(series) <= 6 else {})
+    return _base_layout(fig, title, height=380)
+
+
+def grouped_bars(
+    tokens: list[str],
+    series: dict[str, np.ndarray],
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    width: int = PLOT_WIDTH,
+) -> go.Figure:
+    """Bars per token position, one colour per series (e.g. entropy per query, per scorer); a token
+    that repeats keeps one group of bars per position."""
+    positions = as_plotly_text(hover_labels(tokens))
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=positions,
+                y=np.asarray(v),
+                name=name,
+                hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
+            )
+            for name, v in series.items()
+        ]
+    )
+    fig.update_xaxes(title=x_title, **_axis_ticks(tokens))
+    fig.update_yaxes(title=y_title)
+    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    _base_layout(fig, title, height=380)
+    return fit_axes(fig, width=width)
+
+
+def matrix_heatmap(
+    matrix: np.ndarray,
+    x_title: str,
+    y_title: str,
+    title: str = "",
+    colorscale: str = DIVERGING_SCALE,
+    zmid: float | None = 0.0,
+    x: np.ndarray | None = None,
+    y: np.ndarray | None = None,
+    label: str = "value",
+) -> go.Figure:
+    """A numeric matrix on numeric axes (positional-encoding P, P·Pᵀ, binary digits)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    fig = go.Figure(
+        go.Heatmap(
+            z=display_precision(m),
+            x=x,
+            y=y,
+            colorscale=colorscale,
+            zmid=zmid,
+            colorbar=dict(title=label),
+            hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title=y_title, autorange="reversed")
+    return _base_layout(fig, title, height=460)
+
+
+def positional_curves(P: np.ndarray, columns: list[int], title: str = "") -> go.Figure:
+    """Columns of P against position, as the attention-pooling tutorial plots columns 6–9."""
+    P = np.asarray(P)
+    series = {f"col {c}": P[:, c] for c in columns}
+    return lines(np.arange(P.shape[0]), series, "position (row of P)", "encoding value", title)
+
+
+def nadaraya_watson(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_query: np.ndarray,
+    y_truth: np.ndarray,
+    estimates: dict[str, np.ndarray],
+    title: str = "",
+) -> go.Figure:
+    """Training points, the true function and each estimate ``f(x)`` (gaps where undefined)."""
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=x_train,
+                y=y_train,
+                mode="markers",
+                name="training data (keys, values)",
+                marker=dict(color="rgba(255,127,14,0.6)", size=7),
+            ),
+            go.Scatter(
+                x=x_query, y=y_truth, mode="lines", name="truth", line=dict(color="black", dash="dash")
+            ),
+        ]
+    )
+    for name, est in estimates.items():
+        fig.add_trace(
+            go.Scatter(
+                x=x_query,
+                y=np.asarray(est, dtype=float),
+                mode="lines",
+                name=name,
+                line=dict(width=3),
+                connectgaps=False,
+            )
+        )
+    fig.update_xaxes(title="x (query)")
+    fig.update_yaxes(title="y")
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return _base_layout(fig, title, height=420)
+
+
+def scatter_groups(frame, x: str, y: str, group: str, label_columns: list[str], title: str = "") -> go.Figure:
+    """One marker per row of ``frame``, one colour per value of ``group``; hover names the row."""
+    fig = go.Figure()
+    for name, part in frame.groupby(group, sort=True):
+        labels = part[label_columns].astype(str).agg(" · ".join, axis=1)
+        fig.add_trace(
+            go.Scatter(
+                x=part[x],
+                y=part[y],
+                mode="markers",
+                name=str(name),
+                text=labels,
+                marker=dict(size=10),
+                hovertemplate=f"%{{text}}<br>{x} %{{x:.3g}}<br>{y} %{{y:.3g}}<extra>{name}</extra>",
+            )
+        )
+    fig.update_xaxes(title=x)
+    fig.update_yaxes(title=y)
+    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return _base_layout(fig, title, height=420)
+
+
+def head_title(layer: int, head: int | str) -> str:
+    """The head view's title: ``layer 3, head 0`` or ``layer 3, heads averaged``."""
+    return f"layer {layer}, " + ("heads averaged" if head == "average" else f"head {int(head)}")
+
+
+def head_matrix(record: AttentionRecord, layer: int, head: int | str = 0) -> np.ndarray:
+    """``[query, key]`` weights of one head, or of the layer's heads averaged (``"average"``)."""
+    return record.weights[layer].mean(0) if head == "average" else record.head(layer, int(head))
+
+
+def head_view(record: AttentionRecord, layer: int, head: int | str = 0, width: int = PLOT_WIDTH) -> go.Figure:
+    """One head (or ``"average"`` of a layer's heads) with its title: the page's and the CLI's figure."""
+    matrix = head_matrix(record, layer, head)
+    return heatmap(matrix, record.query_tokens, record.key_tokens, title=head_title(layer, head), width=width)
+
+
+def larger_ticks(fig: go.Figure, size: int, width: int = PLOT_WIDTH) -> go.Figure:
+    """Token tick labels up to ``size`` px (characters that must read from the back of a room),
+    smaller where the tokens would not fit: a 32-character couplet gets less than a 7-character one."""
+    return fit_axes(fig, largest=size, width=width)
+
+
+CLAUSE_MARKS = frozenset("，。、；！？,;!?")  # a couplet's clause ends at one of these
+
+
+def clause_bounds(tokens: list[str]) -> list[float]:
+    """Positions between clauses: half a cell after each clause mark that is not the last token."""
+    return [i + 0.5 for i, t in enumerate(tokens[:-1]) if t.strip() in CLAUSE_MARKS]
+
+
+def clause_dividers(fig: go.Figure, query_tokens: list[str], key_tokens: list[str]) -> go.Figure:
+    """Thin lines between a heatmap's clauses on both axes, so that a multi-clause couplet reads as
+    its clauses: each clause's block of the alignment is framed. No clause marks, no lines."""
+    line = dict(color="rgba(90, 90, 90, 0.9)", width=2, dash="dot")
+    for x in clause_bounds(key_tokens):
+        fig.add_vline(x=x, line=line)
+    for y in clause_bounds(query_tokens):
+        fig.add_hline(y=y, line=line)
+    return fig

@@ -1,0 +1,323 @@
+"""Plotly figures of a long input, drawn from ``viz_core.blockwise``'s reductions (no n × n data).
+
+- ``overview_figure``: one head pooled to ≤ 1024 × 1024 cells; each axis label is a cell's token
+  range ("120–127 · cat…mat") and the title says when the view is reduced and how (max).
+- ``window_figure``: a zoom window at full resolution, the tokens on the axes.
+- ``thumbnail_view``: every head's max-pooled thumbnail as one uint8 image, encoded like
+  ``viz_core.model_view`` (its ``tiles``: one heatmap trace, an invisible marker per head for the
+  hover and the click), so the payload stays small at 8,192 tokens.
+- ``long_model_view``: the same thumbnails drawn by ``viz_core.model_view.model_view`` itself (the
+  Transformer page's clickable grid, its layout and click markers), layers still being computed
+  in grey.
+- ``qk_figure``: one head's queries and keys in 2-D (``blockwise.project_qk``), WebGL markers, with
+  a chosen query's top keys joined to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attention_atlas.viz_core.blockwise import Reduced
+from attention_atlas.viz_core.layout import PLOT_WIDTH, fit_axes
+from attention_atlas.viz_core.model_view import model_view, tiles
+
+FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
+SCALE = [[0, "#ffffff"], [1, "#08306b"]]
+
+
+def _short(token: str, width: int = 12) -> str:
+    token = token.replace("\n", "↵")
+    return token if len(token) <= width else token[: width - 1] + "…"
+
+
+def range_labels(edges: np.ndarray, tokens: list[str]) -> list[str]:
+    """Per cell: ``"i · token"`` for one token, ``"a–b · first…last"`` for a range."""
+    labels = []
+    for a, b in zip(edges[:-1].tolist(), (edges[1:] - 1).tolist(), strict=True):
+        if a == b:
+            labels.append(f"{a} · {_short(tokens[a])}")
+        else:
+            labels.append(f"{a}–{b} · {_short(tokens[a], 6)}…{_short(tokens[b], 6)}")
+    return labels
+
+
+def overview_figure(red: Reduced, tokens: list[str], title: str = "", ticks: int = 0) -> go.Figure:
+    """A head's overview: cells over token ranges, the range in the hover, 'reduced' said on the axes.
+    ``ticks`` > 0: over 64 cells, about that many ticks on each axis naming a cell's first token
+    position (else none)."""
+    rows, cols = range_labels(red.row_edges, tokens), range_labels(red.col_edges, tokens)
+    note = ""
+    if red.reduced:
+        per = (red.row_edges[-1] - red.row_edges[0]) / max(len(rows), 1)
+        note = f" (reduced: {red.how} over ≈{per:.1f} tokens a cell)"
+    heat = go.Heatmap(
+        z=red.values,
+        x=cols,
+        y=rows,
+        colorscale=SCALE,
+        zmin=0,
+        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{red.how} weight %{{z:.3f}}<extra></extra>",
+    )
+    fig = go.Figure(heat)
+    fig.update_xaxes(title="key" + note, side="top", showticklabels=len(cols) <= 64, type="category")
+    fig.update_yaxes(
+        title="query" + note, autorange="reversed", showticklabels=len(rows) <= 64, type="category"
+    )
+    fig.update_layout(title=_title(title), font=dict(family=FONT, size=13))
+    if ticks and len(cols) > 64:
+        for axis, labels, edges in (
+            (fig.layout.xaxis, cols, red.col_edges),
+            (fig.layout.yaxis, rows, red.row_edges),
+        ):
+            every = max(1, len(labels) // ticks)
+            axis.update(
+                showticklabels=True,
+                tickmode="array",
+                tickvals=labels[::every],
+                ticktext=[f"{int(e):,}" for e in edges[:-1:every]],
+            )
+    return fig
+
+
+def window_figure(
+    weights: np.ndarray,
+    tokens: list[str],
+    first_query: int,
+    first_key: int,
+    title: str = "",
+    height: int = 700,
+    width: int = PLOT_WIDTH,
+    fit: bool = True,
+) -> go.Figure:
+    """A zoom window at full resolution; ``weights`` is ``[query, key]`` from ``blockwise.window``.
+    The tokens stand on the axes (thinned and sized by ``viz_core.layout.fit_axes`` when ``fit``),
+    ``"position · token"`` in the hover."""
+    q, k = weights.shape
+    ys = [f"{i} · {_short(tokens[i])}" for i in range(first_query, first_query + q)]
+    xs = [f"{j} · {_short(tokens[j])}" for j in range(first_key, first_key + k)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=weights,
+            x=xs,
+            y=ys,
+            colorscale=SCALE,
+            zmin=0,
+            hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
+        )
+    )
+    axis = dict(type="category", categoryorder="array", tickmode="array")
+    fig.update_xaxes(
+        title="key (full resolution)", side="top", categoryarray=xs, tickvals=xs, ticktext=_texts(xs), **axis
+    )
+    fig.update_yaxes(
+        title="query (full resolution)",
+        autorange="reversed",
+        categoryarray=ys,
+        tickvals=ys,
+        ticktext=_texts(ys),
+        **axis,
+    )
+    fig.update_layout(title=_title(title), font=dict(family=FONT, size=13), height=height)
+    return fit_axes(fig, width=width) if fit else fig
+
+
+def _title(text: str) -> dict | None:
+    """A title above everything, the key axis's labels and title included (they stand on top)."""
+    if not text:
+        return None
+    return dict(
+        text=text, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad_t=8, automargin=True
+    )
+
+
+def sqrt_colours(fig: go.Figure, steps: int = 11) -> go.Figure:
+    """Every heatmap of ``fig`` coloured by √(weight / its maximum): the same white → dark blue,
+    faint weights (next to a sink that takes almost everything) visible; the colour bar keeps
+    the weights themselves and says so."""
+    lo, hi = np.array([255, 255, 255]), np.array([8, 48, 107])  # SCALE's ends
+    stops = []
+    for t in np.linspace(0, 1, steps):
+        r, g, b = np.round(lo + (hi - lo) * t).astype(int)
+        stops.append([float(t**2), f"rgb({r},{g},{b})"])
+    for trace in fig.data:
+        if trace.type == "heatmap":
+            trace.colorscale = stops
+            trace.colorbar = dict(title=dict(text="weight<br>(√ colour)", side="top"))
+    return fig
+
+
+def _texts(labels: list[str]) -> list[str]:
+    """Tick texts of ``"i · token"`` labels: the token alone (the hover keeps the position)."""
+    return [label.split(" · ", 1)[-1] for label in labels]
+
+
+def thumbnail_view(thumbs: np.ndarray, title: str = "") -> go.Figure:
+    """Every head's thumbnail ``[layers, heads, t, t]`` as one clickable image (model_view's encoding)."""
+    layers, heads = thumbs.shape[:2]
+    image = tiles(thumbs, size=thumbs.shape[-1])  # each tile scaled to its own maximum, one byte a cell
+    side = thumbs.shape[-1]
+    centres_x = np.arange(heads) * (side + 1) + (side - 1) / 2
+    centres_y = np.arange(layers) * (side + 1) + (side - 1) / 2
+    grid_layer, grid_head = np.meshgrid(np.arange(layers), np.arange(heads), indexing="ij")
+    heat = go.Heatmap(
+        z=image,
+        colorscale=[[0, "#ffffff"], [254 / 255, "#08306b"], [254.5 / 255, "#e5e5e5"], [1, "#e5e5e5"]],
+        zmin=0,
+        zmax=255,
+        showscale=False,
+        hoverinfo="skip",
+    )
+    picks = go.Scatter(
+        x=centres_x[grid_head.ravel()],
+        y=centres_y[grid_layer.ravel()],
+        mode="markers",
+        marker=dict(symbol="square", size=max(8, min(40, 900 // max(heads, layers))), opacity=0),
+        customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
+        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>max-pooled<extra></extra>",
+        showlegend=False,
+    )
+    fig = go.Figure([heat, picks])
+    fig.update_xaxes(
+        tickmode="array", tickvals=centres_x, ticktext=[str(h) for h in range(heads)], side="top"
+    )
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=centres_y,
+        ticktext=[str(layer) for layer in range(layers)],
+        autorange="reversed",
+        scaleanchor="x",
+    )
+    fig.update_layout(
+        title=dict(text=title, x=0.01) if title else None,
+        font=dict(family=FONT, size=14),
+        clickmode="event",
+    )
+    return fig
+
+
+class _Thumbnails:
+    """What ``viz_core.model_view.model_view`` reads of a record: the grid and one matrix a head."""
+
+    def __init__(self, thumbs: np.ndarray):
+        self.weights = thumbs
+        self.n_layers, self.n_heads = thumbs.shape[:2]
+
+
+def long_model_view(
+    thumbs: np.ndarray, done: int | None = None, title: str = "", width: int = PLOT_WIDTH
+) -> go.Figure:
+    """The Transformer page's model view (``viz_core.model_view.model_view``, same layout, hover
+    and click markers) of max-pooled thumbnails ``[layers, heads, t, t]`` (t ≤ its 32-cell tiles,
+    so they are drawn as they are); layers from ``done`` on are not computed yet: a grey band."""
+    fig = model_view(_Thumbnails(np.asarray(thumbs, dtype=np.float32)), title=title, width=width)
+    layers = thumbs.shape[0]
+    if done is not None and done < layers:  # one grey rectangle over them (grey bytes would be 255:
+        rows = len(fig.data[0].z)  # "////" in base64, each "/" escaped to 6 characters in the JSON)
+        fig.add_shape(
+            type="rect",
+            x0=-0.5,
+            x1=len(fig.data[0].z[0]) - 0.5,
+            y0=done * rows / layers - 0.5,
+            y1=rows - 0.5,
+            fillcolor="#e5e5e5",
+            line_width=0,
+            layer="above",
+        )
+    fig.data[
+        1
+    ].hovertemplate = (
+        "layer %{customdata[0]}, head %{customdata[1]}<br>max-pooled · click to open<extra></extra>"
+    )
+    return fig
+
+
+QUERY_SCALE, KEY_SCALE = "Blues", "Oranges"
+
+
+def qk_figure(
+    queries: np.ndarray,
+    keys: np.ndarray,
+    tokens: list[str],
+    share: np.ndarray,
+    chosen: int | None = None,
+    top: list[tuple[int, float]] | None = None,
+    title: str = "",
+) -> go.Figure:
+    """Queries and keys ``[n, 2]`` in one plane (``Scattergl``): queries as circles shaded by
+    position (light → dark blue), keys as diamonds (light → dark orange), ``"i · token"`` in the
+    hover. ``chosen`` (a query) is ringed and joined to its ``top`` keys ``(key, weight)``."""
+    n = len(tokens)
+    labels = [f"{i} · {_short(t, 24)}" for i, t in enumerate(tokens)]
+    position = np.arange(n)
+    # the colour runs from a light shade (never white: the first token and the legend stay visible) to dark
+    marker = dict(size=5 if n > 2000 else 7, opacity=0.75, cmin=-0.3 * max(n - 1, 1), cmax=max(n - 1, 1))
+    traces = [
+        go.Scattergl(
+            x=queries[:, 0],
+            y=queries[:, 1],
+            mode="markers",
+            name="queries",
+            text=labels,
+            marker=dict(color=position, colorscale=QUERY_SCALE, symbol="circle", **marker),
+            hovertemplate="query %{text}<extra></extra>",
+        ),
+        go.Scattergl(
+            x=keys[:, 0],
+            y=keys[:, 1],
+            mode="markers",
+            name="keys",
+            text=labels,
+            marker=dict(color=position, colorscale=KEY_SCALE, symbol="diamond", **marker),
+            hovertemplate="key %{text}<extra></extra>",
+        ),
+    ]
+    if chosen is not None and top:
+        xs, ys = [], []
+        for key, _ in top:
+            xs += [float(queries[chosen, 0]), float(keys[key, 0]), None]
+            ys += [float(queries[chosen, 1]), float(keys[key, 1]), None]
+        traces.append(
+            go.Scattergl(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line=dict(color="#d62728", width=1),
+                hoverinfo="skip",
+                name="top keys",
+            )
+        )
+        traces.append(
+            go.Scattergl(
+                x=[float(keys[k, 0]) for k, _ in top],
+                y=[float(keys[k, 1]) for k, _ in top],
+                mode="markers",
+                showlegend=False,
+                text=[f"{labels[k]}<br>weight {w:.3f}" for k, w in top],
+                marker=dict(size=12, symbol="diamond-open", color="#d62728", line=dict(width=2)),
+                hovertemplate="key %{text}<extra>top key</extra>",
+            )
+        )
+        traces.append(
+            go.Scattergl(
+                x=[float(queries[chosen, 0])],
+                y=[float(queries[chosen, 1])],
+                mode="markers",
+                name=f"query {chosen}",
+                text=[labels[chosen]],
+                marker=dict(size=16, symbol="circle-open", color="#d62728", line=dict(width=3)),
+                hovertemplate="query %{text}<extra>chosen</extra>",
+            )
+        )
+    fig = go.Figure(traces)
+    fig.update_xaxes(title=f"PC 1 ({share[0]:.0%} of the variance)", zeroline=False)
+    fig.update_yaxes(title=f"PC 2 ({share[1]:.0%})", zeroline=False, scaleanchor="x")
+    fig.update_layout(
+        title=dict(text=title, x=0.01) if title else None,
+        font=dict(family=FONT, size=13),
+        height=650,
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+        clickmode="event+select",
+        uirevision="qk",
+    )
+    return fig
