@@ -47,8 +47,8 @@ FLOORS = {
     "python": "pass",
     "ray": "import ray",
     "ray_data": "import ray, ray.data",
-    "graph": "import sys; from models.corpus.ray_run import load_graph; load_graph(open(sys.argv[1], 'rb').read())",
-    "model": "import torch; from models.registry import load; load('minilm', torch.device('cpu'))",
+    "graph": "import sys; from attention_atlas.models.corpus.ray_run import load_graph; load_graph(open(sys.argv[1], 'rb').read())",
+    "model": "import torch; from attention_atlas.models.registry import load; load('minilm', torch.device('cpu'))",
 }
 
 

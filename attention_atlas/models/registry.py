@@ -73,7 +73,16 @@ class ModelInfo:
     learned_positions: bool = False  # adapter.position_embeddings() returns a learned table
     default: bool = False  # the one a page shows first among models like it
     heavy: bool = False  # large enough that every run takes the heavy lane (serve.lanes), one at a time
+    long_input: bool = False  # queries and keys captured at any length up to its context (long-input view)
+    value_norms: bool = False  # each head's value vectors readable: attention weighted by ‖α f(x)‖
+    masking: bool = False  # adapter.run_masked(text, position, replacement): a token masked, every head's change
+    samples: tuple[str, ...] = ()  # the bundled corpus samples (models.corpus.inputs) it is the first model of
     card: Path | None = None  # a bundled model's metrics.json (training budget, test scores)
+
+    @property
+    def causal(self) -> bool:
+        """A decoder-only language model: each token attends to itself and the tokens before it."""
+        return self.family == "causal"
 
 
 _REGISTRY: dict[str, ModelInfo] = {}

@@ -5,8 +5,8 @@ and ``viz_core.stats`` need numpy alone (``models`` imports the record without p
 ``viz_core.export`` pandas, ``viz_core.figures`` and ``viz_core.model_view`` plotly.
 
 >>> import numpy as np
->>> from viz_core.figures import heatmap
->>> from viz_core.record import AttentionRecord
+>>> from attention_atlas.viz_core.figures import heatmap
+>>> from attention_atlas.viz_core.record import AttentionRecord
 >>> rec = AttentionRecord(np.full((1, 1, 2, 2), 0.5), ["风", "风"], ["a", "b"], "cross", "demo")
 >>> heatmap(rec.head(), rec.query_tokens, rec.key_tokens).data[0].y
 ('0 · 风', '1 · 风')

@@ -38,7 +38,7 @@ def test_every_registered_model_is_checked_here():
 def test_listing_the_capabilities_loads_no_model():
     # A fresh interpreter: loading minilm or smollm2 would import transformers.
     code = (
-        "import sys; from models.registry import available; "
+        "import sys; from attention_atlas.models.registry import available; "
         "facts = [(m.layers, m.heads, m.kinds, m.example) for m in available()]; "
         "print(len(facts), 'transformers' in sys.modules)"
     )

@@ -126,7 +126,7 @@ print(json.dumps([[a.name for a in ARCHITECTURES.values()], sorted(HF_FAMILIES),
 
 @pytest.mark.parametrize(
     "first",
-    ["", "import models.adapters.translate_rnn", "import models.adapters.hf"],
+    ["", "import attention_atlas.models.adapters.translate_rnn", "import attention_atlas.models.adapters.hf"],
 )
 def test_a_fresh_process_has_every_family_before_reading_whatever_it_imports_first(
     first, tiny_rnn_checkpoint

@@ -202,5 +202,7 @@ register(
     kinds=("encoder_self", "decoder_self", "cross"),
     example="两个黄鹂鸣翠柳",
     queries_keys=True,  # CoupletTransformerAdapter.queries_keys: the encoder's self-attention
+    masking=True,  # run_masked: a character of the upper line replaced
+    samples=("couplets",),
     card=WEIGHTS / MODEL_ID / "metrics.json",
 )(CoupletTransformerAdapter.bundled(MODEL_ID, "python cli.py train couplet-transformer"))

@@ -31,6 +31,10 @@ def model_folder() -> Path:
     queries_keys=True,  # HFAdapter.queries_keys, captured from the forward (models.adapters.capture)
     learned_positions=True,  # BERT's absolute position embeddings
     default=True,
+    long_input=True,  # up to its 512-token context, block by block (models.adapters.capture)
+    value_norms=True,
+    masking=True,
+    samples=("english",),
 )
 def load(device):
     from attention_atlas.models.adapters.hf import HFAdapter

@@ -76,6 +76,9 @@ def convert(staging: Path) -> None:
     example="The cat sat on the mat because it was tired.",
     queries_keys=True,  # captured after the rotary embedding; 9 query heads share 3 key heads
     heavy=True,  # 135 M parameters: its runs take the heavy lane, one at a time
+    long_input=True,  # up to its 8,192-token context, block by block (models.adapters.capture)
+    value_norms=True,
+    masking=True,
 )
 def load(device):
     from attention_atlas.models.adapters.hf import HFAdapter
