@@ -40,7 +40,7 @@ st.markdown(
 with st.expander("How to produce a checkpoint"):
     st.markdown(how_to())
 
-couplets = model_choices(("couplet",))
+couplets = model_choices(task="couplet")
 limits = upload_limits()
 link = Link("checkpoint")  # an upload cannot travel in a link; the demo and the inputs can
 link.flag("demo", K + "demo_on")  # set by the demo button (ui/uploads.chosen_file)

@@ -16,7 +16,6 @@ K = "corpus_"
 SOURCES = ["a bundled sample", "your file"]
 AUTO = 500  # texts a visit runs without asking (a few seconds with minilm)
 SIZES = [100, 1_000, 2_000, 10_000]
-FIRST_MODEL = {"english": "minilm", "couplets": "couplet-transformer"}  # what each sample opens with
 
 st.title("📚 Corpus")
 st.markdown(
@@ -60,8 +59,7 @@ else:
         st.error(plain(err))
         st.stop()
 models = cached.model_choices()
-preferred = FIRST_MODEL.get(sample_id if source == SOURCES[0] else "english")
-default_model = preferred if preferred in models else models[cached.first_index(models)]
+default_model = cv.opening_model(sample_id if source == SOURCES[0] else None, models)
 model_id = c4.selectbox("model", models, key=link.choice("model", K + "model", models, default_model))
 kinds = list(cached.capabilities(model_id).kinds)
 first = "cross" if "cross" in kinds else kinds[0]
@@ -185,11 +183,9 @@ if tab_search.open:
 
 if tab_qk.open:
     with tab_qk:
-        model = cached.capabilities(model_id)
-        if model.family not in ("encoder", "causal"):
-            st.info(
-                "Queries and keys are captured from the Hugging Face encoders and causal models (minilm, smollm2)."
-            )
+        if not cached.capabilities(model_id).long_input:
+            able = ", ".join(cached.model_choices(long_input=True))
+            st.info(f"Queries and keys are captured from the Hugging Face encoders and causal models ({able}).")
             st.stop()
         size = st.select_slider("texts in the sample", [25, 50, 100, 200], value=50, key=K + "qk_n")
         points, texts = cv.head_embedding(model_id, path, layer, head, size)

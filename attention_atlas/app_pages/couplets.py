@@ -22,7 +22,7 @@ intro(
 )
 link = Link("couplets")
 
-ids = model_choices(("couplet",))
+ids = model_choices(task="couplet")
 first = ids[first_index(ids)] if ids else None
 example = capabilities(first).example if ids else ""
 c1, c2 = st.columns([3, 2])

@@ -3,6 +3,7 @@ discusses it (the page's settings in the link's query, read by ``ui.url_state``)
 
 import streamlit as st
 
+from attention_atlas.ui.cached import default_model, model_choices
 from attention_atlas.ui.url_state import kept
 
 # (page, label, the page's settings): each tutorial lesson the app grows from (docs/LESSONS.md)
@@ -30,12 +31,12 @@ LESSONS = [
     (
         "app_pages/couplets.py",
         "**The couplet seq2seq**: 两个黄鹂鸣翠柳 through additive attention, at its third step.",
-        {"model": "couplet-rnn-additive", "text": "两个黄鹂鸣翠柳", "step": "3"},
+        {"model": default_model(task="couplet"), "text": "两个黄鹂鸣翠柳", "step": "3"},
     ),
     (
         "app_pages/translation.py",
         "**Bahdanau translation**: He's calm. into French, with the GRU and additive attention.",
-        {"model": "translate-gru-additive", "text": "He's calm."},
+        {"model": default_model(task="translation"), "text": "He's calm."},
     ),
 ]
 
@@ -64,7 +65,8 @@ st.page_link(
 
 st.page_link(
     "app_pages/transformer.py",
-    label="**Transformer heads**: every layer and head of minilm, SmolLM2 or our Transformer; rollout and flow.",
+    label=f"**Transformer heads**: every layer and head of {', '.join(model_choices(transformer=True))}; "
+    "rollout and flow.",
     icon="🧠",
 )
 st.page_link(
@@ -99,7 +101,8 @@ st.page_link(
 st.subheader("Lessons")
 st.markdown("Each link opens its page as the tutorial's lesson discusses it.")
 for page, label, params in LESSONS:
-    st.page_link(page, label=label, icon="📖", query_params=params | kept())
+    given = {k: v for k, v in params.items() if v is not None}  # a lesson's model may not be installed
+    st.page_link(page, label=label, icon="📖", query_params=given | kept())
 
 st.caption(
     "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "

@@ -71,15 +71,15 @@ else:
         st.info(f"{model.id} reads this as one token; comparing scores needs two or more: type a longer text.")
         st.stop()
     own = "the scaled dot panel"
-    if model.family == "causal":
+    if model.causal:
         own += " with the causal mask (a causal model: each token reads itself and the tokens before)"
-    elif model.family == "encoder-decoder":
+    elif "encoder_self" in model.kinds:
         own += " (the encoder's self-attention over the upper line)"
     st.caption(
         f"{plural(n, 'token')}, d = {d}: {model.id}'s layer {layer}, head {head}. Its own scores are "
         f"{own}; the other panels ask what this head would attend to under another scoring function."
     )
-causal_source = source != "random" and model.family == "causal"
+causal_source = source != "random" and model.causal
 c1, c2, c3 = st.columns(3)
 mask = c1.selectbox(
     "mask (the self-attention tutorial)",

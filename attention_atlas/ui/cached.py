@@ -154,17 +154,12 @@ def _run_model_heavy(model_id: str, text: str, target: str | None, beam: int):
     return _run(model_id, text, target, beam)
 
 
-def model_choices(families: tuple[str, ...] | None = None, **capabilities) -> list[str]:
-    """Registered ids of these families (all if None) having every capability given, e.g.
-    ``model_choices(queries_keys=True)``."""
+def model_choices(**capabilities) -> list[str]:
+    """Registered ids having every capability given (all without any), e.g.
+    ``model_choices(queries_keys=True)``, ``model_choices(task="couplet")``."""
     from attention_atlas.models.registry import available
 
-    return [
-        m.id
-        for m in available()
-        if (families is None or m.family in families)
-        and all(getattr(m, k) == v for k, v in capabilities.items())
-    ]
+    return [m.id for m in available() if all(getattr(m, k) == v for k, v in capabilities.items())]
 
 
 def capabilities(model_id: str):
@@ -172,6 +167,13 @@ def capabilities(model_id: str):
     from attention_atlas.models.registry import info
 
     return info(model_id)
+
+
+def default_model(**capabilities) -> str | None:
+    """The model to show first among those with these capabilities (None if there is none)."""
+    from attention_atlas.models.registry import default_of
+
+    return default_of(model_choices(**capabilities))
 
 
 def first_index(model_ids: list[str]) -> int:
@@ -199,10 +201,9 @@ def value_norms(model_id: str, text: str):
 
 
 def value_weighting_offered(model_id: str) -> bool:
-    """Whether the Transformer page can weight ``model_id``'s attention by value norms."""
-    from attention_atlas.models.adapters.value_norms import supports
-
-    return supports(adapter(model_id))
+    """Whether the Transformer page can weight ``model_id``'s attention by value norms (declared by
+    the registry: nothing is loaded to decide)."""
+    return capabilities(model_id).value_norms
 
 
 def transformer_view(

@@ -294,18 +294,13 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
 
 def _mask_choices(model_id: str, text: str, kind: str):
     """The adapter's replacements and the input tokens that may be masked, or a reason there are none."""
-    adapter = cached.adapter(model_id)
-    if not hasattr(adapter, "run_masked"):
-        return None, f"{model_id} cannot rerun with a token masked."
+    if not cached.capabilities(model_id).masking:
+        able = ", ".join(cached.model_choices(masking=True))
+        return None, f"Masking reruns self-attention models and the couplet Transformer ({able}); {model_id} is not one."
     records = cached.run_model(model_id, text).records
     source = records.get("self") or records.get("encoder_self")
-    if source is None or getattr(adapter, "family", "") == "seq2seq":
-        return (
-            None,
-            f"Masking reruns self-attention models and the couplet Transformer; {model_id} is not one.",
-        )
     special = source.meta.get("key_special") or [False] * len(source.key_tokens)
-    return (adapter.replacements(), source.key_tokens, special), None
+    return (cached.adapter(model_id).replacements(), source.key_tokens, special), None
 
 
 def mask_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view: dict) -> None:

@@ -14,6 +14,7 @@ from attention_atlas.models.corpus import inputs, queries
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
 from attention_atlas.models.corpus.store import Store
+from attention_atlas.ui import cached
 
 LABELS = {
     "entropy": "entropy (bits)",
@@ -23,7 +24,6 @@ LABELS = {
     "diagonal_share": "share on itself",
     "first_share": "share on the first token",
 }
-TRANSFORMER_FAMILIES = ("encoder", "causal", "seq2seq", "encoder-decoder")  # what that page offers
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -79,11 +79,10 @@ def search(path: str, layer: int, head: int, pattern: str, to: str) -> pd.DataFr
 @st.cache_data(show_spinner="Capturing queries and keys…", max_entries=16)
 def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
     from attention_atlas.models.corpus.embedding import capture_head, embed
-    from attention_atlas.ui.cached import adapter
 
     with Store.open(path) as store:
         sample = queries.texts_sample(store, n)
-    return embed(capture_head(adapter(model_id), sample, layer, head)), dict(sample)
+    return embed(capture_head(cached.adapter(model_id), sample, layer, head)), dict(sample)
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -92,8 +91,6 @@ def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
 def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> bool:
     """Run (or continue) the corpus with a progress bar; True once complete. A click on Cancel
     reruns the page, which stops this run between two batches; the store keeps what is done."""
-    from attention_atlas.ui.cached import adapter
-
     bar = st.progress(0.0, text="loading the model…")
     cancel = st.empty()
     cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
@@ -102,7 +99,7 @@ def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> boo
         bar.progress(p.done / max(p.total, 1), text=p.line())
 
     try:
-        run_corpus(model_id, corpus, options, adapter=adapter(model_id), progress=report).close()
+        run_corpus(model_id, corpus, options, adapter=cached.adapter(model_id), progress=report).close()
     except Cancelled:
         return False
     bar.empty()
@@ -227,11 +224,20 @@ def transformer_link(model_id: str, kind: str, text: str, layer: int, head: int)
     return "transformer?" + urlencode(query)
 
 
+def opening_model(sample_id: str | None, models: list[str]) -> str:
+    """The model a bundled sample opens with (the one registered with it in ``samples``), else the
+    model registered to be shown first."""
+    from attention_atlas.models.registry import info
+
+    declared = [m for m in models if sample_id in info(m).samples]
+    return declared[0] if declared else models[cached.first_index(models)]
+
+
 def links_column(model_id: str, kind: str, hits: pd.DataFrame, layer: int, head: int) -> list[str] | None:
     """Each hit's link, or None for a model the Transformer page does not show."""
     from attention_atlas.models.registry import info
 
-    if info(model_id).family not in TRANSFORMER_FAMILIES:
+    if not info(model_id).transformer:
         return None
     return [transformer_link(model_id, kind, t, layer, head) for t in hits["text"]]
 

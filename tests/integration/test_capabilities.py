@@ -107,3 +107,28 @@ def test_a_bundled_models_card_is_found_where_its_weights_are(model_id):
     assert card["metrics"]["parameters"] == sum(
         p.numel() for p in adapter(model_id).bundle.model.parameters()
     )
+
+
+@pytest.mark.parametrize("model_id", ALL)
+def test_long_input_value_norms_and_masking_are_declared_exactly_where_the_model_has_them(model_id):
+    """The pages decide from these without loading the model: each must say what the adapter does."""
+    from attention_atlas.models.adapters import capture
+    from attention_atlas.models.adapters import value_norms as vn
+
+    declared, model = info(model_id), adapter(model_id)
+    assert declared.long_input == (capture.supports(model) is None), capture.supports(model)
+    assert declared.value_norms == vn.supports(model)
+    assert declared.masking == hasattr(model, "run_masked")
+    if declared.masking:
+        record = next(iter(model.run(declared.example).records.values()))
+        masked = next(iter(model.run_masked(declared.example, 1).records.values()))
+        assert masked.weights.shape == record.weights.shape
+
+
+def test_each_bundled_sample_opens_with_one_model_and_heavy_models_are_declared():
+    from attention_atlas.models.corpus.inputs import SAMPLES
+
+    for sample in SAMPLES:
+        assert len([m for m in available() if sample in m.samples]) == 1, sample
+    assert all(s in SAMPLES for m in available() for s in m.samples)
+    assert [m.id for m in available() if m.heavy] == ["smollm2"]  # the one over 100 M parameters
