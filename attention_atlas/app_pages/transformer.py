@@ -9,6 +9,7 @@ from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import head_view_block, show_notices
 from attention_atlas.ui.widgets import chart, csv_button, for_screen, plain, plural, text_box
+from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
 
@@ -78,8 +79,9 @@ if weighted:
 if result.output:
     st.markdown(f"**Generated:** {plain(result.output)}")
 
-view = cached.transformer_view(model_id, text, kind, merge, hide, weighted)
-record, share = view["record"], view["special_share"]
+options = ViewOptions(kind, merge, hide, weighted)
+view = cached.transformer_view(model_id, text, options)
+record, share = view.record, view.special_share
 L, H = record.n_layers, record.n_heads
 
 
@@ -88,7 +90,7 @@ def heads_tab():
     """A fragment: a click or a new layer/head reruns only this, never the model."""
     st.subheader(f"Model view: {plural(L, 'layer')} × {plural(H, 'head')}")
     st.caption(HINT)
-    model_view_chart(view["model_view"], K + "heads", (L, H), (layer_key, head_key), heads=view["heads"])
+    model_view_chart(view.model_view, K + "heads", (L, H), (layer_key, head_key), heads=view.heads)
 
     st.subheader("Head view")
     c1, c2, c3 = st.columns(3)
@@ -97,7 +99,7 @@ def heads_tab():
     link.sync("layer", "head")  # a fragment's rerun: the link follows the head opened
     c3.metric("attention on special tokens", f"{share[layer].mean():.0%}", help="this layer, heads averaged")
     csv = (K + "head", f"{model_id}_layer{layer}_{head.replace(' ', '_')}")
-    head_view_block(record, K + "heads", view["record_id"], layer, head, csv)
+    head_view_block(record, K + "heads", view.record_id, layer, head, csv)
 
     st.subheader("Line view")
     line_view_block(record, layer, head, K + "line")
@@ -114,7 +116,7 @@ with tab_heads:
     heads_tab()
 
 with tab_stats:
-    table = view["table"]
+    table = view.table
     fig = scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"])
     st.plotly_chart(for_screen(fig), key=K + "stats_chart", config={"displaylogo": False})
     st.dataframe(table, hide_index=True, key=K + "stats_table", width="stretch")
@@ -137,11 +139,11 @@ with tab_stats:
 with tab_flow:
     limit = int((FLOW_BUDGET / L) ** 0.5)
     n = len(record.key_tokens)
-    if view["rollout"] is None:
+    if view.rollout is None:
         st.info("Rollout and flow follow one stream of tokens through the layers: pick a self-attention.")
     else:
-        fig = heatmap(view["rollout"], *tokens, title="rollout through all layers", label="share")
-        frame = token_matrix_frame(view["rollout"], *tokens, "rollout")
+        fig = heatmap(view.rollout, *tokens, title="rollout through all layers", label="share")
+        frame = token_matrix_frame(view.rollout, *tokens, "rollout")
         chart(fig, frame, K + "rollout", f"{model_id}_rollout")
         st.caption(
             "Rollout: heads averaged, the residual connection added (½ identity), multiplied layer by layer. "
@@ -151,16 +153,16 @@ with tab_flow:
         if n > limit:
             st.info(f"Exact attention flow is switched off: this input has {n} tokens (limit {limit}).")
         elif st.toggle("compute exact attention flow", key=K + "flow"):
-            flow = cached.exact_flow(model_id, text, kind, merge, hide, weighted)
+            flow = cached.exact_flow(model_id, text, options)
             title = "attention flow (max-flow), each row normalised"
             fig = heatmap(flow, *tokens, title=title, label="share")
             chart(fig, token_matrix_frame(flow, *tokens, "flow"), K + "flowchart", f"{model_id}_flow")
 
 with tab_pos:
     layer = st.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "pos_layer")
-    offsets, profile = view["offsets"], view["profile"]
+    offsets, profile = view.offsets, view.profile
     series = {f"head {h}": profile[layer, h] for h in range(H)}
-    series["sinusoidal P·Pᵀ (scaled)"] = view["sinusoid"] * profile[layer].max()
+    series["sinusoidal P·Pᵀ (scaled)"] = view.sinusoid * profile[layer].max()
     title = f"layer {layer}: attention by relative offset"
     fig = lines(offsets, series, "offset (key − query)", "mean attention", title)
     chart(fig, series_frame(offsets, series, "offset"), K + "offsets", f"{model_id}_offsets")
@@ -172,10 +174,10 @@ with tab_pos:
 # Each of these runs the model again: only for a visitor who opened the tab (tabs rerun the page).
 if tab_cmp.open:
     with tab_cmp:
-        compare.compare_tab(model_id, text, kind, merge, hide, view)
+        compare.compare_tab(model_id, text, options)
 
 if tab_mask.open:
     with tab_mask:
-        compare.mask_tab(model_id, text, kind, merge, hide, view)
+        compare.mask_tab(model_id, text, options)
 
 link.done()

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import astuple, dataclass, replace
 
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_atlas.models.attention import demos
 from attention_atlas.paths import DATA
 from attention_atlas.serve import lanes
 from attention_atlas.serve.janitor import Janitor
+from attention_atlas.viz_core.derive import ViewOptions
+from attention_atlas.viz_core.record import AttentionRecord
 
 # The lessons' computations (models.attention.demos), cached by their arguments.
 scoring_records = st.cache_data(demos.scoring_records, show_spinner=False)
@@ -206,78 +211,85 @@ def value_weighting_offered(model_id: str) -> bool:
     return capabilities(model_id).value_norms
 
 
-def transformer_view(
-    model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool = False
-) -> dict:
-    """Everything the Transformer page derives from one record, computed once per input and option.
+@dataclass(frozen=True)
+class TransformerView:
+    """Everything the Transformer page derives from one record under one ``ViewOptions``."""
 
-    Switching layer or head then only builds one heatmap. ``value_weighted``: ‖α f(x)‖ instead of α.
-    Long inputs and large models are derived in the heavy lane and kept in a cache of few entries.
+    record: AttentionRecord  # as shown: value-weighted, merged and hidden as the options say
+    record_id: str  # names the record for the browser's copy of every head
+    heads: dict  # every head packed in 16 bits for the browser (viz_core.wire.all_heads)
+    special_share: np.ndarray  # [layers, heads, query]: attention on special tokens, before hiding them
+    model_view: go.Figure
+    table: pd.DataFrame  # one row per head: statistics and pattern (viz_core.stats.head_table)
+    rollout: np.ndarray | None  # [query, key] through all layers; None for cross attention
+    offsets: np.ndarray  # key − query offsets
+    profile: np.ndarray  # [layers, heads, offsets]: mean attention by offset
+    sinusoid: np.ndarray  # P·Pᵀ by offset (d = 64), 1 at 0
+
+
+def transformer_view(model_id: str, text: str, options: ViewOptions) -> TransformerView:
+    """Everything the Transformer page derives from one record, computed once per input and options.
+
+    Switching layer or head then only builds one heatmap. Long inputs and large models are derived in
+    the heavy lane and kept in a cache of few entries.
     """
-    args = (model_id, text, kind, merge, hide, value_weighted)
     cache = _transformer_view_heavy if is_heavy(model_id, text) else _transformer_view
-    return queued(model_id, text, ("view", *args), lambda: cache(*args))
+    return queued(model_id, text, ("view", model_id, text, options), lambda: cache(model_id, text, options))
 
 
 @st.cache_data(show_spinner=False, max_entries=32, ttl=TTL)
-def _transformer_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool):
-    return _view(model_id, text, kind, merge, hide, value_weighted)
+def _transformer_view(model_id: str, text: str, options: ViewOptions) -> TransformerView:
+    return _view(model_id, text, options)
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=TTL)
-def _transformer_view_heavy(
-    model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool
-):
-    return _view(model_id, text, kind, merge, hide, value_weighted)
+def _transformer_view_heavy(model_id: str, text: str, options: ViewOptions) -> TransformerView:
+    return _view(model_id, text, options)
 
 
-def _view(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool) -> dict:
+def _view(model_id: str, text: str, options: ViewOptions) -> TransformerView:
     with lane_for(model_id, text).turn():  # passes through when queued() holds the slot
-        view = _derive_view(model_id, text, kind, merge, hide, value_weighted)
-    _SEEN.add(("view", model_id, text, kind, merge, hide, value_weighted))
+        view = _derive_view(model_id, text, options)
+    _SEEN.add(("view", model_id, text, options))
     return view
 
 
-def _derive_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool) -> dict:
+def _derive_view(model_id: str, text: str, options: ViewOptions) -> TransformerView:
     from attention_atlas.viz_core.derive import hide_special, merge_words, special_share
     from attention_atlas.viz_core.model_view import model_view
     from attention_atlas.viz_core.stats import head_table, offset_profile, rollout
     from attention_atlas.viz_core.wire import all_heads, record_id
 
-    record = run_model(model_id, text).records[kind]
-    if value_weighted:
-        from dataclasses import replace
-
+    record = run_model(model_id, text).records[options.kind]
+    if options.value_weighted:
         from attention_atlas.models.adapters.value_norms import weighted
 
         record = replace(record, weights=weighted(record.weights, value_norms(model_id, text)))
-    record = merge_words(record) if merge else record
+    record = merge_words(record) if options.merge else record
     share = special_share(record)
-    record = hide_special(record) if hide else record
+    record = hide_special(record) if options.hide else record
     offsets, profile = offset_profile(record.weights)
-    rid = record_id(model_id, text, kind, merge, hide, value_weighted)
-    return {
-        "record": record,
-        "record_id": rid,
-        "heads": all_heads(record, rid),
-        "special_share": share,
-        "model_view": model_view(record),
-        "table": head_table(record.weights, record.meta.get("key_special")),
-        "rollout": None if record.kind == "cross" else rollout(record.weights),  # one token stream only
-        "offsets": offsets,
-        "profile": profile,
-        "sinusoid": demos.sinusoid_by_offset(len(offsets) // 2),  # P·Pᵀ by offset, d = 64, 1 at 0
-    }
+    rid = record_id(model_id, text, *astuple(options))
+    return TransformerView(
+        record=record,
+        record_id=rid,
+        heads=all_heads(record, rid),
+        special_share=share,
+        model_view=model_view(record),
+        table=head_table(record.weights, record.meta.get("key_special")),
+        rollout=None if record.kind == "cross" else rollout(record.weights),  # one token stream only
+        offsets=offsets,
+        profile=profile,
+        sinusoid=demos.sinusoid_by_offset(len(offsets) // 2),  # P·Pᵀ by offset, d = 64, 1 at 0
+    )
 
 
 @st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
-def exact_flow(model_id: str, text: str, kind: str, merge: bool, hide: bool, value_weighted: bool = False):
+def exact_flow(model_id: str, text: str, options: ViewOptions):
     """Exact attention flow of the Transformer page's record; each row split over the inputs."""
     from attention_atlas.viz_core.stats import attention_flow
 
-    flow = attention_flow(
-        transformer_view(model_id, text, kind, merge, hide, value_weighted)["record"].weights
-    )
+    flow = attention_flow(transformer_view(model_id, text, options).record.weights)
     return flow / flow.sum(-1, keepdims=True)  # each row: how the position's inflow splits over inputs
 
 

@@ -18,7 +18,7 @@ import streamlit as st
 from attention_atlas.ui import cached
 from attention_atlas.ui.views import show_notices
 from attention_atlas.ui.widgets import chart, plain, plural, text_box
-from attention_atlas.viz_core.derive import groups_from_word_ids, hide_special, merge_words
+from attention_atlas.viz_core.derive import ViewOptions, groups_from_word_ids
 from attention_atlas.viz_core.export import matrix_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import DIVERGING_SCALE, heatmap_row, matrix_heatmap
 from attention_atlas.viz_core.layout import PLOT_WIDTH, TICK_FONT, text_em
@@ -93,22 +93,16 @@ def row_change(before: np.ndarray, after: np.ndarray, skip: list[int]) -> np.nda
     return tv[..., keep].mean(-1)
 
 
-def derive(record: AttentionRecord, merge: bool, hide: bool) -> AttentionRecord:
-    """What the page shows of a record: word pieces merged, special tokens hidden (in that order)."""
-    record = merge_words(record) if merge else record
-    return hide_special(record) if hide else record
-
-
-def shown_rows(record: AttentionRecord, position: int, merge: bool, hide: bool) -> list[int]:
-    """The query row(s) that token ``position`` of the raw ``record`` becomes in ``derive``'s view."""
+def shown_rows(record: AttentionRecord, position: int, options: ViewOptions) -> list[int]:
+    """The query row(s) that token ``position`` of the raw ``record`` becomes in ``options.apply``'s view."""
     n = len(record.query_tokens)
     word_ids = record.meta.get("query_word_ids")
-    merged = merge and word_ids is not None and record.meta.get("key_word_ids") is not None
+    merged = options.merge and word_ids is not None and record.meta.get("key_word_ids") is not None
     groups = groups_from_word_ids(word_ids) if merged else [[i] for i in range(n)]
     special = record.meta.get("query_special") or [False] * n
     flags = [all(special[i] for i in g) for g in groups]
     keys_special = record.meta.get("key_special") or [False] * len(record.key_tokens)
-    hidden = hide and (any(flags) or any(keys_special)) and not all(flags) and not all(keys_special)
+    hidden = options.hide and (any(flags) or any(keys_special)) and not all(flags) and not all(keys_special)
     kept = [g for g, f in zip(groups, flags, strict=True) if not (hidden and f)]
     return [i for i, g in enumerate(kept) if position in g]
 
@@ -144,20 +138,32 @@ def pair_labels(first: list[str], second: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------- cached runs
 @st.cache_data(show_spinner=False, max_entries=32)
-def shown_record(model_id: str, text: str, kind: str, merge: bool, hide: bool) -> AttentionRecord:
-    """One input's record as the page shows it (the model run is ``cached.run_model``'s)."""
-    return derive(cached.run_model(model_id, text).records[kind], merge, hide)
+def shown_record(model_id: str, text: str, options: ViewOptions) -> AttentionRecord:
+    """One input's record as the page shows it (raw weights α; the model run is ``cached.run_model``'s)."""
+    return options.apply(cached.run_model(model_id, text).records[options.kind])
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two inputs' records as shown, how their tokens line up, and every head's aligned difference."""
+
+    a: AttentionRecord
+    b: AttentionRecord
+    rows: Alignment  # query rows that line up
+    cols: Alignment  # key columns that line up (``rows`` itself for self-attention)
+    diff: np.ndarray  # [layers, heads, aligned rows, aligned cols]: first − second
+    grid: np.ndarray  # [layers, heads]: mean |diff|
 
 
 @st.cache_data(show_spinner="Comparing the two inputs…", max_entries=16)
-def comparison(model_id: str, text: str, second: str, kind: str, merge: bool, hide: bool) -> dict:
+def comparison(model_id: str, text: str, second: str, options: ViewOptions) -> Comparison:
     """Both records, their alignments (rows, columns), and every head's aligned difference."""
-    a, b = shown_record(model_id, text, kind, merge, hide), shown_record(model_id, second, kind, merge, hide)
+    a, b = shown_record(model_id, text, options), shown_record(model_id, second, options)
     rows = align(a.query_tokens, b.query_tokens)
     cols = rows if a.query_tokens == a.key_tokens and b.query_tokens == b.key_tokens else None
     cols = cols or align(a.key_tokens, b.key_tokens)
     diff = aligned_difference(a.weights, b.weights, rows, cols)
-    return {"a": a, "b": b, "rows": rows, "cols": cols, "diff": diff, "grid": mean_abs(diff)}
+    return Comparison(a, b, rows, cols, diff, mean_abs(diff))
 
 
 @st.cache_data(show_spinner="Running the model with the token masked…", max_entries=32)
@@ -236,7 +242,7 @@ def _left_out(al: Alignment, a: list[str], b: list[str]) -> str:
 
 
 # ---------------------------------------------------------------- the two tabs
-def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view: dict) -> None:
+def compare_tab(model_id: str, text: str, options: ViewOptions) -> None:
     """A second sentence, its heads, and the difference from the first input's."""
     second = text_box(st, "second text", C + "text", LIMIT, variant(text))
     if not second.strip():
@@ -244,12 +250,12 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
         return
     try:
         notices = cached.run_model(model_id, second).notices
-        cmp = comparison(model_id, text, second, kind, merge, hide)
+        cmp = comparison(model_id, text, second, options)
     except ValueError as err:
         st.warning(f"The second text cannot be run: {plain(err)}")
         return
     show_notices(notices)
-    a, b, rows, cols = cmp["a"], cmp["b"], cmp["rows"], cmp["cols"]
+    a, b, rows, cols = cmp.a, cmp.b, cmp.rows, cmp.cols
     what = "Tokens" if cols is rows else "Rows (queries)"
     st.markdown(_alignment_line(rows, len(a.query_tokens), len(b.query_tokens), what))
     if cols is not rows:
@@ -266,7 +272,7 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
     st.subheader("Every head: first − second where the tokens line up")
     title = "mean |first − second| over the aligned cells"
     _grid_chart(
-        cmp["grid"], "mean |Δ|", title, C + "grid", f"{model_id}_compare_heads", "mean_abs_difference"
+        cmp.grid, "mean |Δ|", title, C + "grid", f"{model_id}_compare_heads", "mean_abs_difference"
     )
     st.caption(
         "One tile per layer × head: the mean absolute difference of the two inputs' attention weights, "
@@ -274,8 +280,8 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
         "another at the same place); unaligned tokens are left out. Raw weights α as the model gave them "
         "(not renormalised, nor weighted by value norms)."
     )
-    layer, head = _head_choice(cmp["grid"], "mean |Δ|", C + "head")
-    diff = cmp["diff"][layer, head]
+    layer, head = _head_choice(cmp.grid, "mean |Δ|", C + "head")
+    diff = cmp.diff[layer, head]
     col_labels = rows.labels if cols is rows else cols.labels
     frame = token_matrix_frame(diff, rows.labels, col_labels, "difference").assign(
         first_query_pos=np.repeat(rows.a, len(cols.a)),
@@ -292,7 +298,7 @@ def compare_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, vi
     )
 
 
-def _mask_choices(model_id: str, text: str, kind: str):
+def _mask_choices(model_id: str, text: str):
     """The adapter's replacements and the input tokens that may be masked, or a reason there are none."""
     if not cached.capabilities(model_id).masking:
         able = ", ".join(cached.model_choices(masking=True))
@@ -303,9 +309,9 @@ def _mask_choices(model_id: str, text: str, kind: str):
     return (cached.adapter(model_id).replacements(), source.key_tokens, special), None
 
 
-def mask_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view: dict) -> None:
+def mask_tab(model_id: str, text: str, options: ViewOptions) -> None:
     """Click a token to replace it with the model's mask (or pad) token, and see every head's change."""
-    found, reason = _mask_choices(model_id, text, kind)
+    found, reason = _mask_choices(model_id, text)
     if found is None:
         st.info(reason)
         return
@@ -333,10 +339,10 @@ def mask_tab(model_id: str, text: str, kind: str, merge: bool, hide: bool, view:
     if position is None:
         st.info("Click a token above to mask it.")
         return
-    _masked_view(model_id, text, kind, merge, hide, (position, name, tokens))
+    _masked_view(model_id, text, options, (position, name, tokens))
 
 
-def _masked_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, pick: tuple) -> None:
+def _masked_view(model_id: str, text: str, options: ViewOptions, pick: tuple) -> None:
     position, name, tokens = pick
     result = cached.run_model(model_id, text)
     try:
@@ -344,12 +350,12 @@ def _masked_view(model_id: str, text: str, kind: str, merge: bool, hide: bool, p
     except ValueError as err:
         st.warning(plain(err))
         return
-    before, raw = shown_record(model_id, text, kind, merge, hide), masked.records[kind]
-    after = derive(raw, merge, hide)
+    before, raw = shown_record(model_id, text, options), masked.records[options.kind]
+    after = options.apply(raw)
     if after.weights.shape != before.weights.shape:
         st.warning(f"The masked run has {after.weights.shape} weights, the original {before.weights.shape}.")
         return
-    skip = shown_rows(raw, position, merge, hide) if raw.query_tokens == raw.key_tokens else []
+    skip = shown_rows(raw, position, options) if raw.query_tokens == raw.key_tokens else []
     grid = row_change(before.weights, after.weights, skip)
     what = plain(f"{position}·{clean_token(tokens[position])}")
     st.subheader(f"Every head's change with token {what} masked")

@@ -8,7 +8,7 @@ Per-token lists in a record's ``meta`` (``<side>_special``, ``<side>_word_ids``,
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -16,6 +16,24 @@ from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import byte_level_labels, clean_token, piece_bytes
 
 PER_TOKEN = ("special", "word_ids", "pieces")  # meta lists with one entry per token, on each side
+
+
+@dataclass(frozen=True)
+class ViewOptions:
+    """How a Transformer record is looked at, one value through every cached call and view: which
+    record (``kind``), word pieces merged into words, special tokens hidden, and the weights
+    weighted by value norms ‖α f(x)‖ instead of α (``value_weighted``: the adapter's business,
+    applied before ``apply``)."""
+
+    kind: str = "self"
+    merge: bool = False
+    hide: bool = False
+    value_weighted: bool = False
+
+    def apply(self, record: AttentionRecord) -> AttentionRecord:
+        """What a view shows of ``record``: word pieces merged, then special tokens hidden."""
+        record = merge_words(record) if self.merge else record
+        return hide_special(record) if self.hide else record
 
 
 def groups_from_word_ids(word_ids: list[int | None]) -> list[list[int]]:

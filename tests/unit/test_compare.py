@@ -7,13 +7,13 @@ import pytest
 from attention_atlas.ui.compare import (
     align,
     aligned_difference,
-    derive,
     mean_abs,
     pill_labels,
     row_change,
     shown_rows,
     variant,
 )
+from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.record import AttentionRecord
 
 TEXT = "The cat sat on the mat because it was tired."
@@ -73,17 +73,17 @@ def test_shown_rows_follow_merged_words_and_hidden_specials():
     }
     tokens = ["[CLS]", "un", "##real", "cat", "[SEP]"]
     rec = AttentionRecord(w, tokens, tokens, "self", "test", meta=meta)
-    assert shown_rows(rec, 2, merge=False, hide=False) == [2]
-    assert shown_rows(rec, 2, merge=True, hide=False) == [1]  # [CLS] · unreal · cat · [SEP]
-    assert shown_rows(rec, 3, merge=True, hide=True) == [1]  # unreal · cat
-    assert shown_rows(rec, 3, merge=False, hide=True) == [2]
+    assert shown_rows(rec, 2, ViewOptions(merge=False, hide=False)) == [2]
+    assert shown_rows(rec, 2, ViewOptions(merge=True, hide=False)) == [1]  # [CLS] · unreal · cat · [SEP]
+    assert shown_rows(rec, 3, ViewOptions(merge=True, hide=True)) == [1]  # unreal · cat
+    assert shown_rows(rec, 3, ViewOptions(merge=False, hide=True)) == [2]
     for merge, hide, pos, label in (
         (True, True, 1, "unreal"),
         (False, True, 3, "cat"),
         (True, False, 4, "[SEP]"),
     ):
-        shown = derive(rec, merge, hide).query_tokens
-        assert [shown[i] for i in shown_rows(rec, pos, merge, hide)] == [label]
+        shown = ViewOptions(merge=merge, hide=hide).apply(rec).query_tokens
+        assert [shown[i] for i in shown_rows(rec, pos, ViewOptions(merge=merge, hide=hide))] == [label]
 
 
 def test_pill_labels_are_distinct_for_repeated_tokens_and_escaped():
