@@ -142,6 +142,6 @@ def test_a_fresh_process_has_every_family_before_reading_whatever_it_imports_fir
 
 
 def test_importing_the_model_registry_stays_light():
-    code = "import sys, models.registry; bad = {'torch', 'plotly', 'streamlit'} & set(sys.modules); assert not bad, bad"
+    code = "import sys, attention_atlas.models.registry; bad = {'torch', 'plotly', 'streamlit'} & set(sys.modules); assert not bad, bad"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -23,17 +23,12 @@ from attention_atlas.paths import WEIGHTS
 from attention_atlas.viz_core.record import AttentionRecord
 
 
-class CoupletRNNAdapter(Seq2SeqAdapter):
-    """Runs one couplet bundle. Holds no per-request state: safe to share between sessions."""
+class CoupletAdapter(Seq2SeqAdapter):
+    """What every couplet model shares, whatever its network: one character vocabulary for both
+    lines, the lines cleaned and checked, the notices (unknown characters, unequal lengths)."""
 
     task = "couplet"
     source_name, target_name = "upper line", "lower line"
-
-    def make_runner(self):
-        from attention_atlas.models.tasks.couplet import CoupletModel
-
-        self.scoring = self.bundle.model.config.attention
-        return CoupletModel(self.bundle.model, self.bundle.src_vocab, self.device)
 
     @property
     def vocab(self):
@@ -59,6 +54,16 @@ class CoupletRNNAdapter(Seq2SeqAdapter):
                 f"line {len(upper.chars)}; a couplet's lines are equally long."
             )
         return out
+
+
+class CoupletRNNAdapter(CoupletAdapter):
+    """Runs one couplet RNN bundle. Holds no per-request state: safe to share between sessions."""
+
+    def make_runner(self):
+        from attention_atlas.models.tasks.couplet import CoupletModel
+
+        self.scoring = self.bundle.model.config.attention
+        return CoupletModel(self.bundle.model, self.bundle.src_vocab, self.device)
 
     def result(self, upper, lower, d, strategy: str, notices: list[str]) -> RunResult:
         from attention_atlas.models.text.metrics import diagonal_hits

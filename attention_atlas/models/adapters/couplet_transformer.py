@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_atlas.models.adapters.couplet_rnn import CoupletRNNAdapter
+from attention_atlas.models.adapters.couplet_rnn import CoupletAdapter
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import TransformerBundle
 from attention_atlas.models.tasks.couplet import EXAMPLE
@@ -38,11 +38,11 @@ from attention_atlas.viz_core.record import AttentionRecord
 MODEL_ID = "couplet-transformer"
 
 
-class CoupletTransformerAdapter(CoupletRNNAdapter):
+class CoupletTransformerAdapter(CoupletAdapter):
     """Runs one couplet Transformer bundle. Holds no per-request state: safe to share.
 
-    Input handling (cleaning, unknown characters, batching, notices) and ``export`` are the
-    couplet RNN adapter's; only loading and the records differ.
+    Input handling (cleaning, unknown characters, batching, notices) and ``export`` are every
+    couplet adapter's (``CoupletAdapter``); loading, the runner and the records are its own.
     """
 
     def load_bundle(self):
@@ -100,17 +100,16 @@ class CoupletTransformerAdapter(CoupletRNNAdapter):
 
         The search before that pass (greedy or beam) calls the same attention modules step by
         step; the last call of each module is the forced pass, so that is the one kept."""
-        from attention_atlas.models.attention.multihead import capturing
+        from attention_atlas.models.capture_points import KEYS, QUERIES, recording
 
-        with capturing() as seen:
+        with recording(QUERIES, KEYS) as rec:  # each module's last report: the forced pass
             result = self.run(text, target=target)
         where = self._attention_modules()
         out: dict[str, list] = {kind: [None] * len(mods) for kind, mods in where.items()}
-        last = {id(module): (q, k) for module, q, k in seen}
         for kind, mods in where.items():
             for layer, module in enumerate(mods):
-                q, k = last[id(module)]
-                out[kind][layer] = (q[0].float().cpu().numpy(), k[0].float().cpu().numpy())
+                q, k = rec[QUERIES][module], rec[KEYS][module]
+                out[kind][layer] = (q.float().cpu().numpy(), k.float().cpu().numpy())
         return result, out
 
     def _attention_modules(self) -> dict[str, list]:
