@@ -89,6 +89,8 @@ if not cv.is_finished(model_id, corpus, options):
     except (ValueError, OSError, RuntimeError) as err:
         st.error(f"{model_id} cannot run this corpus: {plain(err)}")
         st.stop()
+    if not auto:
+        st.rerun()  # the Run/Continue button drawn for this run would stay above the results until a click
 
 path = str(cv.path_for(model_id, corpus, options))
 meta = cv.meta(path)

@@ -74,3 +74,14 @@ def test_a_large_sample_waits_for_a_click_and_a_file_is_asked_for():
     at.radio(key="corpus_source").set_value("your file")
     at = run(at)
     assert any("Upload a file" in i.value for i in at.info)
+
+
+def test_after_a_run_started_by_its_button_no_run_or_continue_button_stays():
+    at = run()
+    at.radio(key="corpus_n").set_value(1_000)
+    at = run(at)
+    assert [b.label for b in at.button if b.key == "corpus_run"] == ["Run minilm over 1,000 texts"]
+    at.button(key="corpus_run").click()
+    at = run(at)
+    assert any("1,000 texts × 6 layers × 12 heads" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key in ("corpus_run", "corpus_cancel")]
