@@ -35,11 +35,22 @@ def real_name(option: str) -> str:
     return option.removeprefix("real: ")
 
 
+def follow_source() -> None:
+    """A causal model's own scores are masked: picking one opens with the causal mask, and leaving
+    one drops it, so the panels show what the caption says (a URL's mask still wins on opening)."""
+    chosen = st.session_state[K + "source"]
+    if chosen != "random" and capabilities(real_name(chosen)).causal:
+        st.session_state[K + "mask"] = "causal"
+    elif st.session_state.get(K + "mask") == "causal":
+        st.session_state[K + "mask"] = MASK_NAMES[0]
+
+
 source = st.radio(
     "queries and keys",
     sources,
     horizontal=True,
     key=link.choice("source", K + "source", sources, "random", text=real_name),
+    on_change=follow_source,
 )
 real = None
 if source == "random":

@@ -139,3 +139,56 @@ def test_scoring_pages_scaled_dot_panel_is_the_real_heads_own_weights(model_id, 
     record = next(iter(adapter(model_id).run(info(model_id).example).records.values()))
     drawn = z_of(fig["data"][panel])  # sent as float16
     np.testing.assert_allclose(drawn, record.head(layer, head), atol=1e-3)
+
+
+def test_switching_the_source_to_a_causal_model_switches_the_mask_with_the_caption():
+    """Picking smollm2 after minilm shows its causal mask, as its caption says; leaving it drops it."""
+    at = run("app_pages/scoring.py")
+    at.radio(key="scoring_source").set_value("real: minilm").run()
+    assert at.selectbox(key="scoring_mask").value == "none"
+    at.radio(key="scoring_source").set_value("real: smollm2").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert "causal mask" in at.caption[0].value and at.selectbox(key="scoring_mask").value == "causal"
+    at.radio(key="scoring_source").set_value("random").run()
+    assert at.selectbox(key="scoring_mask").value == "none"
+
+
+# -- what an input cuts or refuses is said on the page, and what is drawn is what is kept ----------
+
+scoring = page_runner("app_pages/scoring.py", 300)
+pooling = page_runner("app_pages/pooling.py", 120)
+
+
+def test_a_long_paste_into_scorings_box_is_cut_said_and_used():
+    at = scoring()
+    at.radio(key="scoring_source").set_value("real: minilm")
+    at = scoring(at)
+    before = charts(at)[0]["data"][0]["x"]
+    at.text_input(key="scoring_text").set_value("the cat sat on the mat " * 130)  # 2,990 characters
+    at = scoring(at)
+    box = at.text_input(key="scoring_text")
+    assert len(box.value) == 200 and "2,990 characters" in at.warning[0].value
+    assert "first 200" in at.warning[0].value
+    assert charts(at)[0]["data"][0]["x"] != before  # the cut sentence is what is drawn
+
+
+def test_an_out_of_range_layer_is_refused_with_a_message_and_the_chart_follows():
+    at = scoring()
+    at.radio(key="scoring_source").set_value("real: minilm")
+    at = scoring(at)
+    layer = at.number_input(key="scoring_layer")
+    assert "(0–5)" in layer.label
+    at = scoring(layer.set_value(9))
+    assert any("9 is outside 0–5" in w.value for w in at.warning)
+    assert at.number_input(key="scoring_layer").value == 5
+    assert any("layer 5" in c.value for c in at.caption)
+    at = scoring(at)
+    assert not at.warning  # said once, for the number that was refused
+
+
+def test_a_negative_seed_is_refused_with_a_message():
+    for page, key in ((scoring, "scoring_seed"), (pooling, "pool_seed")):
+        at = page()
+        at = page(at.number_input(key=key).set_value(-5))
+        assert any("-5 is outside 0–99,999" in w.value for w in at.warning), page
+        assert at.number_input(key=key).value == 0
