@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_atlas.ui import cached
+from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import show_notices
 from attention_atlas.ui.widgets import chart, plain, plural, text_box
 from attention_atlas.viz_core.derive import ViewOptions, groups_from_word_ids
@@ -309,8 +310,9 @@ def _mask_choices(model_id: str, text: str):
     return (cached.adapter(model_id).replacements(), source.key_tokens, special), None
 
 
-def mask_tab(model_id: str, text: str, options: ViewOptions) -> None:
-    """Click a token to replace it with the model's mask (or pad) token, and see every head's change."""
+def mask_tab(model_id: str, text: str, options: ViewOptions, link: Link) -> None:
+    """Click a token to replace it with the model's mask (or pad) token, and see every head's change.
+    The token clicked is kept in the page's ``link`` (``masked=12``), so a link reopens it."""
     found, reason = _mask_choices(model_id, text)
     if found is None:
         st.info(reason)
@@ -331,10 +333,16 @@ def mask_tab(model_id: str, text: str, options: ViewOptions) -> None:
         f"positions stay. {plain(note)}Special tokens cannot be masked, so they are not offered."
     )
     positions = [p for p in range(len(tokens)) if not special[p]]
-    middle = positions[len(positions) // 2] if positions else None
+    if not positions:
+        st.info("Every token of this input is a special token: there is none to mask.")
+        return
     labels = pill_labels(tokens, positions)
+    middle = positions[len(positions) // 2]
     position = st.pills(
-        "token to mask (click one)", positions, default=middle, format_func=labels.get, key=M + "token"
+        "token to mask (click one)",
+        positions,
+        format_func=labels.get,
+        key=link.choice("masked", M + "token", positions, middle, "is not a token that can be masked"),
     )
     if position is None:
         st.info("Click a token above to mask it.")

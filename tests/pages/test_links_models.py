@@ -25,6 +25,16 @@ def test_a_transformer_link_opens_that_head_of_that_text():
     assert at.query_params["head"] == "average" and at.query_params["text"] == TEXT
 
 
+def test_a_link_reopens_the_masked_token():
+    """The Mask a token tab keeps the clicked token in the link (a fresh browser masked the middle
+    token instead before)."""
+    link = {"text": "The quick brown fox jumps over the lazy dog.", "tab": "Mask a token", "masked": "4"}
+    at = open_link("transformer", link)
+    assert not at.warning, [w.value for w in at.warning]
+    assert any("token 4·fox masked" in s.value for s in at.subheader), [s.value for s in at.subheader]
+    assert dict(at.query_params) == link
+
+
 def test_a_corpus_search_hit_opens_the_couplet_transformers_cross_attention():
     link = {"model": "couplet-transformer", "text": "春风得意马蹄疾", "layer": "2", "head": "3", "kind": "cross"}
     at = open_link("transformer", link)
