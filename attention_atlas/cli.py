@@ -274,14 +274,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Any ``train`` family: its parser names the module (``train``) and the arguments' dataclass."""
     import importlib
 
+    from attention_atlas.models.training.options import given
+
     if getattr(args, "preset", None) is not None or getattr(args, "max_seconds", None) is not None:
         return _train_preset(args)
     module = importlib.import_module(args.train_module)
     args_class = getattr(module, args.args_class)
-    fields = args_class.__dataclass_fields__
-    options = {k: v for k, v in vars(args).items() if k in fields and v is not None}
     command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
-    metrics = module.train(args_class(**options), command=command)
+    metrics = module.train(args_class(**given(args, args_class)), command=command)
     print(json.dumps(metrics, ensure_ascii=False))
     return 0
 
@@ -299,9 +299,10 @@ def _train_preset(args: argparse.Namespace) -> int:
         )
     from attention_atlas.models.training import classroom
     from attention_atlas.models.training.couplet_rnn_recipe import CoupletTrainArgs
+    from attention_atlas.models.training.options import given
 
-    fixed = sorted(k for k in CoupletTrainArgs.__dataclass_fields__ if getattr(args, k, None) is not None)
-    fixed = [f"--{k.replace('_', '-')}" for k in fixed if k not in PRESET_OPTIONS]
+    fixed = sorted(k for k in given(args, CoupletTrainArgs) if k not in PRESET_OPTIONS)
+    fixed = [f"--{k.replace('_', '-')}" for k in fixed]
     if fixed:
         raise CliError(f"train: --preset {args.preset} fixes {', '.join(fixed)}; leave them out")
     report = classroom.train_preset(
@@ -319,91 +320,76 @@ def _train_preset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_options(p, module: str, args_class: str) -> None:
-    """The options every training family shares, and which code trains it."""
-    p.add_argument("--seed", type=int, help="seed of the model init and the data order (0)")
-    p.add_argument("--save-every", type=int, help="steps between training-state saves (100)")
-    p.add_argument("--dtype", choices=["float16", "float32"], help="stored weights (float16)")
-    p.add_argument("--device", help="cpu, cuda, mps (default: the device helper's choice)")
-    p.add_argument("--run-dir", type=Path, help="training state folder (default $ATLAS_CACHE/runs/<id>)")
-    p.add_argument("--fresh", action="store_true", default=None, help="start over, ignoring the run folder")
-    p.set_defaults(func=cmd_train, train_module=module, args_class=args_class)
+def _preset_options(p) -> None:
+    """``train couplet-rnn``'s classroom run (``_train_preset``), beside the recipe's options."""
+    p.add_argument("--preset", help="'classroom': the Watch attention learn page's small, fast run")
+    p.add_argument("--max-seconds", type=float, help="with --preset: seconds of training (≤ 3600)")
 
 
-def _add_train_translate(fam) -> None:
-    t = fam.add_parser("translate", help="the Bahdanau tutorial's English → French GRU/LSTM with attention")
-    t.add_argument("--rnn", required=True, choices=["gru", "lstm"])
-    t.add_argument("--attention", required=True, choices=["additive", "dot"])
-    t.add_argument("--steps", type=int, help="batches to train for (default 3000)")
-    t.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
-    t.add_argument("--lr", type=float, help="Adam learning rate (default 2e-3)")
-    t.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
-    t.add_argument("--embed", type=int, help="embedding size (default 256)")
-    t.add_argument("--hidden", type=int, help="hidden size (default 256)")
-    t.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.2)")
-    t.add_argument("--min-freq", type=int, help="words seen fewer times become unk (2)")
-    t.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
-    t.add_argument("--eval-every", type=int, help="steps between validation checks (200)")
-    t.add_argument("--target-bleu", type=float, help="stop once validation BLEU ≥ this")
-    t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
-    t.add_argument("--data", type=Path, help="english<TAB>french pairs (.tsv or .tsv.gz)")
-    t.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
-    _run_options(t, "attention_atlas.models.training.translation_recipe", "TranslationTrainArgs")
+# name: (help, the recipe module, its arguments' dataclass, options beside the dataclass's)
+TRAIN_FAMILIES = {
+    "couplet-rnn": (
+        "the couplet tutorial's couplet seq2seq (BiLSTM + attention)",
+        "attention_atlas.models.training.couplet_rnn_recipe",
+        "CoupletTrainArgs",
+        _preset_options,
+    ),
+    "couplet-transformer": (
+        "our encoder–decoder Transformer on couplets",
+        "attention_atlas.models.training.couplet_transformer_recipe",
+        "TransformerTrainArgs",
+        None,
+    ),
+    "translate": (
+        "the Bahdanau tutorial's English → French GRU/LSTM with attention",
+        "attention_atlas.models.training.translation_recipe",
+        "TranslationTrainArgs",
+        None,
+    ),
+}
+
+
+class _FamilyParser(_Parser):
+    """A ``train <family>`` parser whose options are the fields of the family's arguments
+    dataclass (``models.training.options``: type, default, help, choices), added the first time
+    it parses or prints help: importing a recipe imports torch, which only ``train`` needs."""
+
+    def __init__(self, *args, recipe: tuple | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._recipe = recipe
+
+    def _fill(self) -> None:
+        if self._recipe is None:
+            return
+        import importlib
+
+        from attention_atlas.models.training.options import add_options
+
+        module, args_class, extra = self._recipe
+        self._recipe = None
+        add_options(self, getattr(importlib.import_module(module), args_class))
+        if extra is not None:
+            extra(self)
+        self.set_defaults(func=cmd_train, train_module=module, args_class=args_class)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._fill()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self):
+        self._fill()
+        return super().format_usage()
+
+    def format_help(self):
+        self._fill()
+        return super().format_help()
 
 
 def _add_train(sub) -> None:
     p = sub.add_parser("train", help="train a model and bundle its weights")
-    fam = p.add_subparsers(dest="family", required=True, parser_class=_Parser)
-    c = fam.add_parser("couplet-rnn", help="the couplet tutorial's couplet seq2seq (BiLSTM + attention)")
-    c.add_argument("--attention", required=True, choices=["additive", "dot"])
-    c.add_argument("--steps", type=int, help="batches to train for (default 3000)")
-    c.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
-    c.add_argument("--lr", type=float, help="Adam learning rate (default 1e-3)")
-    c.add_argument("--embed", type=int, help="embedding size (default 256)")
-    c.add_argument("--hidden", type=int, help="hidden size (default 256)")
-    c.add_argument("--vocab-size", type=int, help="characters kept, specials included (default 6000)")
-    c.add_argument("--join-prob", type=float, help="share of lines joining 2–3 clauses (0.5)")
-    c.add_argument("--ramp-epochs", type=float, help="epochs to ramp up joins and cut clauses (1)")
-    c.add_argument("--threads", type=int, help="torch CPU threads (default 1)")
-    c.add_argument("--eval-every", type=int, help="steps between validation checks (100)")
-    c.add_argument("--eval-pairs", type=int, help="validation pairs checked during training (500)")
-    c.add_argument("--target-alignment", type=float, help="stop once validation alignment ≥ this")
-    c.add_argument("--min-steps", type=int, help="never stop early before this step")
-    c.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
-    c.add_argument(
-        "--keys", choices=["tanh", "linear"], help="encoder states through tanh (the couplet tutorial) or not"
-    )
-    c.add_argument("--dropout", type=float, help="dropout on embeddings while training (0.0)")
-    c.add_argument("--teacher-forcing", type=float, help="share of steps fed the gold previous char (1.0)")
-    c.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
-    c.add_argument("--out", type=Path, help="bundle folder (default weights/<model id>)")
-    c.add_argument("--preset", help="'classroom': the Watch attention learn page's small, fast run")
-    c.add_argument("--max-seconds", type=float, help="with --preset: seconds of training (≤ 3600)")
-    _run_options(c, "attention_atlas.models.training.couplet_rnn_recipe", "CoupletTrainArgs")
-    t = fam.add_parser("couplet-transformer", help="our encoder–decoder Transformer on couplets")
-    t.add_argument("--steps", type=int, help="batches to train for (default 4000)")
-    t.add_argument("--batch-size", type=int, help="pairs per batch (default 128)")
-    t.add_argument("--lr", type=float, help="Adam learning rate after the warm-up (default 1e-3)")
-    t.add_argument("--warmup", type=int, help="steps of linear learning-rate warm-up (300)")
-    t.add_argument("--decay-from", type=int, help="from this step, lr falls linearly to lr/10 at --steps")
-    t.add_argument("--join-prob", type=float, help="share of lines joining 2–3 clauses (0.5)")
-    t.add_argument("--ramp-epochs", type=float, help="epochs to ramp up joins and cut clauses (1)")
-    t.add_argument("--d-model", type=int, help="model width (default 256)")
-    t.add_argument("--heads", type=int, help="attention heads (default 4)")
-    t.add_argument("--encoder-layers", type=int, help="encoder layers (default 3)")
-    t.add_argument("--decoder-layers", type=int, help="decoder layers (default 3)")
-    t.add_argument("--ffn", type=int, help="feed-forward size (default 1024)")
-    t.add_argument("--dropout", type=float, help="dropout while training (default 0.1)")
-    t.add_argument("--threads", type=int, help="torch CPU threads (default 2)")
-    t.add_argument("--eval-every", type=int, help="steps between validation checks (100)")
-    t.add_argument("--eval-pairs", type=int, help="validation pairs checked during training (500)")
-    t.add_argument("--target-alignment", type=float, help="stop once the best layer's alignment ≥ this")
-    t.add_argument("--min-steps", type=int, help="never stop early before this step")
-    t.add_argument("--beam", type=int, help="beam width the model card also reports (4)")
-    t.add_argument("--data", type=Path, help="upper<TAB>lower pairs (.tsv or .tsv.gz)")
-    t.add_argument("--out", type=Path, help="bundle folder (default weights/couplet-transformer)")
-    _run_options(t, "attention_atlas.models.training.couplet_transformer_recipe", "TransformerTrainArgs")
-    _add_train_translate(fam)
+    fam = p.add_subparsers(dest="family", required=True, parser_class=_FamilyParser)
+    for name, (about, *recipe) in TRAIN_FAMILIES.items():
+        fam.add_parser(name, help=about, recipe=tuple(recipe))
 
 
 # -- corpus --------------------------------------------------------------------------------

@@ -6,11 +6,12 @@ layer's queries and keys in float32, after the rotary embedding where the model 
 key head (grouped-query attention). Weights come from them block-wise (``viz_core.blockwise``).
 
 How: transformers' attention interface. ``atlas_capture`` is registered as an attention function
-that stores the query and key it is handed in the dict passed as ``model(..., atlas_capture=store)``
-and then runs SDPA. The adapter's own model stays on the eager path (``run()`` unchanged); the
-capture runs a twin that shares every parameter tensor with it (no second copy of the weights)
-and differs only in its attention implementation. Nothing per request is kept on either model:
-the store is a local of each call.
+that reports the query and key it is handed (the ``queries``, ``keys``, ``scaling`` and ``masked``
+capture points of ``models.capture_points``, site: the layer index) to the recording open in the
+calling thread, and then runs SDPA. The adapter's own model stays on the eager path (``run()``
+unchanged); the capture runs a twin that shares every parameter tensor with it (no second copy of
+the weights) and differs only in its attention implementation. Nothing per request is kept on
+either model: the recording is a local of each call, and per thread.
 
 Architectures whose attention layers do not call the interface (the check: every layer must
 have reported), encoder–decoders, and models with a sliding window or an attention bias that
@@ -26,6 +27,8 @@ import weakref
 
 import torch
 
+from attention_atlas.models import capture_points as points
+from attention_atlas.models.adapters.hf_common import Encoded, InputError
 from attention_atlas.serve.process import trim
 from attention_atlas.viz_core.blockwise import BLOCK, QKCapture
 
@@ -38,17 +41,27 @@ class CaptureError(ValueError):
 
 
 def _capture_attention(module, query, key, value, attention_mask, **kwargs):
+    """transformers' attention interface: report this layer's queries and keys ``[batch, heads,
+    seq, d]`` (batch item 0) to the thread's recording, then SDPA. Values are not reported here:
+    ``value_norms`` reads them from the adapter's own eager forward (a ``Tap``), since this
+    twin's SDPA forward differs from eager in the last bits from the second layer on."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    store = kwargs.get("atlas_capture")
-    if store is not None:
-        store[getattr(module, "layer_idx", len(store))] = (
-            query[0].detach().float().cpu().contiguous().numpy(),
-            key[0].detach().float().cpu().contiguous().numpy(),
-            float(kwargs.get("scaling") or query.shape[-1] ** -0.5),
-            attention_mask is not None,
+    rec = points.active()
+    if rec is not None:
+        rec.report(
+            getattr(module, "layer_idx", len(rec.get(points.QUERIES))),
+            queries=query[0],
+            keys=key[0],
+            scaling=float(kwargs.get("scaling") or query.shape[-1] ** -0.5),
+            masked=attention_mask is not None,
         )
     return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+def _numpy(t: torch.Tensor):
+    """As the capture keeps each layer: float32 numpy on the CPU at once (not every layer on the GPU)."""
+    return t.detach().float().cpu().contiguous().numpy()
 
 
 _REGISTERED = False
@@ -169,7 +182,6 @@ def supports(adapter) -> str | None:
 
 def encode_long(adapter, text: str):
     """``adapter``'s tokens for ``text`` without the 512 cut; over the context is a CaptureError."""
-    from attention_atlas.models.adapters.hf import InputError
     from attention_atlas.viz_core.tokens import well_formed
 
     text = "" if text is None else str(text)
@@ -200,8 +212,6 @@ def encoded(adapter, ids: torch.Tensor, special: list[bool], word_ids: list):
     pieces decoded), else the tokenizer's strings."""
     if hasattr(adapter, "_encoded"):
         return adapter._encoded(ids, special, word_ids, [])
-    from attention_atlas.models.adapters.hf import Encoded
-
     return Encoded(ids, adapter.tokenizer.convert_ids_to_tokens(ids[0].tolist()), special, word_ids, [])
 
 
@@ -232,15 +242,17 @@ def capture_ids(adapter, ids: torch.Tensor, device: torch.device | None = None) 
 
 def _forward(adapter, ids: torch.Tensor, device: torch.device) -> dict:
     twin = _twin(adapter.model, device)
-    store: dict = {}
-    with torch.no_grad():
-        twin.base_model(input_ids=ids.to(device), atlas_capture=store)  # no LM head: n × vocab logits
+    with torch.no_grad(), points.recording(*STORED, keep=_numpy) as rec:
+        twin.base_model(input_ids=ids.to(device))  # no LM head: n × vocab logits
+    queries, keys, scaling, masked = (rec[p] for p in STORED)
+    store = {layer: (q, keys[layer], scaling[layer], masked[layer]) for layer, q in queries.items()}
     if ids.shape[1] > TRIM_FROM:
         trim()  # glibc kept the forward's freed activations: about 0.85 GB at 8,192 tokens
     return store
 
 
 TRIM_FROM = 1024  # tokens: above this, hand the forward's freed activations back to the system
+STORED = (points.QUERIES, points.KEYS, points.SCALING, points.MASKED)  # a store's tuple, in order
 
 
 def _to_capture(adapter, store: dict, src, notices: list[str]) -> QKCapture:

@@ -7,18 +7,22 @@ back an empty tuple without complaint, so every layer's weights are checked here
 Records are token-level and exact: special tokens kept, nothing merged. Views merge.
 
 The module also registers the Hugging Face families an uploaded folder may hold (a zipped
-``save_pretrained`` folder, read by ``models.uploads``), each run by this adapter.
+``save_pretrained`` folder, read by ``models.uploads``), each run by this adapter. ``Encoded``,
+``InputError`` and ``family_of`` live in ``hf_common`` (shared with ``capture`` and the upload
+checks without an import circle) and are importable from here as before.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from attention_atlas.models.adapters.capture import capture
+from attention_atlas.models.adapters.hf_common import Encoded, InputError, family_of
 from attention_atlas.models.registry import RunResult
 from attention_atlas.models.uploads.hf_folder import HFFamily, register_hf_family
 from attention_atlas.viz_core.record import AttentionRecord
@@ -32,36 +36,12 @@ MAX_CHARS = 20_000  # longer input is cut before tokenizing (the token limit the
 MASK_NAMES = ("mask", "pad", "unk", "eos")  # what may stand in for a masked token, in this order
 
 
-class InputError(ValueError):
-    """Text that cannot be run (empty, or nothing left after tokenizing)."""
-
-
-@dataclass(frozen=True)
-class Encoded:
-    ids: torch.Tensor  # [1, tokens]
-    tokens: list[str]  # per token: its label (a byte-level piece decoded: "两(1/2)", " cat")
-    special: list[bool]  # per token: [CLS], [SEP], <s>, bos, ...
-    word_ids: list[int | None]  # per token: index of the word it belongs to (None for specials)
-    notices: list[str]
-    pieces: list[str] | None = None  # per token: the tokenizer's own string, for byte-level BPE only
-
-
 def is_byte_level(tokenizer) -> bool:
     """Whether the tokenizer writes bytes as characters (GPT-2's byte-level BPE: ``Ġcat``, ``ä¸``)."""
     if hasattr(tokenizer, "byte_decoder"):  # the slow GPT-2 family
         return True
     backend = getattr(tokenizer, "backend_tokenizer", None)
     return backend is not None and "ByteLevel" in repr(backend.decoder)
-
-
-def family_of(config) -> str:
-    """``encoder``, ``causal`` or ``seq2seq`` from a transformers config."""
-    if getattr(config, "is_encoder_decoder", False):
-        return "seq2seq"
-    archs = " ".join(getattr(config, "architectures", None) or [])
-    if "CausalLM" in archs or "LMHead" in archs or getattr(config, "is_decoder", False):
-        return "causal"
-    return "encoder"
 
 
 class HFAdapter:
@@ -213,8 +193,6 @@ class HFAdapter:
         mask for a causal model. A model the capture refuses (an encoder–decoder, a sliding
         window) is one ValueError line.
         """
-        from attention_atlas.models.adapters.capture import capture
-
         if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
             raise ValueError(
                 f"{self.model_id} has layers 0–{self.n_layers - 1} and heads 0–{self.n_heads - 1}"

@@ -5,13 +5,22 @@ Kobayashi et al. (2020), "Attention is not only a weight": head h's output at qu
 head's slice of the output projection. A large weight on a key whose f_h(xⱼ) is tiny (a [SEP]
 or a start-of-text sink, typically) moves nothing. ``value_norms`` gives ‖f_h(xⱼ)‖ for every
 layer, head and token of a Hugging Face BERT-style encoder or Llama-style decoder, from one
-forward with hooks on the value projections; ``weighted`` turns weights α into ‖α f(x)‖.
+forward of the adapter's own (eager) model; ``weighted`` turns weights α into ‖α f(x)‖.
+
+The value vectors are the ``values`` capture point (``models.capture_points``): a ``Tap`` on each
+layer's value projection, hooked for the one ``recording`` and reporting only to the thread that
+opened it (a forward another session runs on the shared model meanwhile adds nothing). They are
+not taken from the long-context capture's attention function: that runs the SDPA twin, whose
+hidden states differ from the eager forward's in the last bits from the second layer on, and
+these norms weight the eager weights ``run()`` shows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+
+from attention_atlas.models.capture_points import VALUES, Tap, recording
 
 # Where each architecture keeps a layer's value projection and the attention's output projection.
 _LAYOUTS = {
@@ -49,20 +58,11 @@ def value_norms(adapter, text: str) -> np.ndarray:
     if not supports(adapter):
         raise ValueError(f"{adapter.model_id}: value norms are read from BERT- and Llama-style models only")
     layers, value_path, out_path = layout(adapter)
-    values: dict[int, torch.Tensor] = {}
-    hooks = [
-        _get(layer, value_path).register_forward_hook(
-            lambda _m, _i, out, i=i: values.__setitem__(i, out[0].detach().float())
-        )
-        for i, layer in enumerate(layers)
-    ]
     src = adapter.encode(text)
-    try:
-        with torch.no_grad():
-            adapter.model(input_ids=src.ids.to(adapter.device))
-    finally:
-        for hook in hooks:
-            hook.remove()
+    taps = [Tap(_get(layer, value_path), VALUES, i) for i, layer in enumerate(layers)]
+    with torch.no_grad(), recording(VALUES, keep=_float, taps=taps) as rec:
+        adapter.model(input_ids=src.ids.to(adapter.device))
+    values = rec[VALUES]  # {layer: [tokens, kv_heads · d]}
     heads = adapter.n_heads
     norms = []
     for i, layer in enumerate(layers):
@@ -76,6 +76,10 @@ def value_norms(adapter, text: str) -> np.ndarray:
         ]
         norms.append(torch.stack([f.norm(dim=-1) for f in per_head]))  # [heads, tokens]
     return torch.stack(norms).cpu().numpy()
+
+
+def _float(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().float()
 
 
 def weighted(weights: np.ndarray, norms: np.ndarray) -> np.ndarray:

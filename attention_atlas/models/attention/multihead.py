@@ -3,34 +3,19 @@
 Unlike ``torch.nn.MultiheadAttention`` in eval mode (which may take a fused path and
 return no weights), this always computes the explicit softmax, so every head can be
 shown. Parameter layout matches PyTorch's, so weights can be copied across.
+
+Its projected queries and keys are the ``queries`` and ``keys`` capture points
+(``models.capture_points``): a ``recording`` open in the calling thread receives them, keyed
+by the module.
 """
 
 from __future__ import annotations
 
-import contextlib
-from contextvars import ContextVar
-
 import torch
 from torch import nn
 
+from attention_atlas.models import capture_points
 from attention_atlas.models.attention.scoring import masked_softmax, score
-
-_SEEN: ContextVar[list | None] = ContextVar("atlas_multihead_seen", default=None)
-
-
-@contextlib.contextmanager
-def capturing():
-    """Every ``MultiHeadAttention`` call in this thread, as ``(module, q, k)`` with q and k
-    ``[batch, heads, seq, head_dim]`` after their projections, for as long as the block runs.
-
-    A context variable, not a hook on the module: a model shared by several sessions records
-    only what the capturing thread runs."""
-    seen: list = []
-    token = _SEEN.set(seen)
-    try:
-        yield seen
-    finally:
-        _SEEN.reset(token)
 
 
 class MultiHeadAttention(nn.Module):
@@ -69,9 +54,9 @@ class MultiHeadAttention(nn.Module):
             self._split(self.k_proj(key)),
             self._split(self.v_proj(value)),
         )
-        seen = _SEEN.get()
-        if seen is not None:
-            seen.append((self, q.detach(), k.detach()))
+        rec = capture_points.active()  # this thread's recording (models.capture_points), if open
+        if rec is not None:
+            rec.report(self, queries=q[0], keys=k[0])  # [heads, seq, hd] of batch item 0
         scores = score(self.scoring, q, k)  # [batch, heads, query, key]
         if bias is not None:
             scores = scores + bias

@@ -24,20 +24,27 @@ from attention_atlas.models.tasks.couplet import (
     load_split,
 )
 from attention_atlas.models.tasks.couplet_clauses import ClauseLine, validation_lines
+from attention_atlas.models.training.options import option
 from attention_atlas.models.training.recipe import Recipe, RunArgs, Split
 
 
 @dataclass
 class CoupletArgs(RunArgs):
-    data: Path = DATA_PATH
-    vocab_size: int = 6000  # ≈ 99.9 % of the characters in the data; the rarest become unk
-    join_prob: float = 0.5  # share of training lines that join 2–3 clauses with punctuation
-    ramp_epochs: float = 1.0  # the curriculum: joins and cut clauses grow to their share over these epochs
-    eval_pairs: int = (
-        500  # validation pairs (and multi-clause lines) checked during training (the card uses all)
+    data: Path = option(DATA_PATH, "upper<TAB>lower pairs, .tsv or .tsv.gz")  # noqa: RUF009
+    vocab_size: int = option(
+        6000, "characters kept, specials included; ≈ 99.9 % of the data's, the rarest become unk"
     )
-    target_alignment: float | None = None  # stop once the validation sample reaches it
-    valid_size: int = VALID_SIZE  # held-out pairs (tests shrink them for tiny data sets)
+    join_prob: float = option(0.5, "share of training lines that join 2–3 clauses with punctuation")
+    ramp_epochs: float = option(
+        1.0, "the curriculum: epochs over which joins and cut clauses grow to their share"
+    )
+    eval_pairs: int = option(
+        500, "validation pairs and multi-clause lines checked during training; the card uses all"
+    )
+    target_alignment: float | None = option(
+        None, "stop once the validation alignment (the Transformer's best layer's) reaches this"
+    )
+    valid_size: int = option(VALID_SIZE, "held-out pairs; tests shrink them for tiny data sets")
 
 
 class CoupletRecipe(Recipe):

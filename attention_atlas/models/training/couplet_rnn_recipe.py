@@ -8,6 +8,7 @@ an LSTM decoder and one attention scorer, watched by its alignment.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from attention_atlas.models.nets.rnn_seq2seq import Seq2SeqConfig, scorer_for
 from attention_atlas.models.tasks.couplet import EXAMPLE, CoupletModel, evaluate, forced_metrics
@@ -15,6 +16,7 @@ from attention_atlas.models.tasks.couplet_clauses import clause_report
 from attention_atlas.models.training.cards import couplet_rnn_card
 from attention_atlas.models.training.couplet_recipe import CoupletArgs, CoupletRecipe
 from attention_atlas.models.training.loop import make_loss
+from attention_atlas.models.training.options import option
 from attention_atlas.models.training.recipe import Evaluation, run_training
 
 
@@ -24,12 +26,18 @@ def model_id_for(attention: str) -> str:
 
 @dataclass
 class CoupletTrainArgs(CoupletArgs):
-    attention: str = "additive"  # "dot" (scaled dot, parameter-free) or "additive" (Bahdanau)
-    embed: int = 256
-    hidden: int = 256
-    keys: str = "tanh"  # "tanh" (the couplet tutorial) or "linear": the encoder states' activation
-    dropout: float = 0.0  # on embeddings (and between stacked layers) while training
-    teacher_forcing: float = 1.0  # the couplet tutorial uses 0.5: steps read the model's own guess otherwise
+    attention: Literal["additive", "dot"] = option(
+        "additive", "additive (Bahdanau) or dot (scaled dot product, parameter-free)", required=True
+    )
+    embed: int = option(256, "embedding size")
+    hidden: int = option(256, "hidden size")
+    keys: Literal["tanh", "linear"] = option(
+        "tanh", "the encoder states' activation: tanh (the couplet tutorial) or linear"
+    )
+    dropout: float = option(0.0, "dropout on embeddings (and between stacked layers) while training")
+    teacher_forcing: float = option(
+        1.0, "share of steps fed the gold previous char; the couplet tutorial uses 0.5"
+    )
 
 
 class CoupletRNN(CoupletRecipe):

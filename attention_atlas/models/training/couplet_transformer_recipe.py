@@ -21,6 +21,7 @@ from attention_atlas.models.tasks.couplet_heads import (
 )
 from attention_atlas.models.training.cards import couplet_transformer_card
 from attention_atlas.models.training.couplet_recipe import CoupletArgs, CoupletRecipe
+from attention_atlas.models.training.options import option
 from attention_atlas.models.training.recipe import Evaluation, run_training
 from attention_atlas.models.training.run_folder import train_config
 
@@ -29,16 +30,16 @@ MODEL_ID = "couplet-transformer"
 
 @dataclass
 class TransformerTrainArgs(CoupletArgs):
-    steps: int = 4000
-    threads: int = 2
-    warmup: int = 300  # steps of linear learning-rate warm-up (pre-LN tolerates a short one)
-    d_model: int = 256
-    heads: int = 4
-    encoder_layers: int = 3
-    decoder_layers: int = 3
-    ffn: int = 1024
-    dropout: float = 0.1
-    beam: int = 4  # the card also reports generations of a beam this wide
+    steps: int = option(4000, "batches to train for")
+    threads: int = option(2, "torch CPU threads")
+    warmup: int = option(300, "steps of linear learning-rate warm-up; pre-LN tolerates a short one")
+    d_model: int = option(256, "model width")
+    heads: int = option(4, "attention heads")
+    encoder_layers: int = option(3, "encoder layers")
+    decoder_layers: int = option(3, "decoder layers")
+    ffn: int = option(1024, "feed-forward size")
+    dropout: float = option(0.1, "dropout while training")
+    beam: int = option(4, "beam width the model card also reports")
 
 
 class CoupletTransformerRecipe(CoupletRecipe):

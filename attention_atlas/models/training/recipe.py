@@ -16,8 +16,9 @@ The steps every ``python cli.py train ...`` takes, in order:
 
 A family is a ``Recipe`` subclass that says only what is its own: its arguments (a
 ``RunArgs`` dataclass), data, vocabulary, config, quick metrics and stop rule, final
-evaluation and card. A new shared option (a time budget, say) is one ``RunArgs`` field, one
-``cli.py`` option and the loop's use of it; a new data schedule is a family's ``batches``.
+evaluation and card. A new shared option (a time budget, say) is one ``RunArgs`` field (its
+``cli.py`` option follows from it: ``models.training.options``) and the loop's use of it; a new
+data schedule is a family's ``batches``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 
@@ -36,6 +37,7 @@ from attention_atlas.models.storage.bundle import Seq2SeqBundle
 from attention_atlas.models.text.vocab import Vocab
 from attention_atlas.models.training.cards import data_words
 from attention_atlas.models.training.loop import Trainer, TrainResult, make_loss
+from attention_atlas.models.training.options import option
 from attention_atlas.models.training.run_folder import (
     check_same_run,
     fit_logged,
@@ -51,23 +53,29 @@ Vocabs = tuple[Vocab, Vocab]  # (source, target): one object twice when both sid
 
 @dataclass
 class RunArgs:
-    """The options every family shares; a family's dataclass adds its own and its defaults."""
+    """The options every family shares; a family's dataclass adds its own and its defaults.
 
-    out: Path | None = None  # default: the package's weights/<model id>
-    run_dir: Path | None = None  # default: $ATLAS_CACHE/runs/<model id> (for resuming)
-    data: Path | None = None  # default: the family's corpus
-    steps: int = 3000
-    batch_size: int = 128
-    lr: float = 1e-3
-    seed: int = 0  # the initial weights and the data order
-    threads: int = 1
-    eval_every: int = 100
-    save_every: int = 100
-    min_steps: int = 0  # no early stop before this step
-    decay_from: int = 0  # from this step the learning rate falls linearly to lr/10 at --steps (0: never)
-    dtype: str = "float16"  # storage of the bundled weights (loaded as float32)
-    device: str | None = None
-    fresh: bool = False  # ignore an existing training state
+    Each field is a ``cli.py train <family>`` option (``models.training.options``): its type,
+    default and help are the option's."""
+
+    # option() is a dataclasses.field (ruff cannot tell, RUF009, where a Path could be mutable)
+    out: Path | None = option(None, "bundle folder (default weights/<model id>)")  # noqa: RUF009
+    run_dir: Path | None = option(  # noqa: RUF009
+        None, "training state folder, for resuming (default $ATLAS_CACHE/runs/<model id>)"
+    )
+    data: Path | None = option(None, "the training pairs (default: the family's corpus)")  # noqa: RUF009
+    steps: int = option(3000, "batches to train for")
+    batch_size: int = option(128, "pairs per batch")
+    lr: float = option(1e-3, "Adam learning rate, after the warm-up where there is one")
+    seed: int = option(0, "seed of the model init and the data order")
+    threads: int = option(1, "torch CPU threads")
+    eval_every: int = option(100, "steps between validation checks")
+    save_every: int = option(100, "steps between training-state saves")
+    min_steps: int = option(0, "never stop early before this step")
+    decay_from: int = option(0, "from this step, lr falls linearly to lr/10 at --steps; 0: never")
+    dtype: Literal["float16", "float32"] = option("float16", "stored weights (loaded as float32)")
+    device: str | None = option(None, "cpu, cuda, mps (default: the device helper's choice)")
+    fresh: bool = option(False, "start over, ignoring the run folder's training state")
 
 
 @dataclass

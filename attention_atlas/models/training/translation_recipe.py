@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from attention_atlas.models.nets.rnn_seq2seq import Seq2SeqConfig, scorer_for
 from attention_atlas.models.tasks.translation import (
@@ -27,6 +28,7 @@ from attention_atlas.models.tasks.translation import (
 )
 from attention_atlas.models.text.vocab import EOS
 from attention_atlas.models.training.cards import attention_table, translation_card
+from attention_atlas.models.training.options import option
 from attention_atlas.models.training.recipe import Evaluation, Recipe, RunArgs, run_training
 
 
@@ -36,19 +38,25 @@ def model_id_for(rnn: str, attention: str) -> str:
 
 @dataclass
 class TranslationTrainArgs(RunArgs):
-    rnn: str = "gru"  # "gru" (the Bahdanau tutorial) or "lstm" (its variant)
-    attention: str = "additive"  # "additive" (Bahdanau) or "dot" (scaled dot product)
-    data: Path = DATA_PATH
-    lr: float = 2e-3
-    embed: int = 256
-    hidden: int = 256
-    dropout: float = 0.2
-    min_freq: int = 2  # words seen fewer times in training become unk
-    eval_every: int = 200
-    target_bleu: float | None = None  # stop once validation BLEU reaches it
-    beam: int = 4  # the beam width the card also reports
-    test_size: int = TEST_SIZE  # held-out pairs (tests shrink them for tiny data sets)
-    valid_size: int = VALID_SIZE
+    rnn: Literal["gru", "lstm"] = option(
+        "gru", "the recurrent cell: gru (the Bahdanau tutorial) or lstm (its variant)", required=True
+    )
+    attention: Literal["additive", "dot"] = option(
+        "additive", "additive (Bahdanau) or dot (scaled dot product)", required=True
+    )
+    data: Path = option(DATA_PATH, "english<TAB>french pairs, .tsv or .tsv.gz")  # noqa: RUF009
+    lr: float = option(2e-3, "Adam learning rate")
+    embed: int = option(256, "embedding size")
+    hidden: int = option(256, "hidden size")
+    dropout: float = option(0.2, "dropout on embeddings while training")
+    min_freq: int = option(2, "words seen fewer times in training become unk")
+    eval_every: int = option(200, "steps between validation checks")
+    target_bleu: float | None = option(None, "stop once validation BLEU reaches this")
+    beam: int = option(4, "beam width the model card also reports")
+    test_size: int = option(
+        TEST_SIZE, "held-out test pairs, the card's; tests shrink them for tiny data sets"
+    )
+    valid_size: int = option(VALID_SIZE, "held-out validation pairs, watched during training")
 
 
 class TranslationRecipe(Recipe):

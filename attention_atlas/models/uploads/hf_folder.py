@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from attention_atlas.models.adapters.hf_common import family_of
 from attention_atlas.models.uploads.architectures import Registry
 from attention_atlas.models.uploads.safety import (
     FLOAT_DTYPES,
@@ -157,8 +158,6 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
     """``(family, notices)``: the weights' names and shapes against the model the config describes."""
     import torch
     from transformers import AutoConfig
-
-    from attention_atlas.models.adapters.hf import family_of
 
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
