@@ -24,6 +24,7 @@ PAGES = {
     ],
     "Transformers": [
         st.Page("app_pages/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
+        st.Page("app_pages/long_input.py", title="Long inputs", icon="📜", url_path="long-input"),
         st.Page("app_pages/corpus.py", title="Corpus", icon="📚", url_path="corpus"),
     ],
     "Seq2seq": [

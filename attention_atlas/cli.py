@@ -523,7 +523,8 @@ def cmd_figure(args: argparse.Namespace) -> int:
 
 def _long_figure(args: argparse.Namespace, adapter):
     """For text over ``run()``'s token limit: the long-context figure from captured queries and
-    keys (the head's max-pooled overview, or every head's thumbnail); None for shorter text."""
+    keys (the head's max-pooled overview, or the long-input page's model view of every head's
+    thumbnail); None for shorter text."""
     from attention_atlas.models.adapters import capture as cp
 
     limit = getattr(adapter, "max_tokens", None)
@@ -537,7 +538,7 @@ def _long_figure(args: argparse.Namespace, adapter):
     cap = cp.capture(adapter, args.text)
     title = f"{adapter.model_id}, {cap.n_tokens:,} tokens"
     if args.view == "model":
-        return lf.thumbnail_view(bw.all_heads(cap)[0], title=title)
+        return lf.long_model_view(bw.all_heads(cap)[0])  # the long-input page's model view, all layers done
     if not args.head.isdigit():
         raise CliError(f"--head {args.head!r}: give a head number (0..{cap.n_heads - 1}) at long context")
     args.head = int(args.head)

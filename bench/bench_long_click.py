@@ -1,9 +1,10 @@
 """Long context in chromium (issue 12): a click on a model-view tile → that head drawn, at 2,048 tokens.
 
-SmolLM2 on the Transformer page, medians of a few clicks each, in one run:
-- the long-input mode at the bundled first text (2,042 tokens) and at its first ~500 tokens (whole
-  paragraphs): click → the head view's overview titled with that head (Python computes the head's
-  max-pooled overview from the captured queries and keys and sends it);
+SmolLM2, medians of a few clicks each, in one run:
+- the Long inputs page (reached by the Transformer page's "long input" toggle) at the bundled first
+  text (2,042 tokens) and at its first ~500 tokens (whole paragraphs): click → the head view's
+  overview titled with that head (Python computes the head's max-pooled overview from the captured
+  queries and keys and sends it);
 - the same ~500-token text on the short page (today's path at ≤ 512 tokens: every head's weights
   from ``run()``, too many for the page at 30 × 9 heads, so the click asks Python too).
 Every head's thumbnails and statistics are finished before the clicks (the page computes them on a
@@ -38,8 +39,8 @@ def open_transformer(page, url: str, model: str = "smollm2") -> None:
 
 
 def long_mode(page, text: str | None = None, timeout: float = 600) -> tuple[float, int]:
-    """Turn the long input on (once) and, if ``text``, put it in the box; seconds until the
-    head overview of the captured text is drawn."""
+    """From the Transformer page, its "long input" toggle to the Long inputs page (once); there, if
+    ``text``, put it in the box; seconds until the head overview of the captured text is drawn."""
     start = time.perf_counter()
     before = None
     if not page.get_by_role("textbox", name="long text").count():
@@ -75,7 +76,7 @@ def wait_captured(page, before: str | None = None, timeout: float = 600) -> int:
     return int(overview_title(page).split(": ")[1].split(" tokens")[0].replace(",", ""))
 
 
-COMPUTING = "layers done"  # the long-input mode's progress bar, while thumbnails are computed
+COMPUTING = "layers done"  # the Long inputs page's progress bar, while thumbnails are computed
 
 
 def computing(page) -> bool:
@@ -151,7 +152,7 @@ def ms(times: list[float]) -> str:
 
 def main() -> None:
     started = machine()
-    full = SAMPLE.read_text(encoding="utf-8").strip()  # ui.long_context's first text
+    full = SAMPLE.read_text(encoding="utf-8").strip()  # ui.long_cached's first text
     short = first_paragraphs(full, 500)
     rows = []
     with streamlit_server() as url, browser_page(1400, 2600) as page:
@@ -164,8 +165,7 @@ def main() -> None:
         wait_summaries(page)
         page.wait_for_timeout(2000)
         rows.append((f"long-input mode, {n_short:,} tokens", long_clicks(page, n_short)))
-        page.get_by_text("long input", exact=True).click()  # back to the short page, same model
-        page.get_by_text("CSV: smollm2_layer").first.wait_for(timeout=120_000)
+        open_transformer(page, url)  # back to the short page, same model
         page.get_by_label("text", exact=True).fill(short)
         page.get_by_label("text", exact=True).press("Enter")
         page.wait_for_function(

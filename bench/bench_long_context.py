@@ -5,7 +5,7 @@ Measured in one run on the CPU with two torch threads (issue 12's goals in brack
 - resident memory holding the 8,192-token capture, above the same process after a 16-token one (≤ 1 GB);
 - one head's overview (≤ 1024² cells, max-pooled) at 8,192 (≤ 2 s) and 2,048 (≤ 0.5 s); a 512² zoom
   window (≤ 0.3 s); the model view's payload at 8,192 (≤ 2 MB): every head's 32² max-pooled
-  thumbnail as viz_core.long_figures.thumbnail_view, the JSON st.plotly_chart would send;
+  thumbnail as viz_core.long_figures.long_model_view (the page's and cli.py figure's), its JSON;
 - all 270 heads' thumbnails and statistics at 8,192 (no goal: the time a page would wait).
 The chromium click-to-head time at 2,048 tokens is bench/bench_long_click.py's (the page half).
 
@@ -27,7 +27,7 @@ import torch
 from attention_atlas.models.adapters import capture as cp
 from attention_atlas.models.registry import load
 from attention_atlas.viz_core import blockwise as bw
-from attention_atlas.viz_core.long_figures import thumbnail_view
+from attention_atlas.viz_core.long_figures import long_model_view
 from bench.results import machine, write_section
 
 CPU = torch.device("cpu")
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print(lines[-1], flush=True)
     t_all, (thumbs, table) = timed(lambda: bw.all_heads(cap))
-    payload = len(pio.to_json(thumbnail_view(thumbs), validate=False).encode())
+    payload = len(pio.to_json(long_model_view(thumbs), validate=False).encode())
     lines += [
         "",
         f"Model view at {n:,} tokens: {thumbs.shape[0]} × {thumbs.shape[1]} heads, {thumbs.shape[-1]}² max-pooled "

@@ -70,6 +70,12 @@ st.page_link(
     icon="🧠",
 )
 st.page_link(
+    "app_pages/long_input.py",
+    label="**Long inputs**: a whole text up to the model's own context, thousands of tokens; every head "
+    "computed from its queries and keys.",
+    icon="📜",
+)
+st.page_link(
     "app_pages/corpus.py",
     label="**Corpus**: thousands of texts through one model; every head summarised, searched, mapped.",
     icon="📚",

@@ -3,15 +3,15 @@
 import numpy as np
 import streamlit as st
 
-from attention_atlas.ui import cached, compare, long_context
+from attention_atlas.ui import cached, compare, long_views
 from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import head_view_block, show_notices
-from attention_atlas.ui.widgets import chart, csv_button, for_screen, plain, plural, text_box
+from attention_atlas.ui.views import head_stats_block, head_view_block, show_notices
+from attention_atlas.ui.widgets import chart, plain, plural, text_box
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
-from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap, scatter_groups
+from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap
 
 K = "tf_"
 TEXT_LIMIT = 10_000
@@ -34,13 +34,10 @@ c1, c2 = st.columns([1, 3])
 first = models[cached.first_index(models)]
 model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
 model = cached.capabilities(model_id)
-if long_context.offered(model_id) and c1.toggle(
-    "long input", key=link.flag("long", K + "long"), help=long_context.HELP
-):
-    long_context.page(model_id, c2)  # inputs up to the model's own context, from queries and keys
-    st.stop()
 text_key = link.text("text", K + "text", TEXT_LIMIT, model.example)
 text = text_box(c2, "text", text_key, TEXT_LIMIT, model.example)  # kept across models once typed
+if model.long_input:  # the long-input page, with this model (and this text, if typed)
+    long_views.switch(c1, K + "long", model_id, text_key, model.example)
 c1, c2, c3 = st.columns(3)
 merge = c1.toggle("merge word pieces into words", key=link.flag("merge", K + "merge"))
 hide = c2.toggle("hide special tokens", key=link.flag("hide", K + "hide"))
@@ -116,11 +113,7 @@ with tab_heads:
     heads_tab()
 
 with tab_stats:
-    table = view.table
-    fig = scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"])
-    st.plotly_chart(for_screen(fig), key=K + "stats_chart", config={"displaylogo": False})
-    st.dataframe(table, hide_index=True, key=K + "stats_table", width="stretch")
-    csv_button(table, K + "stats", f"{model_id}_head_stats", label="head statistics")
+    head_stats_block(view.table, K + "stats", f"{model_id}_head_stats")
     if model.causal:
         st.markdown(
             "**Induction heads**: a random token sequence is repeated; a head that, in the "

@@ -15,15 +15,7 @@ from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
 from attention_atlas.models.corpus.store import Store
 from attention_atlas.ui import cached
-
-LABELS = {
-    "entropy": "entropy (bits)",
-    "mean_distance": "mean distance (tokens)",
-    "special_share": "share on special tokens",
-    "previous_share": "share on the previous token",
-    "diagonal_share": "share on itself",
-    "first_share": "share on the first token",
-}
+from attention_atlas.viz_core.head_stats import LABELS  # each statistic's name for people
 
 
 # -- reading ---------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Blocks the pages share: an alignment heatmap, a head view (each with its CSV), notices, a decoding step."""
+"""Blocks the pages share: an alignment heatmap, a head view (each with its CSV), notices, a decoding
+step, the head statistics."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from attention_atlas.ui.live_heads import head_view_chart
-from attention_atlas.ui.widgets import chart, csv_button, plain
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, for_screen, plain
+from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.export import record_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import (
     PLOT_WIDTH,
@@ -18,6 +20,7 @@ from attention_atlas.viz_core.figures import (
     heatmap,
     heatmap_row,
     larger_ticks,
+    scatter_groups,
 )
 from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import hover_labels
@@ -55,6 +58,17 @@ def show_notices(notices, warn: bool = False) -> None:
             st.warning(plain(notice))
         else:
             st.caption(f"ℹ️ {plain(notice)}")
+
+
+def head_stats_block(table: pd.DataFrame, key: str, filename: str) -> None:
+    """A head table (``viz_core.head_stats.COLUMNS``): every head placed by its mean distance and
+    entropy, coloured by its pattern; the table, each statistic's meaning in its column's help; its CSV."""
+    labels = head_stats.LABELS
+    fig = scatter_groups(table, "mean_distance", "entropy", "pattern", ["layer", "head"], labels=labels)
+    st.plotly_chart(for_screen(fig), key=key + "_chart", config=PLOTLY_CONFIG)
+    columns = {name: st.column_config.NumberColumn(help=label) for name, label in labels.items()}
+    st.dataframe(table, hide_index=True, key=key + "_table", width="stretch", column_config=columns)
+    csv_button(table, key, filename, label="head statistics")
 
 
 def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, head: str, csv: tuple[str, str]):

@@ -12,8 +12,8 @@ Reductions for the views, each block-wise:
   diagonal or a single strong key stays visible however far the view is reduced (a mean would
   dilute a one-token line 1/width). ``how="mean"`` is there too.
 - ``window``: a rectangle at full resolution (≤ 512 × 512), each row normalised over all keys.
-- ``head_stats`` / ``all_heads``: entropy, mean distance, special-token share and pattern with
-  the definitions of ``viz_core.stats.head_table``, accumulated over row blocks.
+- ``head_stats`` / ``all_heads``: the head statistics of ``viz_core.head_stats`` (its ``row_sums``
+  added up over row blocks), the same numbers as ``viz_core.stats.head_table``'s.
 
 numpy only (no torch): this module sits in viz_core.
 """
@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from attention_atlas.viz_core import head_stats as hs
 
 BLOCK = 256  # query rows per block: 256 × 8,192 float32 scores = 8 MB
 MAX_WINDOW = 512  # a zoom window's side, in tokens
@@ -222,57 +224,25 @@ def window(
     return rows(q, k, cap.scaling[layer], cap.causal, a, b)[:, c:d]
 
 
-# -- statistics (viz_core.stats.head_table's definitions, block-wise) --------------------------------
+# -- statistics (viz_core.head_stats's definitions, block-wise) --------------------------------------
 
 
 class _Stats:
-    """Running sums over row blocks of one head."""
+    """``viz_core.head_stats.row_sums`` of one head, added up over its row blocks."""
 
     def __init__(self, n: int, special: list[bool]):
-        self.n, self.sp_idx = n, np.flatnonzero(np.asarray(special, dtype=bool))
-        self.cols = np.arange(n, dtype=np.float32)
-        self.entropy = self.distance = self.special = self.first = 0.0
-        self.diag = self.prev = 0.0
+        self.n, self.special = n, np.asarray(special, dtype=bool)
+        self.sums = np.zeros(len(hs.STATISTICS))
 
     def add(self, start: int, part: np.ndarray) -> None:
-        """Float32 per row (numpy's pairwise sums), float64 across rows."""
-        w = part
-        idx = np.arange(start, start + len(part))
-        logs = np.zeros_like(w)
-        np.log2(w, out=logs, where=w > 0)
-        logs *= w
-        self.entropy -= float(logs.sum(-1).astype(np.float64).sum())
-        dist = np.abs(self.cols[None, :] - idx.astype(np.float32)[:, None])
-        dist *= w
-        self.distance += float(dist.sum(-1).astype(np.float64).sum())
-        self.special += float(w[:, self.sp_idx].sum(dtype=np.float64))
-        self.first += float(w[:, 0].sum(dtype=np.float64))
-        local = np.arange(len(part))
-        self.diag += float(w[local, idx].sum(dtype=np.float64))
-        keep = idx >= 1
-        self.prev += float(w[local[keep], idx[keep] - 1].sum(dtype=np.float64))
+        self.sums += hs.row_sums(part, start, self.special)
 
     def row(self) -> dict:
-        n = self.n
-        shares = {
-            "previous token": self.prev / max(n - 1, 1) if n > 1 else 0.0,
-            "diagonal": self.diag / n,
-            "first token / sink": self.first / n,
-        }
-        name, share = max(shares.items(), key=lambda kv: kv[1])
-        entropy = self.entropy / n
-        if share < 0.5:
-            name = "broad" if entropy / max(np.log2(n), 1e-9) >= 0.75 else "mixed"
-        return {
-            "entropy (bits)": entropy,
-            "mean distance": self.distance / n,
-            "special share": self.special / n,
-            "pattern": name,
-        }
+        return hs.head_row(hs.finish(self.sums, self.n, self.n))
 
 
 def head_stats(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> dict:
-    """``head_table``'s row for one head: entropy (bits), mean distance, special share, pattern."""
+    """``head_table``'s row for one head: layer, head, every statistic of ``head_stats`` and the pattern."""
     stats = _Stats(cap.n_tokens, cap.special)
     for start, part in head_blocks(cap, layer, head, block):
         stats.add(start, part)

@@ -305,8 +305,12 @@ def nadaraya_watson(
     return _base_layout(fig, title, height=420)
 
 
-def scatter_groups(frame, x: str, y: str, group: str, label_columns: list[str], title: str = "") -> go.Figure:
-    """One marker per row of ``frame``, one colour per value of ``group``; hover names the row."""
+def scatter_groups(
+    frame, x: str, y: str, group: str, label_columns: list[str], title: str = "", labels: dict | None = None
+) -> go.Figure:
+    """One marker per row of ``frame``, one colour per value of ``group``; hover names the row.
+    ``labels``: what to call a column on the axes and in the hover (its name where not given)."""
+    names = {x: x, y: y, **(labels or {})}
     fig = go.Figure()
     for name, part in frame.groupby(group, sort=True):
         labels = part[label_columns].astype(str).agg(" · ".join, axis=1)
@@ -318,11 +322,11 @@ def scatter_groups(frame, x: str, y: str, group: str, label_columns: list[str], 
                 name=str(name),
                 text=labels,
                 marker=dict(size=10),
-                hovertemplate=f"%{{text}}<br>{x} %{{x:.3g}}<br>{y} %{{y:.3g}}<extra>{name}</extra>",
+                hovertemplate=f"%{{text}}<br>{names[x]} %{{x:.3g}}<br>{names[y]} %{{y:.3g}}<extra>{name}</extra>",
             )
         )
-    fig.update_xaxes(title=x)
-    fig.update_yaxes(title=y)
+    fig.update_xaxes(title=names[x])
+    fig.update_yaxes(title=names[y])
     fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     return _base_layout(fig, title, height=420)
 

@@ -3,12 +3,10 @@
 - ``overview_figure``: one head pooled to ≤ 1024 × 1024 cells; each axis label is a cell's token
   range ("120–127 · cat…mat") and the title says when the view is reduced and how (max).
 - ``window_figure``: a zoom window at full resolution, the tokens on the axes.
-- ``thumbnail_view``: every head's max-pooled thumbnail as one uint8 image, encoded like
-  ``viz_core.model_view`` (its ``tiles``: one heatmap trace, an invisible marker per head for the
-  hover and the click), so the payload stays small at 8,192 tokens.
-- ``long_model_view``: the same thumbnails drawn by ``viz_core.model_view.model_view`` itself (the
-  Transformer page's clickable grid, its layout and click markers), layers still being computed
-  in grey.
+- ``long_model_view``: every head's max-pooled thumbnail in ``viz_core.model_view``'s grid (one
+  uint8 image, an invisible marker per head for the hover and the click, so the payload stays
+  small at 8,192 tokens), layers still being computed in grey: the long-input page's model view
+  and ``cli.py figure``'s for a long text.
 - ``qk_figure``: one head's queries and keys in 2-D (``blockwise.project_qk``), WebGL markers, with
   a chosen query's top keys joined to it.
 """
@@ -20,7 +18,7 @@ import plotly.graph_objects as go
 
 from attention_atlas.viz_core.blockwise import Reduced
 from attention_atlas.viz_core.layout import PLOT_WIDTH, fit_axes
-from attention_atlas.viz_core.model_view import model_view, tiles
+from attention_atlas.viz_core.model_view import grid_view
 
 FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
 SCALE = [[0, "#ffffff"], [1, "#08306b"]]
@@ -152,65 +150,16 @@ def _texts(labels: list[str]) -> list[str]:
     return [label.split(" · ", 1)[-1] for label in labels]
 
 
-def thumbnail_view(thumbs: np.ndarray, title: str = "") -> go.Figure:
-    """Every head's thumbnail ``[layers, heads, t, t]`` as one clickable image (model_view's encoding)."""
-    layers, heads = thumbs.shape[:2]
-    image = tiles(thumbs, size=thumbs.shape[-1])  # each tile scaled to its own maximum, one byte a cell
-    side = thumbs.shape[-1]
-    centres_x = np.arange(heads) * (side + 1) + (side - 1) / 2
-    centres_y = np.arange(layers) * (side + 1) + (side - 1) / 2
-    grid_layer, grid_head = np.meshgrid(np.arange(layers), np.arange(heads), indexing="ij")
-    heat = go.Heatmap(
-        z=image,
-        colorscale=[[0, "#ffffff"], [254 / 255, "#08306b"], [254.5 / 255, "#e5e5e5"], [1, "#e5e5e5"]],
-        zmin=0,
-        zmax=255,
-        showscale=False,
-        hoverinfo="skip",
-    )
-    picks = go.Scatter(
-        x=centres_x[grid_head.ravel()],
-        y=centres_y[grid_layer.ravel()],
-        mode="markers",
-        marker=dict(symbol="square", size=max(8, min(40, 900 // max(heads, layers))), opacity=0),
-        customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
-        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>max-pooled<extra></extra>",
-        showlegend=False,
-    )
-    fig = go.Figure([heat, picks])
-    fig.update_xaxes(
-        tickmode="array", tickvals=centres_x, ticktext=[str(h) for h in range(heads)], side="top"
-    )
-    fig.update_yaxes(
-        tickmode="array",
-        tickvals=centres_y,
-        ticktext=[str(layer) for layer in range(layers)],
-        autorange="reversed",
-        scaleanchor="x",
-    )
-    fig.update_layout(
-        title=dict(text=title, x=0.01) if title else None,
-        font=dict(family=FONT, size=14),
-        clickmode="event",
-    )
-    return fig
-
-
-class _Thumbnails:
-    """What ``viz_core.model_view.model_view`` reads of a record: the grid and one matrix a head."""
-
-    def __init__(self, thumbs: np.ndarray):
-        self.weights = thumbs
-        self.n_layers, self.n_heads = thumbs.shape[:2]
-
-
 def long_model_view(
     thumbs: np.ndarray, done: int | None = None, title: str = "", width: int = PLOT_WIDTH
 ) -> go.Figure:
-    """The Transformer page's model view (``viz_core.model_view.model_view``, same layout, hover
-    and click markers) of max-pooled thumbnails ``[layers, heads, t, t]`` (t ≤ its 32-cell tiles,
-    so they are drawn as they are); layers from ``done`` on are not computed yet: a grey band."""
-    fig = model_view(_Thumbnails(np.asarray(thumbs, dtype=np.float32)), title=title, width=width)
+    """The model view of a long input: every head's max-pooled thumbnail ``[layers, heads, t, t]``
+    (t ≤ the model view's 32-cell tiles, so drawn as they are) in ``viz_core.model_view``'s grid,
+    its layout, hover and click markers; layers from ``done`` on are not computed yet: a grey band.
+    The long-input page and ``cli.py figure --view model --text-file`` both draw this."""
+    fig = grid_view(
+        np.asarray(thumbs, dtype=np.float32), title=title, width=width, hover="max-pooled · click to open"
+    )
     layers = thumbs.shape[0]
     if done is not None and done < layers:  # one grey rectangle over them (grey bytes would be 255:
         rows = len(fig.data[0].z)  # "////" in base64, each "/" escaped to 6 characters in the JSON)
@@ -224,11 +173,6 @@ def long_model_view(
             line_width=0,
             layer="above",
         )
-    fig.data[
-        1
-    ].hovertemplate = (
-        "layer %{customdata[0]}, head %{customdata[1]}<br>max-pooled · click to open<extra></extra>"
-    )
     return fig
 
 

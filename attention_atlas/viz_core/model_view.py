@@ -52,9 +52,22 @@ def model_view(
     record: AttentionRecord, size: int = TILE, title: str = "", width: int = PLOT_WIDTH
 ) -> go.Figure:
     """Small multiples of every head; the scatter trace's points are (layer, head) for clicks."""
-    layers, heads = record.n_layers, record.n_heads
+    return grid_view(record.weights, size, title, width)
+
+
+def grid_view(
+    weights: np.ndarray,
+    size: int = TILE,
+    title: str = "",
+    width: int = PLOT_WIDTH,
+    hover: str = "click to open",
+) -> go.Figure:
+    """The model view of ``[layers, heads, query, key]`` weights (a record's, or a long input's
+    max-pooled thumbnails: ``viz_core.long_figures.long_model_view``); ``hover`` follows the
+    head's name in each tile's hover."""
+    layers, heads = weights.shape[:2]
     tile_w, tile_h = tile_size(layers, heads, width)
-    image = tiles(record.weights, size)
+    image = tiles(weights, size)
     tq = image.shape[0] // layers - 1
     tk = image.shape[1] // heads - 1
     centres_x = np.arange(heads) * (tk + 1) + (tk - 1) / 2
@@ -74,7 +87,7 @@ def model_view(
         mode="markers",
         marker=dict(symbol="square", size=max(8, min(tile_w, tile_h) - 4), opacity=0),
         customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
-        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br>click to open<extra></extra>",
+        hovertemplate=f"layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>",
         showlegend=False,
     )
     fig = go.Figure([heat, picks])

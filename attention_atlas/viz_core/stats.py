@@ -1,17 +1,13 @@
-"""Statistics of attention matrices (numpy only)."""
+"""Statistics of attention matrices (numpy only); the head statistics are defined in ``head_stats``."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from attention_atlas.viz_core import head_stats
 
-def row_entropy(weights: np.ndarray) -> np.ndarray:
-    """Entropy in bits of each row (last axis): 0 for one-hot, log2(n) for uniform."""
-    w = np.asarray(weights, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(w > 0, -w * np.log2(w), 0.0)
-    return terms.sum(-1)
+row_entropy = head_stats.row_entropy  # each query's entropy in bits (the Scoring page's bars)
 
 
 def diagonal_share(weights: np.ndarray) -> float:
@@ -19,17 +15,6 @@ def diagonal_share(weights: np.ndarray) -> float:
     w = np.asarray(weights, dtype=np.float64)
     n = min(w.shape[-2:])
     return float(np.mean(w[..., np.arange(n), np.arange(n)]))
-
-
-PATTERNS = ("previous token", "diagonal", "first token / sink", "broad", "mixed")
-
-
-def mean_distance(weights: np.ndarray) -> np.ndarray:
-    """Mean |query − key| position distance, weighted by attention, averaged over queries."""
-    w = np.asarray(weights, dtype=np.float64)
-    q, k = w.shape[-2:]
-    dist = np.abs(np.arange(q)[:, None] - np.arange(k)[None, :])  # [query, key]
-    return (w * dist).sum(-1).mean(-1)
 
 
 def _offset_share(w: np.ndarray, offset: int) -> np.ndarray:
@@ -41,40 +26,16 @@ def _offset_share(w: np.ndarray, offset: int) -> np.ndarray:
     return w[..., rows, rows + offset].mean(-1)
 
 
-def pattern_label(w: np.ndarray, threshold: float = 0.5) -> str:
-    """A coarse name for one head's ``[query, key]`` pattern (the largest share above ``threshold``)."""
-    shares = {
-        "previous token": float(_offset_share(w, -1)),
-        "diagonal": float(_offset_share(w, 0)),
-        "first token / sink": float(w[:, 0].mean()),
-    }
-    name, share = max(shares.items(), key=lambda kv: kv[1])
-    if share >= threshold:
-        return name
-    spread = row_entropy(w).mean() / max(np.log2(w.shape[-1]), 1e-9)
-    return "broad" if spread >= 0.75 else "mixed"
-
-
 def head_table(weights: np.ndarray, special: list[bool] | None = None) -> pd.DataFrame:
-    """One row per (layer, head): entropy, mean distance, share on special tokens, pattern."""
-    layers, heads = weights.shape[:2]
-    sp = np.asarray(special if special is not None else [False] * weights.shape[-1], dtype=bool)
-    ent = row_entropy(weights).mean(-1)  # [layers, heads]
-    dist = mean_distance(weights)
-    special_share = weights[..., sp].sum(-1).mean(-1)
-    rows = [
-        {
-            "layer": layer,
-            "head": head,
-            "entropy (bits)": float(ent[layer, head]),
-            "mean distance": float(dist[layer, head]),
-            "special share": float(special_share[layer, head]),
-            "pattern": pattern_label(weights[layer, head]),
-        }
-        for layer in range(layers)
-        for head in range(heads)
-    ]
-    return pd.DataFrame(rows)
+    """One row per (layer, head): ``head_stats.COLUMNS`` (every statistic and the pattern), from
+    full ``[layers, heads, query, key]`` weights, a layer at a time."""
+    layers, heads, queries, keys = weights.shape
+    sums = np.stack([head_stats.row_sums(weights[layer], 0, special) for layer in range(layers)])
+    values = head_stats.finish(sums, queries, keys)  # [layers, heads] each
+    frame = pd.DataFrame({name: values[name].reshape(-1) for name in (*head_stats.NAMES, "pattern")})
+    frame.insert(0, "head", np.tile(np.arange(heads), layers))
+    frame.insert(0, "layer", np.repeat(np.arange(layers), heads))
+    return frame
 
 
 def induction_scores(weights: np.ndarray, period: int, offset: int = 0) -> np.ndarray:

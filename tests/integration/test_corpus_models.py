@@ -18,8 +18,8 @@ def check_rows(store, adapter, texts, kind, ids):
         rows = stats[stats["text_id"] == text_id].reset_index(drop=True)
         assert len(rows) == rec.n_layers * rec.n_heads
         assert (rows["n_tokens"] == len(rec.key_tokens)).all()
-        assert np.allclose(rows["entropy"], ref["entropy (bits)"], atol=1e-5)
-        assert np.allclose(rows["mean_distance"], ref["mean distance"], atol=1e-5)
+        assert np.allclose(rows["entropy"], ref["entropy"], atol=1e-5)
+        assert np.allclose(rows["mean_distance"], ref["mean_distance"], atol=1e-5)
         assert list(rows["pattern"]) == list(ref["pattern"])
 
 

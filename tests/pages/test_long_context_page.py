@@ -1,24 +1,25 @@
-"""The Transformer page's long-input mode under AppTest: refusals with the count and the limit, the
-model view, head view overview and zoom window, statistics and queries-and-keys views, uploads."""
+"""The long-input page under AppTest: refusals with the count and the limit, the model view, head
+view overview and zoom window, statistics and queries-and-keys views, uploads; the Transformer
+page's "long input" switch that leads there, and the page's settings in its URL."""
 
 import json
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import charts, page_runner
+from attention_atlas.viz_core import head_stats
+from tests.support import PACKAGE, charts, page_runner
 
-run = page_runner("app_pages/transformer.py", 300)
+run = page_runner("app_pages/long_input.py", 300)
 SENTENCE = "The cat sat on the mat because it was tired. "  # 11 tokens in minilm and in smollm2
 
 
 def long_mode(model: str = "minilm") -> AppTest:
     at = run()
     if model != "minilm":
-        at.selectbox(key="tf_model").set_value(model)
+        at.selectbox(key="tfl_model").set_value(model)
         at = run(at)
-    at.toggle(key="tf_long").set_value(True)
-    return run(at)
+    return at
 
 
 def with_text(at: AppTest, text: str) -> AppTest:
@@ -73,12 +74,7 @@ def test_about_300_tokens_give_model_view_head_view_window_statistics_and_querie
         "85 · "
     )
     table = at.dataframe[0].value
-    assert len(table) == 6 * 12 and set(table.columns) >= {
-        "entropy (bits)",
-        "mean distance",
-        "special share",
-        "pattern",
-    }
+    assert len(table) == 6 * 12 and tuple(table.columns) == head_stats.COLUMNS  # the names used everywhere
     (qk,) = titled(at, "layer 3, head 0: 299 queries")
     assert [t["type"] for t in qk["data"]][:2] == ["scattergl", "scattergl"]
     top = at.dataframe[1].value
@@ -124,10 +120,8 @@ def test_text_the_memory_estimate_refuses_up_front(minilm_long, monkeypatch):
 
 @pytest.mark.slow
 def test_smollm2_at_about_1500_tokens_draws_every_view():
-    at = run()
-    at.selectbox(key="tf_model").set_value("smollm2")
-    at.session_state["tfl_text"] = SENTENCE * 136  # 1,497 tokens, instead of the 2,042 of the first text
-    at.toggle(key="tf_long").set_value(True)
+    at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
+    at.query_params.update({"model": "smollm2", "source": "text", "text": SENTENCE * 136})  # 1,497 tokens
     at = run(at)
     assert any("1,497 tokens** of the 8,192" in c.value for c in at.caption)
     grid = model_view(at)
@@ -137,3 +131,44 @@ def test_smollm2_at_about_1500_tokens_draws_every_view():
     assert overview["data"][0]["x"][0].startswith("0–2 · ")  # three tokens a cell, named in the hover
     assert titled(at, "layer 15, head 0: queries 684–811 × keys 684–811")
     assert titled(at, "layer 15, head 0: 1,497 queries")
+
+
+# -- the way there, and the page's settings in its URL ------------------------------------------------
+
+
+def test_the_transformer_pages_switch_opens_this_page_with_its_model_and_typed_text():
+    at = AppTest.from_file(PACKAGE / "app.py", default_timeout=300)
+    at.run()
+    at.switch_page("app_pages/transformer.py").run()
+    at.text_input(key="tf_text").set_value(SENTENCE * 3)
+    at = run(at)
+    at.toggle(key="tf_long").set_value(True)  # turns itself off again and leaves for the long page
+    at = run(at)
+    assert at.title[0].value.startswith("📜") and at.text_area(key="tfl_text").value == SENTENCE * 3
+    assert at.query_params["source"] == "text" and any("35 tokens" in c.value for c in at.caption)
+    at.switch_page("app_pages/transformer.py").run()
+    assert at.toggle(key="tf_long").value is False and not at.exception
+
+
+def test_a_link_opens_its_model_text_head_and_tab_and_the_url_follows_the_page():
+    at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
+    text = "One line.\u2028Another line."  # a typed line break, as the URL holds it
+    at.query_params.update(
+        {"source": "text", "text": text, "layer": "4", "head": "9", "tab": "Head statistics"}
+    )
+    at = run(at)
+    assert at.text_area(key="tfl_text").value == "One line.\nAnother line."
+    assert at.slider(key="tfl_layer").value == 4 and at.selectbox(key="tfl_head").value == "9"
+    assert at.session_state["tfl_tab"] == "Head statistics" and not at.warning
+    assert titled(at, "layer 4, head 9: ")
+    at.text_area(key="tfl_text").set_value(at.session_state["tfl_example"])  # back to the bundled sample
+    at = run(at)
+    assert at.query_params.get("source") is None and at.query_params.get("text") is None
+    assert at.query_params["layer"] == "4"
+
+
+def test_a_link_to_an_uploaded_file_says_it_cannot_carry_the_file():
+    at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
+    at.query_params.update({"source": "file"})
+    at = run(at)
+    assert any("not in the link" in i.value for i in at.info) and model_view(at)

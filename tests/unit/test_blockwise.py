@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.stats import head_table
 
 
@@ -97,10 +98,11 @@ def test_stats_and_thumbnails_match_head_table_and_reduce_head(causal):
     assert thumbs.shape == (2, 4, 8, 8)
     for want, got in zip(expected, rows, strict=True):
         assert got["pattern"] == want["pattern"]
-        for key in ("entropy (bits)", "mean distance", "special share"):
+        assert list(got) == list(head_stats.COLUMNS)
+        for key in head_stats.NAMES:
             assert got[key] == pytest.approx(want[key], abs=1e-5)
     assert np.allclose(thumbs[1, 2], bw.reduce_head(cap, 1, 2, cells=8).values, atol=1e-6)
-    assert bw.head_stats(cap, 1, 2)["mean distance"] == pytest.approx(rows[6]["mean distance"], abs=1e-5)
+    assert bw.head_stats(cap, 1, 2)["mean_distance"] == pytest.approx(rows[6]["mean_distance"], abs=1e-5)
 
 
 def test_patterns_are_named_like_head_table():

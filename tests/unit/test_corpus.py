@@ -11,6 +11,7 @@ from attention_atlas.models.corpus.inputs import Corpus
 from attention_atlas.models.corpus.run import Cancelled, planned, run_corpus
 from attention_atlas.models.corpus.stats import reduce_batch
 from attention_atlas.models.corpus.store import Store
+from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.stats import head_table
 
 TEXTS = [
@@ -23,7 +24,6 @@ TEXTS = [
     "the the the cat",
     "Over the town the rain fell.",
 ]
-COLUMNS = ["entropy (bits)", "mean distance", "special share"]
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +53,8 @@ def test_padded_random_batch_reduces_to_each_text_alone(one_thread):
         sub = w[b, :, :, :n, :n].numpy()
         ref = head_table(sub, [True] + [False] * (n - 1))
         rows = red.stats["text_id"] == 10 + b
-        assert np.allclose(red.stats["entropy"][rows], ref["entropy (bits)"], atol=1e-6)
-        assert np.allclose(red.stats["mean_distance"][rows], ref["mean distance"], atol=1e-6)
-        assert np.allclose(red.stats["special_share"][rows], ref["special share"], atol=1e-6)
+        for column in head_stats.NAMES:  # every statistic, under the name the tables use
+            assert np.allclose(red.stats[column][rows], ref[column], atol=1e-6), column
         assert list(red.stats["pattern"][rows]) == list(ref["pattern"])
         link = red.links["text_id"] == 10 + b
         assert link.sum() == n * 2 * 4  # every real query row × layer × head, no padding rows
@@ -75,8 +74,8 @@ def test_batched_statistics_equal_the_adapters_own_record(tiny, family):
         ref, rec = alone(adapter, text)
         rows = stats["text_id"] == i
         assert (stats["n_tokens"][rows] == len(rec.key_tokens)).all()
-        for mine, theirs in zip(["entropy", "mean_distance", "special_share"], COLUMNS, strict=True):
-            assert np.allclose(stats[mine][rows], ref[theirs], atol=1e-5), (text, mine)
+        for column in head_stats.NAMES:
+            assert np.allclose(stats[column][rows], ref[column], atol=1e-5), (text, column)
         tokens = batch.tokens["token"][batch.tokens["text_id"] == i]
         assert list(tokens) == list(rec.query_tokens)
 
@@ -155,6 +154,19 @@ def test_a_second_look_reads_the_store_without_the_model(tiny, tmp_path):
     other = run_corpus("tiny-encoder", corpus, Options(top_k=1), adapter=tiny["encoder"], folder=tmp_path)
     other.close()
     assert len(list(tmp_path.glob("*.duckdb"))) == 2  # options are part of the key
+    with Store.open(next(tmp_path.glob("*.duckdb"))) as store:  # the columns the tables use
+        assert list(store.stats_frame().columns)[5:] == [*head_stats.NAMES, "pattern"]
+
+
+def test_a_store_with_other_statistics_is_another_store(tiny, tmp_path, monkeypatch):
+    from attention_atlas.models.corpus import extract
+
+    corpus = Corpus("t", TEXTS)
+    with run_corpus("tiny-encoder", corpus, adapter=tiny["encoder"], folder=tmp_path) as store:
+        made_with = store.meta["options"]
+    assert made_with == Options().key()
+    monkeypatch.setattr(extract, "STAT_COLUMNS", (*head_stats.NAMES[:-1], "renamed_share"))
+    assert Options().key() != made_with  # a store of other columns is never opened as this one
 
 
 def test_search_ranks_a_heads_strongest_attention_from_a_token(tiny, tmp_path):

@@ -1,4 +1,4 @@
-"""The long-input mode's pure parts: PCA of queries and keys, token ranges, zoom windows, the model
+"""The long-input page's pure parts: PCA of queries and keys, token ranges, zoom windows, the model
 view's payload, uploads, the background summaries, the bundled first text."""
 
 import gzip
@@ -10,7 +10,8 @@ import plotly.io as pio
 import pytest
 
 from attention_atlas.models.text.pairs import CORPORA
-from attention_atlas.ui import long_context as lc
+from attention_atlas.ui import long_cached as lc
+from attention_atlas.ui import long_views as lv
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import long_figures as lf
 
@@ -154,6 +155,15 @@ def test_model_view_tiles_are_the_thumbnails_scaled_as_they_are():
     assert image[33 + 5, 2 * 33 + 7] == 254 and image[:32, :32].max() == 0  # one strong cell, unblurred
 
 
+def test_the_page_and_the_command_line_draw_the_same_model_view():
+    """The page draws the background summaries' thumbnails, ``cli.py figure --view model --text-file``
+    those of ``blockwise.all_heads``: once every layer is in, the same figure, byte for byte."""
+    cap = random_capture(n=70)
+    page = lf.long_model_view(*lc.Summaries(cap).run().snapshot()[::2])  # thumbnails, layers done
+    cli = lf.long_model_view(bw.all_heads(cap)[0])
+    assert pio.to_json(page, validate=False) == pio.to_json(cli, validate=False)
+
+
 def test_qk_figure_is_webgl_with_tokens_in_the_hover_and_the_top_keys_joined():
     n = 8192
     tokens = [f"t{i}" for i in range(n)]
@@ -171,20 +181,27 @@ def test_qk_figure_is_webgl_with_tokens_in_the_hover_and_the_top_keys_joined():
 
 
 def test_uploads_are_utf8_text_or_one_line_why_not():
-    assert lc.read_upload("a.txt", "héllo 你好".encode()) == ("héllo 你好", None)
-    assert lc.read_upload("a.txt", b"\xef\xbb\xbfbom") == ("bom", None)
-    text, why = lc.read_upload("latin.txt", "café".encode("latin-1"))
+    assert lv.read_upload("a.txt", "héllo 你好".encode()) == ("héllo 你好", None)
+    assert lv.read_upload("a.txt", b"\xef\xbb\xbfbom") == ("bom", None)
+    text, why = lv.read_upload("latin.txt", "café".encode("latin-1"))
     assert text is None and "latin.txt is not UTF-8" in why and "0xe9" in why and "\n" not in why
-    text, why = lc.read_upload("x.txt", b"PK\x03\x04\x00\x00")
+    text, why = lv.read_upload("x.txt", b"PK\x03\x04\x00\x00")
     assert text is None and "binary" in why
-    text, why = lc.read_upload("big.txt", b"a" * (4 * lc.MAX_CHARS + 1))
+    text, why = lv.read_upload("big.txt", b"a" * (4 * lv.MAX_CHARS + 1))
     assert text is None and "shorten" in why
+
+
+def test_a_typed_text_travels_in_the_link_with_its_line_breaks_when_it_can():
+    text = "First paragraph.\n\nSecond one."
+    linked = lv._linkable(text)
+    assert "\n" not in linked and linked.replace(lv.LINE, "\n") == text
+    assert lv._linkable("a\tb") == "" and lv._linkable("x" * (lv.LINK_CHARS + 1)) == ""
 
 
 def test_max_chars_is_the_captures():
     from attention_atlas.models.adapters import capture
 
-    assert lc.MAX_CHARS == capture.MAX_CHARS
+    assert lv.MAX_CHARS == capture.MAX_CHARS
 
 
 # -- the summaries in the background -------------------------------------------------------------------

@@ -4,6 +4,7 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
+from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.derive import groups_from_word_ids, hide_special, merge_words, special_share
 from attention_atlas.viz_core.model_view import model_view, pool
 from attention_atlas.viz_core.record import AttentionRecord
@@ -12,7 +13,6 @@ from attention_atlas.viz_core.stats import (
     head_table,
     induction_scores,
     offset_profile,
-    pattern_label,
     rollout,
 )
 
@@ -30,23 +30,33 @@ def random_weights(shape, seed=0):
     return (w / w.sum(-1, keepdims=True)).astype(np.float32)
 
 
+def pattern(w: np.ndarray) -> str:
+    return str(head_stats.of_weights(w)["pattern"])
+
+
 def test_pattern_labels_name_the_textbook_heads():
     n = 8
     sink = np.zeros((n, n))
     sink[:, 0] = 1
-    assert pattern_label(shifted(n, -1)) == "previous token"
-    assert pattern_label(np.eye(n)) == "diagonal"
-    assert pattern_label(sink) == "first token / sink"
-    assert pattern_label(np.full((n, n), 1 / n)) == "broad"
+    assert pattern(shifted(n, -1)) == "previous token"
+    assert pattern(np.eye(n)) == "diagonal"
+    assert pattern(sink) == "first token / sink"
+    assert pattern(np.full((n, n), 1 / n)) == "broad"
+    mixed = np.full((n, n), 0.2 / (n - 2))
+    mixed[:, :2] = 0.4  # neither one key's head nor spread over all of them
+    assert pattern(mixed) == "mixed"
 
 
 def test_head_table_has_one_row_per_head_with_statistics():
     w = np.stack([np.stack([np.eye(6), np.full((6, 6), 1 / 6)])])  # [1 layer, 2 heads, 6, 6]
     table = head_table(w, special=[True] + [False] * 5)
+    assert tuple(table.columns) == head_stats.COLUMNS
     assert list(table["pattern"]) == ["diagonal", "broad"]
-    assert table["entropy (bits)"].tolist() == pytest.approx([0.0, np.log2(6)])
-    assert table["mean distance"].iloc[0] == 0
-    assert table["special share"].tolist() == pytest.approx([1 / 6, 1 / 6])
+    assert table["entropy"].tolist() == pytest.approx([0.0, np.log2(6)])
+    assert table["mean_distance"].iloc[0] == 0
+    assert table["special_share"].tolist() == pytest.approx([1 / 6, 1 / 6])
+    assert table["diagonal_share"].tolist() == pytest.approx([1, 1 / 6])
+    assert table["previous_share"].tolist() == pytest.approx([0, 1 / 6])
 
 
 def test_offset_profile_peaks_where_the_head_looks():

@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from attention_atlas.models.corpus.stats import Reduced, reduce_batch
+from attention_atlas.models.corpus.stats import STAT_COLUMNS, Reduced, reduce_batch
 
-STATS_VERSION = 1  # part of a store's key: bump when a statistic's definition changes
+STATS_VERSION = 1  # part of a store's key: bump when a statistic's definition changes (its name is there too)
 CELL_BUDGET = 24_000_000  # weights per batch (texts × layers × heads × tokens²): ~100 MB float32
 
 
@@ -35,7 +35,8 @@ class Options:
     def key(self) -> dict:
         d = asdict(self)
         d.pop("batch_size")
-        return {**d, "stats_version": STATS_VERSION}
+        # the statistics' names too: a store with other columns (one added, one renamed) is another store
+        return {**d, "stats_version": STATS_VERSION, "statistics": list(STAT_COLUMNS)}
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 ``reduce_batch`` takes a batch's weights ``[texts, layers, heads, query, key]`` (right-padded:
 text b's rows ``< q_len[b]`` and keys ``< k_len[b]`` are real) and returns flat numpy columns.
-Padding takes no part: a text's numbers are those it gives alone. The definitions are
-``viz_core.stats.head_table``'s (entropy in bits averaged over query rows, attention-weighted
-|query − key| distance, share on special tokens, the coarse pattern), computed here in torch
-(``models`` does not import pandas-heavy viz_core modules); a test holds them equal.
+Padding takes no part: a text's numbers are those it gives alone. The statistics are
+``viz_core.head_stats``'s: its ``STATISTICS`` say what each row adds (here summed in torch over
+the whole batch at once, the costly part) and its ``finish`` turns the row sums into each head's
+numbers and pattern, as for ``viz_core.stats.head_table`` (a test holds them equal).
 """
 
 from __future__ import annotations
@@ -15,15 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-PATTERNS = ("previous token", "diagonal", "first token / sink", "broad", "mixed")  # viz_core.stats.PATTERNS
-STAT_COLUMNS = (
-    "entropy",
-    "mean_distance",
-    "special_share",
-    "previous_share",
-    "diagonal_share",
-    "first_share",
-)
+from attention_atlas.viz_core import head_stats as hs
+
+STAT_COLUMNS = hs.NAMES  # the stats table's columns after text_id, layer, head, n_tokens, n_queries
 
 
 @dataclass
@@ -34,58 +28,59 @@ class Reduced:
     links: dict[str, np.ndarray]
 
 
-def _offset_share(w: torch.Tensor, q_len: torch.Tensor, k_len: torch.Tensor, offset: int) -> torch.Tensor:
-    """Mean weight on key = query + offset over the rows where that key exists (``_offset_share``)."""
-    diag = torch.diagonal(
-        w, offset=offset, dim1=-2, dim2=-1
-    ).double()  # [B, L, H, n]: (i - min(0,off), i + max(0,off))
+def _on_diagonal(w: torch.Tensor, q_len: torch.Tensor, k_len: torch.Tensor, offset: int) -> torch.Tensor:
+    """``[B, L, H]``: Σ of w[q, q + offset] over the real rows where that key is real."""
+    diag = torch.diagonal(w, offset=offset, dim1=-2, dim2=-1).double()  # (i - min(0,off), i + max(0,off))
     i = torch.arange(diag.shape[-1])
-    q = i + max(0, -offset)
-    k = i + max(0, offset)
+    q, k = i + max(0, -offset), i + max(0, offset)
     ok = (q[None, :] < q_len[:, None]) & (k[None, :] < k_len[:, None])  # [B, n]
-    count = ok.sum(-1)
-    return (diag * ok[:, None, None, :]).sum(-1) / count.clamp(min=1)[:, None, None]
+    return torch.einsum("blhn,bn->blh", diag, ok.double())
+
+
+def row_sums(
+    w: torch.Tensor, q_len: torch.Tensor, k_len: torch.Tensor, special: torch.Tensor
+) -> torch.Tensor:
+    """``[B, L, H, len(STATISTICS)]``: ``viz_core.head_stats.row_sums`` of each text, padding masked.
+
+    Each ``Statistic``'s form summed over keys in float32 on the whole batch (the key-only ones in
+    one product), then over the real rows in float64; padded keys hold exactly 0 (masked before
+    the softmax), so they add nothing."""
+    w = w.float()
+    Q, K = w.shape[-2:]
+    stats = hs.STATISTICS
+    sums = torch.zeros(*w.shape[:3], len(stats), dtype=torch.float64)
+    per_row, where = [], []  # [B, L, H, Q, n] blocks of per-row quantities, and their statistics
+    for i, s in enumerate(stats):
+        if s.surprise:
+            logs = torch.log2(w.clamp(min=torch.finfo(torch.float32).tiny))  # 0 · log2(tiny) is 0
+            per_row.append(-torch.einsum("blhqk,blhqk->blhq", w, logs)[..., None])
+        elif s.pair is not None:
+            f = s.pair(np.arange(Q, dtype=np.float32)[:, None], np.arange(K, dtype=np.float32)[None, :])
+            per_row.append(torch.einsum("blhqk,qk->blhq", w, torch.from_numpy(np.float32(f)))[..., None])
+        elif s.offset is not None:
+            sums[..., i] = _on_diagonal(w, q_len, k_len, s.offset)
+            continue
+        else:
+            continue  # key-only: below, together
+        where.append(i)
+    keyed = [i for i, s in enumerate(stats) if s.key is not None]
+    if keyed:
+        flags, positions = special.numpy(), np.arange(K)[None, :]
+        f = np.stack([np.broadcast_to(stats[i].key(positions, flags), flags.shape) for i in keyed], -1)
+        per_row.append(torch.einsum("blhqk,bks->blhqs", w, torch.from_numpy(f.astype(np.float32))))
+        where += keyed
+    if per_row:
+        rows = (torch.arange(Q)[None, :] < q_len[:, None]).double()  # [B, Q]
+        sums[..., where] = torch.einsum("blhqs,bq->blhs", torch.cat(per_row, -1).double(), rows)
+    return sums
 
 
 def head_stats(
     w: torch.Tensor, q_len: torch.Tensor, k_len: torch.Tensor, special: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """Every statistic ``[B, L, H]`` and the pattern code, masks applied.
-
-    Sums over keys run in float32 on the whole batch (the costly part), means over rows in
-    float64; padded keys hold exactly 0 (masked before the softmax), so they add nothing."""
-    w = w.float()
-    Q, K = w.shape[-2:]
-    logs = torch.log2(w.clamp(min=torch.finfo(torch.float32).tiny))  # 0 · log2(tiny) is 0
-    dist = (torch.arange(Q)[:, None] - torch.arange(K)[None, :]).abs().float()
-    per_row = torch.stack(
-        [
-            -torch.einsum("blhqk,blhqk->blhq", w, logs),  # entropy (bits)
-            torch.einsum("blhqk,qk->blhq", w, dist),  # mean distance
-            torch.einsum("blhqk,bk->blhq", w, special.float()),  # on special tokens
-            w[..., 0],  # on the first token
-        ],
-        -1,
-    )  # [B, L, H, Q, 4]
-    rows = (torch.arange(Q)[None, :] < q_len[:, None]).double()  # [B, Q]
-    means = (
-        torch.einsum("blhqs,bq->blhs", per_row.double(), rows)
-        / q_len.clamp(min=1).double()[:, None, None, None]
-    )
-    out = {
-        "entropy": means[..., 0],
-        "mean_distance": means[..., 1],
-        "special_share": means[..., 2],
-        "previous_share": _offset_share(w, q_len, k_len, -1),
-        "diagonal_share": _offset_share(w, q_len, k_len, 0),
-        "first_share": means[..., 3],
-    }
-    shares = torch.stack([out["previous_share"], out["diagonal_share"], out["first_share"]], -1)
-    best, which = shares.max(-1)  # the first of equal maxima, as Python's max over the dict
-    spread = out["entropy"] / torch.log2(k_len.double()).clamp(min=1e-9)[:, None, None]
-    fallback = torch.where(spread >= 0.75, 3, 4)
-    out["pattern"] = torch.where(best >= 0.5, which, fallback)
-    return out
+) -> dict[str, np.ndarray]:
+    """Every statistic ``[B, L, H]`` and the pattern's name (``viz_core.head_stats.finish``)."""
+    n_q, n_k = q_len.numpy()[:, None, None], k_len.numpy()[:, None, None]
+    return hs.finish(row_sums(w, q_len, k_len, special).numpy(), n_q, n_k)
 
 
 def reduce_batch(
@@ -107,8 +102,7 @@ def reduce_batch(
         "n_tokens": np.repeat(k_len.numpy().astype(np.int32), L * H),
         "n_queries": np.repeat(q_len.numpy().astype(np.int32), L * H),
     }
-    stats.update({c: s[c].reshape(-1).numpy() for c in STAT_COLUMNS})
-    stats["pattern"] = np.asarray(PATTERNS, dtype=object)[s["pattern"].reshape(-1).numpy()]
+    stats.update({c: s[c].reshape(-1) for c in (*STAT_COLUMNS, "pattern")})
     return Reduced(stats, _links(w, q_len, k_len, ids, top_k))
 
 

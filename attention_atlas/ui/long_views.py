@@ -1,17 +1,19 @@
-"""The Transformer page's long-input mode: inputs up to the model's own context (SmolLM2: 8,192
-tokens), every view computed from captured queries and keys (``models.adapters.capture``,
-``viz_core.blockwise``), never from a full tensor of every head's weights.
+"""The long-input page's pieces (``app_pages/long_input.py``): the text and its checks, the
+capture, and the three tabs' views, all computed from captured queries and keys
+(``ui.long_cached``), never from a tensor of every head's weights; and the Transformer page's
+"long input" switch that leads there.
 
-- Input: a text box without the short page's 10,000-character cap (up to the capture's
+- Input: a text box without the Transformer page's 10,000-character cap (up to the capture's
   ``MAX_CHARS``), or an uploaded UTF-8 ``.txt``; the token count against the model's context; a
   text over the context or over the memory estimate is refused with both numbers, never cut.
-- The capture, once per (model, text), shared by every session (``long_input``).
-- Every head's thumbnail and statistics (``Summaries``): at once for a small input, else on a
-  background thread, first layers first; the model view and the statistics poll it and grow
-  layer by layer, so the page never waits minutes (SmolLM2 at 8,192 tokens: ~4 min for all).
-- Head view: the overview max-pooled to ≤ 512² cells (about a pixel each; 256² or 1024² on
-  request), a box drawn on it picks a window shown at full resolution (≤ 512² tokens) with the
-  tokens on its axes. Model view and head view are one fragment: a click reruns only them.
+  Where the text came from is in the URL (``source``: the bundled sample, a typed text, which
+  travels in the URL too up to ``LINK_CHARS``, or a file, which a link cannot carry).
+- Heads: the model view (every head's max-pooled thumbnail, filled in by a background job; the
+  view and the statistics poll it and grow layer by layer) and the head view: the overview
+  max-pooled to ≤ 512² cells (about a pixel each; 256² or 1024² on request), a box drawn on it
+  picks a window shown at full resolution (≤ 512² tokens) with the tokens on its axes. Model view
+  and head view are one fragment: a click reruns only them.
+- Head statistics: ``viz_core.head_stats``'s, for every head over every query row.
 - Queries and keys of one head in 2-D (PCA), a clicked query joined to its top keys.
 
 Widget keys start with ``tfl_``.
@@ -20,168 +22,60 @@ Widget keys start with ``tfl_``.
 from __future__ import annotations
 
 import functools
-import threading
-import time
-from dataclasses import dataclass
+import unicodedata
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_atlas.paths import DATA
-from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
+from attention_atlas.ui import long_cached as lc
 from attention_atlas.ui.live_heads import keep_pick, model_view_chart, pick_drawn
-from attention_atlas.ui.views import show_notices
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, csv_button, plain, plural, whole_number
+from attention_atlas.ui.url_state import Link, kept
+from attention_atlas.ui.views import head_stats_block
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, plain, plural, whole_number
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import long_figures as lf
-from attention_atlas.viz_core.figures import scatter_groups
 
-HELP = (
-    "Up to the model's own context (SmolLM2: 8,192 tokens): views computed block-wise from queries and keys."
-)
 K = "tfl_"
-SAMPLE = DATA / "long_context" / "tatoeba_en.txt"  # see its SOURCE.md
-DEFAULT_TOKENS = 2048  # the first text's length at most (the model's context if shorter)
+PAGE = "app_pages/long_input.py"
+HELP = (
+    "Texts up to the model's own context (thousands of tokens) on a page of their own: every view "
+    "computed block-wise from the captured queries and keys."
+)
 MAX_CHARS = 400_000  # models.adapters.capture.MAX_CHARS (not imported here: it pulls in torch)
-THUMB = 32  # cells a side of a model-view thumbnail (viz_core.model_view.TILE)
+LINK_CHARS = 10_000  # a typed text travels in the URL up to this (the Transformer page's limit)
+LINE = "\u2028"  # a typed line break, in the URL (which refuses control characters)
+SOURCES = ("sample", "text", "file")  # where the text came from (?source=): the bundled sample, typed, a file
 CELLS = (256, 512, 1024)  # the head overview's cells a side at most: a choice, 512 first (a pixel each)
-SYNC_CELLS = 25_000_000  # layers × heads × tokens² summarised while the page waits (about a second)
 POLL = 2.0  # s between two looks at the background work
-IDLE = 30.0  # s: background work nobody has looked at for this long stops (and resumes when looked at)
 TOP = 10  # keys listed for a chosen query
 WINDOW = 128  # tokens a side of the first zoom window
 
 
-def offered(model_id: str) -> bool:
-    """Whether ``model_id`` has a long-input mode (its adapter's attention can be captured)."""
-    return model_id in ("smollm2", "minilm")
+# -- from the Transformer page ------------------------------------------------------------------------
 
 
-# -- every head's thumbnail and statistics, in the background ----------------------------------------
+def switch(where, key: str, model_id: str, text_key: str, example: str) -> None:
+    """The Transformer page's "long input" toggle (``key``): turned on, it opens the long-input page
+    with this model, and with the text typed there (``text_key``) unless it is the model's example
+    (the long page then starts from its own long sample). A link from before the page existed
+    (``?long=1``) goes there too."""
 
+    def go() -> None:
+        st.session_state[key] = False  # off again for the visitor's return
+        text = st.session_state.get(text_key) or ""
+        query = {"model": model_id}
+        if text.strip() and text != example:
+            query |= {"source": "text", "text": text}
+        st.session_state[K + "go"] = query
 
-class Summaries:
-    """Every head's max-pooled thumbnail and ``head_table`` row for one capture, a layer at a time,
-    first layers first. ``run()`` does it all now; ``ask()`` keeps a background ``serve.jobs.Job``
-    at it, which stops when nobody has asked for ``idle`` seconds (a page left open asks every
-    ``POLL``) and goes on at the next ``ask()``, from the layer it had reached. Readers take
-    ``snapshot()``s; the job only writes whole layers, under the lock."""
-
-    def __init__(self, cap: bw.QKCapture, thumb: int = THUMB, idle: float = IDLE):
-        self.cap, self.thumb = cap, thumb
-        side = min(cap.n_tokens, thumb)
-        self._thumbs = np.zeros((cap.n_layers, cap.n_heads, side, side), dtype=np.float32)
-        self._rows: list[dict] = []
-        self.done = 0  # layers finished
-        self.seconds = 0.0  # spent on them
-        self._lock = threading.Lock()
-        self.job = Job(self._next, name="atlas-long-summaries", idle=idle)
-
-    @property
-    def complete(self) -> bool:
-        return self.done == self.cap.n_layers
-
-    @property
-    def error(self) -> str | None:
-        return self.job.message if self.job.state == FAILED else None
-
-    def _layer(self, layer: int) -> None:
-        start = time.perf_counter()
-        heads = [bw.head_summary(self.cap, layer, h, self.thumb) for h in range(self.cap.n_heads)]
-        with self._lock:
-            for h, (thumb, row) in enumerate(heads):
-                self._thumbs[layer, h] = thumb
-                self._rows.append(row)
-            self.done = layer + 1
-            self.seconds += time.perf_counter() - start
-
-    def _next(self) -> str | None:
-        if not self.complete:
-            self._layer(self.done)
-        return "every layer summarised" if self.complete else None
-
-    def run(self) -> Summaries:
-        """Every remaining layer, now, in this thread."""
-        for layer in range(self.done, self.cap.n_layers):
-            self._layer(layer)
-        return self
-
-    def ask(self) -> None:
-        """Someone is looking: keep (or start) the background job at the remaining layers."""
-        if not self.complete:
-            self.job.start()
-
-    def snapshot(self) -> tuple[np.ndarray, pd.DataFrame, int]:
-        """(thumbnails so far ``[layers, heads, t, t]``, the statistics table so far, layers done)."""
-        with self._lock:
-            return self._thumbs.copy(), pd.DataFrame(self._rows), self.done
-
-
-@dataclass
-class LongInput:
-    cap: bw.QKCapture
-    summaries: Summaries
-    seconds: float  # the capture's
-
-
-# A capture holds every layer's float32 queries and keys: 0.4-0.75 GB at 8,192 tokens (SmolLM2). So it
-# is a resource (shared by every session, never pickled or copied as st.cache_data would), and only
-# the last two inputs are kept; the summaries live with their capture and go with it. The janitor
-# drops them too once the server is quiet.
-@st.cache_resource(show_spinner=False, max_entries=2)
-def long_input(model_id: str, text: str) -> LongInput:
-    from attention_atlas.models.adapters.capture import capture
-
-    cached.janitor().on_quiet(long_input.clear)
-    start = time.perf_counter()
-    cap = capture(cached.adapter(model_id), text)
-    seconds = time.perf_counter() - start
-    summaries = Summaries(cap)
-    if cap.n_layers * cap.n_heads * cap.n_tokens**2 <= SYNC_CELLS:
-        summaries.run()  # small: about a second, no thread
-    return LongInput(cap, summaries, seconds)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def token_count(model_id: str, text: str) -> int:
-    """Tokens of ``text`` as the capture encodes it (special tokens included, nothing cut)."""
-    return len(cached.adapter(model_id).tokenizer(text)["input_ids"])
-
-
-@st.cache_data(show_spinner=False)
-def limits(model_id: str) -> int:
-    """The model's own context in tokens."""
-    from attention_atlas.models.adapters.capture import context_limit
-
-    return context_limit(cached.adapter(model_id))
-
-
-@st.cache_data(show_spinner=False)
-def default_text(model_id: str) -> str:
-    """The bundled sample's longest run of whole paragraphs within ``DEFAULT_TOKENS`` and the
-    model's context (SmolLM2: all of it, 2,042 tokens; minilm: about 500)."""
-    paragraphs = SAMPLE.read_text(encoding="utf-8").strip().split("\n\n")
-    budget = min(DEFAULT_TOKENS, limits(model_id))
-    lo, hi = 1, len(paragraphs)  # the most paragraphs that fit, by bisection
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if token_count(model_id, "\n\n".join(paragraphs[:mid])) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return "\n\n".join(paragraphs[:lo])
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def overview(model_id: str, text: str, layer: int, head: int, cells: int) -> bw.Reduced:
-    return bw.reduce_head(long_input(model_id, text).cap, layer, head, cells)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def projection(model_id: str, text: str, layer: int, head: int, normalise: bool):
-    return bw.project_qk(*long_input(model_id, text).cap.head_qk(layer, head), normalise=normalise)
+    where.toggle("long input", key=key, on_change=go, help=HELP)
+    query = st.session_state.pop(K + "go", None)
+    if query is None and st.query_params.get("long") == "1":
+        query = {"model": model_id}
+    if query is not None:
+        st.switch_page(PAGE, query_params=query | kept())
 
 
 # -- the input -----------------------------------------------------------------------------------------
@@ -203,16 +97,31 @@ def read_upload(name: str, data: bytes) -> tuple[str | None, str | None]:
     return text, None
 
 
-def _text_input(model_id: str, where) -> str:
-    """The text box (the model's sample until the user types) or an uploaded file's text."""
-    key, example = K + "text", default_text(model_id)
-    if st.session_state.get(key) in (None, st.session_state.get(K + "example")):
-        st.session_state[key] = example  # another model's sample is replaced, never typed text
-    st.session_state[K + "example"] = example
+def text_input(link: Link, model_id: str, where) -> str:
+    """The text box (the model's sample until the user types) or an uploaded file's text; where it
+    came from in the URL (``source``, and ``text`` for a typed text of at most ``LINK_CHARS``)."""
+    state = st.session_state
+    source = link.choice("source", K + "source", SOURCES, SOURCES[0])
+    linked = link.text("text", K + "linked", LINK_CHARS, "")
+    asked = (state[source], state[linked])
+    if asked != state.get(K + "asked"):  # a link (or the Transformer page's switch) asks for a text
+        if state[source] == "text" and state[linked]:
+            state[K + "text"] = state[linked].replace(LINE, "\n")
+        elif state[source] != "sample":
+            st.info(
+                "This link's text is not in the link (a file, or longer than a link holds): upload or paste it."
+            )
+    key, example = K + "text", lc.default_text(model_id)
+    if state.get(key) in (None, state.get(K + "example")):
+        state[key] = example  # another model's sample is replaced, never typed text
+    state[K + "example"] = example
     text = where.text_area(
         "long text", key=key, height=160, help=f"Up to {MAX_CHARS:,} characters; nothing is cut."
     )
     upload = where.file_uploader("or a .txt file (UTF-8)", type=["txt"], key=K + "file")
+    state[source] = "file" if upload is not None else "sample" if text == example else "text"
+    state[linked] = _linkable(text) if state[source] == "text" else ""
+    state[K + "asked"] = (state[source], state[linked])
     if upload is None:
         return text
     text, problem = read_upload(upload.name, upload.getvalue())
@@ -225,7 +134,16 @@ def _text_input(model_id: str, where) -> str:
     return text
 
 
-def _checked(model_id: str, text: str, where) -> int:
+def _linkable(text: str) -> str:
+    """``text`` as the URL holds it (line breaks as U+2028, which a link may carry), or "" when a
+    link cannot carry it: over ``LINK_CHARS``, or with other control characters (a tab)."""
+    if len(text) > LINK_CHARS:
+        return ""
+    one_line = text.replace("\r\n", "\n").replace("\n", LINE)
+    return "" if any(unicodedata.category(ch) == "Cc" for ch in one_line) else one_line
+
+
+def checked(model_id: str, text: str, where) -> int:
     """The token count, after every refusal that applies (each stops the page with one message)."""
     if not text.strip():
         st.info("Type or paste a text, or upload a .txt file.")
@@ -235,7 +153,7 @@ def _checked(model_id: str, text: str, where) -> int:
             f"The text has {len(text):,} characters; at most {MAX_CHARS:,} are read. Shorten it: nothing is cut."
         )
         st.stop()
-    n, limit = token_count(model_id, text), limits(model_id)
+    n, limit = lc.token_count(model_id, text), lc.limits(model_id)
     where.caption(f"**{plural(n, 'token')}** of the {limit:,} {model_id} reads at most.")
     if n > limit:
         st.warning(
@@ -253,11 +171,12 @@ def _checked(model_id: str, text: str, where) -> int:
     return n
 
 
-def _captured(model_id: str, text: str, n: int) -> LongInput:
+def captured(model_id: str, text: str, n: int) -> lc.LongInput:
+    """The capture of ``text`` (cached), behind a spinner; a refusal stops the page with one line."""
     slow = " (tens of seconds at thousands of tokens on a CPU)" if n > 1024 else ""
     try:
         with st.spinner(f"Capturing every layer's queries and keys for {plural(n, 'token')}{slow}…"):
-            return long_input(model_id, text)
+            return lc.long_input(model_id, text)
     except ValueError as err:  # CaptureError, InputError: refused with one line
         st.warning(plain(err))
     except (OSError, RuntimeError) as err:
@@ -265,38 +184,17 @@ def _captured(model_id: str, text: str, n: int) -> LongInput:
     st.stop()
 
 
-# -- the page ------------------------------------------------------------------------------------------
+# -- the background work, polled -------------------------------------------------------------------
 
 
-def page(model_id: str, where) -> None:
-    """Draw the long-input mode of the Transformer page for ``model_id``; ``where`` holds the input box."""
-    text = _text_input(model_id, where)
-    n = _checked(model_id, text, where)
-    long = _captured(model_id, text, n)
-    cap = long.cap
-    show_notices(cap.notices)
-    st.caption(
-        f"Captured {plural(cap.n_layers, 'layer')} × {plural(cap.n_heads, 'head')} of queries and keys "
-        f"({cap.nbytes / 2**20:,.0f} MB) in {long.seconds:.1f} s; every weight below is computed from them, "
-        "a block of rows at a time."
-    )
-    tab_heads, tab_stats, tab_qk = st.tabs(["Heads", "Head statistics", "Queries and keys"])
-    with tab_heads:
-        _heads_tab(model_id, text, long)
-    with tab_stats:
-        _polled(_stats_view, long, model_id)
-    with tab_qk:
-        _qk_tab(model_id, text, cap)
-
-
-def _polled(view, long: LongInput, *args) -> None:
+def polled(view, long: lc.LongInput, *args) -> None:
     """``view(long, polling, *args)`` as a fragment that reruns every ``POLL`` s while the summaries
     are still being computed (and not once they are done)."""
     polling = not long.summaries.complete and long.summaries.error is None
     st.fragment(view, run_every=POLL if polling else None)(long, polling, *args)
 
 
-def _progress(long: LongInput, polling: bool) -> tuple[np.ndarray, pd.DataFrame, int]:
+def _progress(long: lc.LongInput, polling: bool) -> tuple[np.ndarray, pd.DataFrame, int]:
     """Ask for the summaries and say how far they are; a poll that finds them done reruns the page
     once, so that the fragments stop polling."""
     s = long.summaries
@@ -313,23 +211,12 @@ def _progress(long: LongInput, polling: bool) -> tuple[np.ndarray, pd.DataFrame,
     return thumbs, table, done
 
 
-def _heads_tab(model_id: str, text: str, long: LongInput) -> None:
-    cap = long.cap
-    L, H = cap.n_layers, cap.n_heads
-    st.subheader(f"Model view: {plural(L, 'layer')} × {plural(H, 'head')}")
-    st.caption(
-        f"Each tile is one head over all {cap.n_tokens:,} tokens, **max-pooled** to at most {THUMB} × {THUMB} "
-        "cells (a cell shows its strongest weight, so a sharp diagonal or one strong key stays visible), "
-        "scaled to its own maximum. Click a tile to open it below."
-    )
-    _keep_in_range(K + "layer", L, min(L - 1, L // 2))
-    _keep_in_range(K + "head", H, 0, str)
-    _polled(_heads, long, model_id, text)
+# -- heads: the model view and one head ---------------------------------------------------------------
 
 
-def _heads(long: LongInput, polling: bool, model_id: str, text: str) -> None:
-    """Model view and head view, one fragment: a click on a tile, another head or a box drawn
-    reruns only this, never the rest of the page."""
+def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Link) -> None:
+    """Model view and head view, one fragment (``polled``): a click on a tile, another head or a box
+    drawn reruns only this, never the rest of the page. The layer and head follow the link."""
     cap = long.cap
     L, H = cap.n_layers, cap.n_heads
     thumbs, _, done = _progress(long, polling)
@@ -340,6 +227,7 @@ def _heads(long: LongInput, polling: bool, model_id: str, text: str) -> None:
     c1, c2, c3, c4 = st.columns([3, 1, 2, 1])
     layer = c1.slider("layer", 0, L - 1, key=K + "layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
+    link.sync("layer", "head")  # a fragment's rerun: the link follows the head opened
     cells = c3.select_slider(
         "overview cells a side",
         CELLS,
@@ -355,13 +243,13 @@ def _heads(long: LongInput, polling: bool, model_id: str, text: str) -> None:
         help="Colour by the square root of the weight, so that faint weights beside a sink that takes "
         "almost everything still show; the colour bar and the hover keep the weights.",
     )
-    red = overview(model_id, text, layer, head, cells)
+    red = lc.overview(model_id, text, layer, head, cells)
     _overview_chart(red, cap, layer, head, sqrt)
     _window_view(cap, layer, head, sqrt)
     pick_drawn(K + "heads")
 
 
-def _keep_in_range(key: str, size: int, default: int, kind=int) -> None:
+def keep_in_range(key: str, size: int, default: int, kind=int) -> None:
     """A layer or head widget's value from another model, out of this one's range, goes back to ``default``."""
     value = st.session_state.get(key)
     if value is None or not 0 <= int(value) < size:
@@ -439,8 +327,8 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:
 # -- head statistics -----------------------------------------------------------------------------------
 
 
-def _stats_view(long: LongInput, polling: bool, model_id: str) -> None:
-    """The short page's Head statistics tab (a fragment), from the summaries so far."""
+def stats(long: lc.LongInput, polling: bool, model_id: str) -> None:
+    """The Transformer page's head statistics (a fragment, ``polled``), from the summaries so far."""
     table = _progress(long, polling)[1]
     if table.empty:
         st.info("The first layer's statistics are on their way.")
@@ -448,20 +336,15 @@ def _stats_view(long: LongInput, polling: bool, model_id: str) -> None:
     so_far = "" if long.summaries.complete else " so far"
     st.caption(
         f"{plural(len(table), 'head')}{so_far}, each over all {long.cap.n_tokens:,} query rows (computed "
-        "block-wise, with the definitions of the short page's table)."
+        "block-wise, with the definitions of the Transformer page's table)."
     )
-    fig = scatter_groups(table, "mean distance", "entropy (bits)", "pattern", ["layer", "head"])
-    st.plotly_chart(fig, key=K + "stats_chart", config=PLOTLY_CONFIG)
-    st.dataframe(table, hide_index=True, key=K + "stats_table", width="stretch")
-    csv_button(
-        table, K + "stats", f"{model_id}_{long.cap.n_tokens}_tokens_head_stats", label="head statistics"
-    )
+    head_stats_block(table, K + "stats", f"{model_id}_{long.cap.n_tokens}_tokens_head_stats")
 
 
 # -- queries and keys ------------------------------------------------------------------------------------
 
 
-def _qk_tab(model_id: str, text: str, cap: bw.QKCapture) -> None:
+def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
     n, L, H = cap.n_tokens, cap.n_layers, cap.n_heads
     st.subheader("Queries and keys")
     st.caption(
@@ -470,9 +353,9 @@ def _qk_tab(model_id: str, text: str, cap: bw.QKCapture) -> None:
         "Queries are blue circles, keys orange diamonds, darker later in the text. **Click a query** "
         "to join it to its top keys."
     )
-    _keep_in_range(K + "qk_layer", L, min(L - 1, L // 2))
-    _keep_in_range(K + "qk_head", H, 0, str)
-    _keep_in_range(K + "query", n, n - 1)
+    keep_in_range(K + "qk_layer", L, min(L - 1, L // 2))
+    keep_in_range(K + "qk_head", H, 0, str)
+    keep_in_range(K + "query", n, n - 1)
     c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
     layer = c1.slider("layer", 0, L - 1, key=K + "qk_layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "qk_head"))
@@ -483,7 +366,7 @@ def _qk_tab(model_id: str, text: str, cap: bw.QKCapture) -> None:
         key=K + "normalise",
         help="Keys moved to the queries' mean and both scaled to the same mean length: no weight changes.",
     )
-    qxy, kxy, share = projection(model_id, text, layer, head, normalise)
+    qxy, kxy, share = lc.projection(model_id, text, layer, head, normalise)
     top = bw.top_keys(bw.query_row(cap, layer, head, query), TOP)
     title = f"layer {layer}, head {head}: {n:,} queries and {n:,} keys"
     fig = lf.qk_figure(qxy, kxy, cap.tokens, share, query, top, title)

@@ -1,0 +1,62 @@
+"""Long inputs: a text up to the model's own context (thousands of tokens), every layer and head
+computed from its captured queries and keys a block of rows at a time (``ui.long_views``)."""
+
+import streamlit as st
+
+from attention_atlas.ui import cached
+from attention_atlas.ui import long_views as lv
+from attention_atlas.ui.long_cached import THUMB
+from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.views import show_notices
+from attention_atlas.ui.widgets import plural
+
+K = lv.K
+TABS = ["Heads", "Head statistics", "Queries and keys"]
+
+st.title("📜 Long inputs")
+st.markdown(
+    "A whole text, up to the model's own context: every head at once (click a tile), one head's "
+    "overview and any window of it at full resolution, head statistics, and one head's queries and "
+    "keys. Nothing here holds every head's weights; each is computed when a view needs it."
+)
+
+link = Link("long-input")
+models = cached.model_choices(long_input=True)
+if not models:
+    st.info("No installed model hands over its queries and keys: `make run` installs the pretrained ones.")
+    st.stop()
+c1, c2 = st.columns([1, 3])
+first = models[cached.first_index(models)]
+model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
+text = lv.text_input(link, model_id, c2)  # the model's bundled sample until typed, or a .txt file
+
+n = lv.checked(model_id, text, c2)  # empty, too long, over the context or the memory: one line, stop
+long = lv.captured(model_id, text, n)
+cap = long.cap
+show_notices(cap.notices)
+st.caption(
+    f"Captured {plural(cap.n_layers, 'layer')} × {plural(cap.n_heads, 'head')} of queries and keys "
+    f"({cap.nbytes / 2**20:,.0f} MB) in {long.seconds:.1f} s; every weight below is computed from them, "
+    "a block of rows at a time."
+)
+
+L, H = cap.n_layers, cap.n_heads
+link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
+link.choice("head", K + "head", [str(h) for h in range(H)], "0")
+tab_heads, tab_stats, tab_qk = st.tabs(
+    TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
+)
+with tab_heads:
+    st.subheader(f"Model view: {plural(L, 'layer')} × {plural(H, 'head')}")
+    st.caption(
+        f"Each tile is one head over all {cap.n_tokens:,} tokens, **max-pooled** to at most "
+        f"{THUMB} × {THUMB} cells (a cell shows its strongest weight, so a sharp diagonal or "
+        "one strong key stays visible), scaled to its own maximum. Click a tile to open it below."
+    )
+    lv.polled(lv.heads, long, model_id, text, link)
+with tab_stats:
+    lv.polled(lv.stats, long, model_id)
+with tab_qk:
+    lv.queries_keys(model_id, text, cap)
+
+link.done()

@@ -1,0 +1,149 @@
+"""What the long-input page computes and keeps: the capture of a text's queries and keys, shared by
+every session (``long_input``), every head's thumbnail and statistics filled in by a background
+job (``Summaries``), and the cached views of one head (overview, queries and keys in 2-D). Every
+weight comes from the capture, a block of rows at a time (``viz_core.blockwise``), never from a
+tensor of every head's weights.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_atlas.paths import DATA
+from attention_atlas.serve.jobs import FAILED, Job
+from attention_atlas.ui import cached
+from attention_atlas.viz_core import blockwise as bw
+
+SAMPLE = DATA / "long_context" / "tatoeba_en.txt"  # see its SOURCE.md
+DEFAULT_TOKENS = 2048  # the first text's length at most (the model's context if shorter)
+THUMB = 32  # cells a side of a model-view thumbnail (viz_core.model_view.TILE)
+SYNC_CELLS = 25_000_000  # layers × heads × tokens² summarised while the page waits (about a second)
+IDLE = 30.0  # s: background work nobody has looked at for this long stops (and resumes when looked at)
+
+
+class Summaries:
+    """Every head's max-pooled thumbnail and ``head_table`` row for one capture, a layer at a time,
+    first layers first. ``run()`` does it all now; ``ask()`` keeps a background ``serve.jobs.Job``
+    at it, which stops when nobody has asked for ``idle`` seconds (a page left open asks every
+    few seconds) and goes on at the next ``ask()``, from the layer it had reached. Readers take
+    ``snapshot()``s; the job only writes whole layers, under the lock."""
+
+    def __init__(self, cap: bw.QKCapture, thumb: int = THUMB, idle: float = IDLE):
+        self.cap, self.thumb = cap, thumb
+        side = min(cap.n_tokens, thumb)
+        self._thumbs = np.zeros((cap.n_layers, cap.n_heads, side, side), dtype=np.float32)
+        self._rows: list[dict] = []
+        self.done = 0  # layers finished
+        self.seconds = 0.0  # spent on them
+        self._lock = threading.Lock()
+        self.job = Job(self._next, name="atlas-long-summaries", idle=idle)
+
+    @property
+    def complete(self) -> bool:
+        return self.done == self.cap.n_layers
+
+    @property
+    def error(self) -> str | None:
+        return self.job.message if self.job.state == FAILED else None
+
+    def _layer(self, layer: int) -> None:
+        start = time.perf_counter()
+        heads = [bw.head_summary(self.cap, layer, h, self.thumb) for h in range(self.cap.n_heads)]
+        with self._lock:
+            for h, (thumb, row) in enumerate(heads):
+                self._thumbs[layer, h] = thumb
+                self._rows.append(row)
+            self.done = layer + 1
+            self.seconds += time.perf_counter() - start
+
+    def _next(self) -> str | None:
+        if not self.complete:
+            self._layer(self.done)
+        return "every layer summarised" if self.complete else None
+
+    def run(self) -> Summaries:
+        """Every remaining layer, now, in this thread."""
+        for layer in range(self.done, self.cap.n_layers):
+            self._layer(layer)
+        return self
+
+    def ask(self) -> None:
+        """Someone is looking: keep (or start) the background job at the remaining layers."""
+        if not self.complete:
+            self.job.start()
+
+    def snapshot(self) -> tuple[np.ndarray, pd.DataFrame, int]:
+        """(thumbnails so far ``[layers, heads, t, t]``, the statistics table so far, layers done)."""
+        with self._lock:
+            return self._thumbs.copy(), pd.DataFrame(self._rows), self.done
+
+
+@dataclass
+class LongInput:
+    cap: bw.QKCapture
+    summaries: Summaries
+    seconds: float  # the capture's
+
+
+# A capture holds every layer's float32 queries and keys: 0.4-0.75 GB at 8,192 tokens. So it is a
+# resource (shared by every session, never pickled or copied as st.cache_data would), and only the
+# last two inputs are kept; the summaries live with their capture and go with it. The janitor drops
+# them too once the server is quiet.
+@st.cache_resource(show_spinner=False, max_entries=2)
+def long_input(model_id: str, text: str) -> LongInput:
+    from attention_atlas.models.adapters.capture import capture
+
+    cached.janitor().on_quiet(long_input.clear)
+    start = time.perf_counter()
+    cap = capture(cached.adapter(model_id), text)
+    seconds = time.perf_counter() - start
+    summaries = Summaries(cap)
+    if cap.n_layers * cap.n_heads * cap.n_tokens**2 <= SYNC_CELLS:
+        summaries.run()  # small: about a second, no thread
+    return LongInput(cap, summaries, seconds)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def token_count(model_id: str, text: str) -> int:
+    """Tokens of ``text`` as the capture encodes it (special tokens included, nothing cut)."""
+    return len(cached.adapter(model_id).tokenizer(text)["input_ids"])
+
+
+@st.cache_data(show_spinner=False)
+def limits(model_id: str) -> int:
+    """The model's own context in tokens."""
+    from attention_atlas.models.adapters.capture import context_limit
+
+    return context_limit(cached.adapter(model_id))
+
+
+@st.cache_data(show_spinner=False)
+def default_text(model_id: str) -> str:
+    """The bundled sample's longest run of whole paragraphs within ``DEFAULT_TOKENS`` and the
+    model's context (all of it at 2,042 tokens with a context of 8,192; about 500 with 512)."""
+    paragraphs = SAMPLE.read_text(encoding="utf-8").strip().split("\n\n")
+    budget = min(DEFAULT_TOKENS, limits(model_id))
+    lo, hi = 1, len(paragraphs)  # the most paragraphs that fit, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if token_count(model_id, "\n\n".join(paragraphs[:mid])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return "\n\n".join(paragraphs[:lo])
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def overview(model_id: str, text: str, layer: int, head: int, cells: int) -> bw.Reduced:
+    return bw.reduce_head(long_input(model_id, text).cap, layer, head, cells)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def projection(model_id: str, text: str, layer: int, head: int, normalise: bool):
+    return bw.project_qk(*long_input(model_id, text).cap.head_qk(layer, head), normalise=normalise)
