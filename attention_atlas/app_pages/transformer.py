@@ -171,6 +171,6 @@ if tab_cmp.open:
 
 if tab_mask.open:
     with tab_mask:
-        compare.mask_tab(model_id, text, options)
+        compare.mask_tab(model_id, text, options, link)
 
 link.done()
