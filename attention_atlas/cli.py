@@ -26,6 +26,7 @@ import argparse
 import json
 import shlex
 import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -248,9 +249,32 @@ def _print_text(adapter, result) -> None:
         note = rec.meta.get("alignment")
         extra = f", alignment {note:.2f}" if isinstance(note, float) else ""
         print(f"\n{kind} attention ({rec.scoring or 'n/a'}{extra}); rows = output, columns = input")
-        print("      " + " ".join(f"{t:>4}" for t in rec.key_tokens))
-        for token, row in zip(rec.query_tokens, w, strict=True):
-            print(f"{token:>4}  " + " ".join(f"{v:5.2f}" for v in row))
+        for line in _table(rec.query_tokens, rec.key_tokens, w):
+            print(line)
+
+
+def _table(rows: list[str], cols: list[str], weights: np.ndarray) -> list[str]:
+    """The weights as a text table whose columns line up in a terminal: each label padded to its
+    display width (a CJK character takes two cells), every column as wide as its widest entry."""
+    left = max(map(_cells, rows), default=0)
+    widths = [max(5, _cells(c)) for c in cols]  # a weight prints as 0.00: 4 cells, 5 with its space
+    head = " " * left + "  " + " ".join(_right(c, n) for c, n in zip(cols, widths, strict=True))
+    body = [
+        _right(r, left) + "  " + " ".join(f"{v:{n}.2f}" for v, n in zip(row, widths, strict=True))
+        for r, row in zip(rows, weights, strict=True)
+    ]
+    return [head.rstrip(), *body]
+
+
+def _cells(text: str) -> int:
+    """Terminal cells ``text`` takes: wide and fullwidth characters two, combining marks none."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
+    )
+
+
+def _right(text: str, cells: int) -> str:
+    return " " * max(cells - _cells(text), 0) + text
 
 
 # -- export --------------------------------------------------------------------------------
