@@ -75,22 +75,30 @@ if not corpus.texts:
     st.stop()
 
 if not cv.is_finished(model_id, corpus, options):
+    running = cv.current_run(model_id, corpus, options)
+    if running is not None and running.job.live:
+        cv.follow(running, K)  # the progress bar and Cancel, polled; the page reruns when it ends
+        st.stop()
+    if running is not None and running.error:
+        st.error(f"{model_id} cannot run this corpus: {plain(running.error)}")
     done, total = cv.done_count(model_id, corpus, options), len(corpus.texts)
     auto = total <= AUTO and not done and not st.session_state.get(K + "cancel")
-    label = (
-        f"Continue ({done:,} of {total:,} done)" if done else f"Run {model_id} over {plural(total, 'text')}"
-    )
-    if not auto and not st.button(label, key=K + "run", type="primary"):
+    if auto:  # a few seconds: run now, in this page run
+        try:
+            if not cv.run(model_id, corpus, options, K):
+                st.stop()
+        except (ValueError, OSError, RuntimeError) as err:
+            st.error(f"{model_id} cannot run this corpus: {plain(err)}")
+            st.stop()
+    else:
+        label = (
+            f"Continue ({done:,} of {total:,} done)" if done else f"Run {model_id} over {plural(total, 'text')}"
+        )
+        if st.button(label, key=K + "run", type="primary"):
+            cv.start(model_id, corpus, options)
+            st.rerun()  # the page draws the background run's progress, without this button
         st.info("Each text's weights become statistics as its batch finishes; a second look is instant.")
         st.stop()
-    try:
-        if not cv.run(model_id, corpus, options, K):
-            st.stop()
-    except (ValueError, OSError, RuntimeError) as err:
-        st.error(f"{model_id} cannot run this corpus: {plain(err)}")
-        st.stop()
-    if not auto:
-        st.rerun()  # the Run/Continue button drawn for this run would stay above the results until a click
 
 path = str(cv.path_for(model_id, corpus, options))
 meta = cv.meta(path)

@@ -5,7 +5,7 @@ rerun reads what the work has produced so far from the object that owns the job 
 snapshot). The job calls ``step()`` again and again in its thread until ``step`` returns a
 message (done) or raises (failed), and stops on its own when:
 
-- ``stop()`` is called (``STOPPED``);
+- ``stop()`` is called (``STOPPED``; a step that runs long asks ``cancelled()`` as it goes);
 - ``alive()`` answers False (the visitor left; asked about once a second, also while paused);
 - nobody has ``touch``-ed it for ``idle`` seconds (``IDLE``: a page left open touches it at every
   poll; ``start()`` again resumes from where the work had reached, without ``setup`` again).
@@ -82,6 +82,11 @@ class Job:
         thread = self.thread
         if wait is not None and thread is not None and thread.is_alive():
             thread.join(wait)
+
+    def cancelled(self) -> bool:
+        """For a step that runs long (it is called once, not again and again): whether to stop
+        now, because ``stop()`` was called or ``alive()`` answers False."""
+        return self._give_up()
 
     @property
     def paused(self) -> bool:

@@ -4,6 +4,7 @@ links that open a search hit's head on the Transformer page."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -14,9 +15,10 @@ from attention_atlas.models.corpus import inputs, queries
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
 from attention_atlas.models.corpus.store import Store
+from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
+from attention_atlas.ui.watch_learn import SessionWatch, session_id
 from attention_atlas.viz_core.head_stats import LABELS  # each statistic's name for people
-
 
 # -- reading ---------------------------------------------------------------------------------------
 
@@ -81,8 +83,9 @@ def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
 
 
 def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> bool:
-    """Run (or continue) the corpus with a progress bar; True once complete. A click on Cancel
-    reruns the page, which stops this run between two batches; the store keeps what is done."""
+    """Run (or continue) a small corpus now, in the page's own run, with a progress bar; True once
+    complete. A click on Cancel reruns the page, which stops this run between two batches; the store
+    keeps what is done. Larger runs go to the background (``start``)."""
     bar = st.progress(0.0, text="loading the model…")
     cancel = st.empty()
     cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
@@ -97,6 +100,70 @@ def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> boo
     bar.empty()
     cancel.empty()
     return True
+
+
+@dataclass
+class CorpusRun:
+    """One visitor's corpus run in a background ``serve.jobs.Job``: the page polls ``progress``
+    (a fragment redraws it every ``POLL`` seconds) instead of holding a script run for minutes."""
+
+    store: str  # the store this run fills: one run per store and session
+    watch: SessionWatch  # the visitor is still there (the page beats at each poll)
+    job: Job | None = None
+    progress: Progress | None = None
+
+    @property
+    def error(self) -> str | None:
+        """Why the run failed, in one line, or None."""
+        return self.job.message if self.job.state == FAILED else None
+
+
+POLL = 1.0  # seconds between two looks at a background run
+RUN_KEY = "corpus_run_job"  # session state: this visitor's background run
+
+
+def start(model_id: str, corpus: inputs.Corpus, options: Options) -> CorpusRun:
+    """Start (or continue) the run of ``model_id`` over ``corpus`` in the background, as this
+    session's run; it stops between two batches when Cancel is pressed or the visitor leaves."""
+    run = CorpusRun(str(path_for(model_id, corpus, options)), SessionWatch(session_id()))
+
+    def step() -> str | None:
+        def keep(p: Progress) -> None:
+            run.progress = p
+
+        try:
+            adapter = cached.adapter(model_id)
+            store = run_corpus(model_id, corpus, options, adapter=adapter, progress=keep, should_stop=run.job.cancelled)
+        except Cancelled:
+            return None  # the job sees its stop and ends STOPPED; the store keeps every finished batch
+        store.close()
+        return "complete"
+
+    run.job = Job(step, name="atlas-corpus-run", alive=run.watch)
+    st.session_state[RUN_KEY] = run
+    run.job.start()
+    return run
+
+
+def current_run(model_id: str, corpus: inputs.Corpus, options: Options) -> CorpusRun | None:
+    """This session's background run of this store, if it has one."""
+    run = st.session_state.get(RUN_KEY)
+    return run if run is not None and run.store == str(path_for(model_id, corpus, options)) else None
+
+
+@st.fragment(run_every=POLL)
+def follow(run: CorpusRun, key: str) -> None:
+    """The background run's progress bar and Cancel button, redrawn every ``POLL`` seconds; the
+    whole page reruns once the run has ended (its results, or Continue after a Cancel)."""
+    run.watch.beat()
+    if not run.job.live:
+        st.rerun()
+    p = run.progress
+    text = "loading the model…" if p is None else p.line()
+    st.progress(0.0 if p is None else p.done / max(p.total, 1), text=text)
+    if st.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped"):
+        run.job.stop()
+        st.rerun()
 
 
 def done_count(model_id: str, corpus: inputs.Corpus, options: Options) -> int:

@@ -67,7 +67,7 @@ class SessionWatch:
         return now - self.gone_since < self.grace
 
 
-def _session_id() -> str | None:
+def session_id() -> str | None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
@@ -81,7 +81,7 @@ def current() -> tuple[cr.ClassroomRun, SessionWatch] | None:
 def start(attentions: tuple[str, ...], max_seconds: float) -> None:
     """A new run for this session (an earlier one is stopped)."""
     reset()
-    watch = SessionWatch(_session_id())
+    watch = SessionWatch(session_id())
     run = cr.ClassroomRun(attentions, cr.PRESETS["classroom"], max_seconds, alive=watch)
     st.session_state[RUN_KEY] = (run.start(), watch)
 

@@ -3,6 +3,7 @@ head; axes, tabs and the search react; a large sample waits for a click; links o
 
 import base64
 import json
+import time
 from urllib.parse import parse_qs
 
 import numpy as np
@@ -76,12 +77,50 @@ def test_a_large_sample_waits_for_a_click_and_a_file_is_asked_for():
     assert any("Upload a file" in i.value for i in at.info)
 
 
-def test_after_a_run_started_by_its_button_no_run_or_continue_button_stays():
+def test_a_run_started_by_its_button_goes_on_in_the_background_and_ends_with_the_results():
+    """A large run no longer holds the page's script: the page polls a background job (progress,
+    Cancel), and once it ends the results come without a stale Run/Continue button."""
     at = run()
     at.radio(key="corpus_n").set_value(1_000)
     at = run(at)
     assert [b.label for b in at.button if b.key == "corpus_run"] == ["Run minilm over 1,000 texts"]
     at.button(key="corpus_run").click()
     at = run(at)
-    assert any("1,000 texts × 6 layers × 12 heads" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "corpus_run"]  # the run's progress instead
+    deadline = time.monotonic() + 240
+    while not any("1,000 texts × 6 layers × 12 heads" in c.value for c in at.caption):
+        assert time.monotonic() < deadline, "the background run did not finish"
+        time.sleep(1)
+        at = run(at)
     assert not [b for b in at.button if b.key in ("corpus_run", "corpus_cancel")]
+
+
+def test_cancel_stops_the_background_run_and_continue_picks_it_up():
+    at = run()
+    at.radio(key="corpus_n").set_value(2_000)
+    at = run(at)
+    at.button(key="corpus_run").click()
+    at = run(at)
+    deadline = time.monotonic() + 120
+    while not _done_so_far(at):  # the first batches written, so that Continue has something to say
+        assert time.monotonic() < deadline, "the background run wrote nothing"
+        time.sleep(0.2)
+        at = run(at)
+    at.button(key="corpus_cancel").click()
+    at = run(at)
+    deadline = time.monotonic() + 60
+    while not [b for b in at.button if b.key == "corpus_run"]:  # the job stops between two batches
+        assert time.monotonic() < deadline, "Cancel did not stop the run"
+        time.sleep(0.5)
+        at = run(at)
+    label = next(b.label for b in at.button if b.key == "corpus_run")
+    assert label.startswith("Continue (") and "of 2,000 done)" in label, label
+
+
+def _done_so_far(at) -> int:
+    """Texts done, as the background run's progress bar says ('640/2,000 texts, …'); 0 before."""
+    for bar in at.get("progress"):
+        head = bar.proto.text.split(" texts")[0]
+        if "/" in head:
+            return int(head.split("/")[0].replace(",", ""))
+    return 0
