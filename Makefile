@@ -1,11 +1,12 @@
-# Two commands on a fresh machine:  `make run` (set up, start the app)  and  `make test`.
+# Two commands on a fresh machine:  `make run` (set up, start the app)  and  `make test` (everything; CI).
+# `make check` is the quick tier while working: ruff, the unit and page tests, a few minutes.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 TORCH := torch==2.13.0
 
-.PHONY: run test setup setup-dev browser lint bench
+.PHONY: run test check setup setup-dev browser lint bench
 
 run: setup
 	$(BIN)/atlas serve --port $(PORT)
@@ -13,6 +14,12 @@ run: setup
 test: setup-dev browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# The unit and page tests less the slow ones (large models, training), the browser tests and the
+# fuzz streams (thousands of generated inputs); `make test` runs those too.
+check: setup-dev
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest tests/unit tests/pages -m "not slow and not browser and not fuzz" -q
 
 setup: $(VENV)/.runtime
 setup-dev: $(VENV)/.dev

@@ -31,9 +31,12 @@ EXCEPTION_BOX = '[data-testid="stException"]'
 
 
 @contextlib.contextmanager
-def streamlit_server(script: Path | str = APP, timeout: float = 60.0) -> Iterator[str]:
-    """The app (or ``script``) served on 127.0.0.1 by ``serve.launcher``; yields its base URL once it answers."""
-    with serve(timeout=timeout, script=script) as server:
+def streamlit_server(
+    script: Path | str = APP, timeout: float = 60.0, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """The app (or ``script``) served on 127.0.0.1 by ``serve.launcher``, with ``env`` on top of this
+    process's environment; yields its base URL once it answers."""
+    with serve(timeout=timeout, script=script, env=env) as server:
         yield server.url
 
 
@@ -44,15 +47,24 @@ def chromium_missing() -> str | None:
 
 
 @contextlib.contextmanager
-def browser_page(width: int = 1400, height: int = 1000):
+def chromium_browser():
+    """Debian's chromium, headless, through Playwright; closed afterwards. Open pages on it with
+    ``browser.new_context(viewport=...).new_page()`` (each context: its own cookies and sessions)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            yield browser.new_page(viewport={"width": width, "height": height})
+            yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def browser_page(width: int = 1400, height: int = 1000):
+    """One page in a chromium of its own (``chromium_browser``), ``width`` × ``height`` CSS pixels."""
+    with chromium_browser() as browser:
+        yield browser.new_page(viewport={"width": width, "height": height})
 
 
 def hover_tile(page, layer: int, head: int, heads: int) -> None:

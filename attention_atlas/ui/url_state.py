@@ -288,7 +288,7 @@ def _shown(raw: str, problem: str) -> str:
     unprintable text not at all."""
     if problem.startswith(("is longer", "holds control")) or not _one_line(raw[:QUOTED]):
         return ""
-    from attention_atlas.ui.widgets import plain
+    from attention_atlas.ui.plain_text import plain
 
     short = raw if len(raw) <= QUOTED else raw[: QUOTED - 1] + "…"
     return " " + (plain(short) if problem.startswith("is out of range") else "“" + plain(short) + "”")

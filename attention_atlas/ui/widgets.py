@@ -7,13 +7,13 @@ Kept apart from ``viz_core`` (no streamlit there) and ``models`` (no streamlit t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_atlas.ui.plain_text import plain  # the pages import it from here too
 from attention_atlas.ui.url_state import app_flag
 from attention_atlas.viz_core.export import to_csv
 from attention_atlas.viz_core.layout import high_contrast, projector
@@ -22,28 +22,6 @@ PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png",
 PRESENT, CONTRAST = "present", "contrast"  # the sidebar's display switches (?present=1, ?contrast=1)
 NOTE = "_note_"  # session-state prefix: what an input cut or refused, shown on the next run
 _EXAMPLE = "_example_"  # session-state prefix: the example a text box was last given
-
-# Streamlit renders labels, captions, notices and headings as Markdown, with $math$, :emoji:,
-# :material/icons:, :color[directives] and bare-URL autolinks: user and model text passes
-# through ``plain`` first. A backslash escapes the syntax (``_`` only where it could start or
-# end emphasis, not inside a word). Some of it is found in the text after the escapes are
-# gone, so a word joiner (U+2060, invisible) goes where it breaks the pattern instead: after
-# a ``:`` that a word follows (shortcodes, directives, icons), and in ``http://``, ``www.``
-# and ``a@b.c``, which would otherwise become live links.
-_SYNTAX = re.compile(r"([\\`*\[\]<>#|~$&])|(?<!\w)_|_(?!\w)")
-_LINE_START = re.compile(r"^([-+=]|\d+[.)])", re.MULTILINE)  # a list item or a setext underline
-_JOIN = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=:|\.)|@|:(?=\w)")
-WORD_JOINER = "\u2060"
-
-
-def plain(text) -> str:
-    r"""``text`` escaped for ``st.markdown`` and every element that renders Markdown, so that it
-    shows as typed: ``plain("**春**风")`` is ``\*\*春\*\*风``, never a bold 春, and no link,
-    code, image, math, emoji or icon comes out of it either."""
-    lines = "\n".join(line.lstrip() for line in str(text).splitlines())  # 4 spaces would make code
-    escaped = _SYNTAX.sub(lambda m: "\\" + m[0], lines)
-    escaped = _LINE_START.sub(lambda m: m[0][:-1] + "\\" + m[0][-1], escaped)
-    return _JOIN.sub(lambda m: m[0] + WORD_JOINER, escaped)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

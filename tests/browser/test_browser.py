@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS, click_tile
 
 pytestmark = pytest.mark.browser
@@ -12,22 +12,23 @@ PAGES = ["scoring", "positional", "pooling", "transformer", "couplets", "transla
 
 
 @pytest.fixture(scope="module")
-def page():
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, browser_page(height=3000) as pg:
-        pg.base_url = url
+def page(app_url, new_page):
+    with new_page(height=3000) as pg:
+        pg.base_url = app_url
         yield pg
 
 
-def test_deep_link_on_a_fresh_server_shows_our_navigation(page):
+def test_deep_link_on_a_fresh_server_shows_our_navigation(own_server, new_page):
     # Streamlit treats a folder named pages/ as its legacy multipage app on the first
     # request; our pages live in app_pages/ so a shared link to /scoring gets the real menu.
-    page.goto(f"{page.base_url}/scoring")
-    page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
-    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
-    assert "Scoring functions" in nav and "Attention pooling" in nav and "app" not in nav.split()
-    assert page.get_by_text("Device:").first.is_visible()
+    # A server of its own: the shared one has had its first request by now.
+    url = own_server()
+    with new_page(height=3000) as page:
+        page.goto(f"{url}/scoring")
+        page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Scoring functions" in nav and "Attention pooling" in nav and "app" not in nav.split()
+        assert page.get_by_text("Device:").first.is_visible()
 
 
 def test_home_page_lists_every_page(page):

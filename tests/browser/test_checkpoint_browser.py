@@ -1,28 +1,28 @@
-"""One real upload through chromium: Playwright's ``set_input_files`` on the page's file input."""
+"""Real uploads through chromium: Playwright's ``set_input_files`` on the page's file input. A good
+checkpoint, then a hostile one; a refused file type, and the sizes the page gives in the uploader's units."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
 import torch
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS, SystemCall, torch_bytes
 
 pytestmark = pytest.mark.browser
 
 
-def test_upload_a_checkpoint_then_a_hostile_file(tiny_rnn_checkpoint, tmp_path):
-    problem = chromium_missing()
-    assert problem is None, problem
+def test_upload_a_checkpoint_then_a_hostile_file(app_url, new_page, tiny_rnn_checkpoint, tmp_path):
     good = tiny_rnn_checkpoint
     marker = tmp_path / "pwned"
     evil = tmp_path / "evil.pt"
     evil.write_bytes(torch_bytes({"w": torch.zeros(2), "x": SystemCall(marker)}))
     SHOTS.mkdir(exist_ok=True)
-    with streamlit_server() as url, browser_page(height=2400) as page:
-        page.goto(f"{url}/checkpoint")
+    with new_page(height=2400) as page:
+        page.goto(f"{app_url}/checkpoint")
         page.get_by_text("No checkpoint yet").wait_for(timeout=60_000)
         page.screenshot(path=SHOTS / "checkpoint_empty.png")
 
@@ -39,3 +39,26 @@ def test_upload_a_checkpoint_then_a_hostile_file(tiny_rnn_checkpoint, tmp_path):
         page.get_by_text("Refused: evil.pt").wait_for(timeout=60_000)
         assert page.locator(EXCEPTION_BOX).count() == 0 and not marker.exists()
         page.screenshot(path=SHOTS / "checkpoint_refused.png")
+
+
+def test_a_refused_file_type_is_said_on_the_page_and_sizes_match_the_uploader(
+    app_url, new_page, tiny_rnn_checkpoint, tmp_path
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("just some notes\n")
+    SHOTS.mkdir(exist_ok=True)
+    with new_page(height=2400) as page:
+        page.goto(f"{app_url}/checkpoint")
+        page.get_by_text("No checkpoint yet").wait_for(timeout=60_000)
+        page.locator('input[type="file"]').first.set_input_files(str(notes))
+        page.get_by_text("Refused: notes.txt").wait_for(timeout=60_000)
+        assert ".safetensors" in page.get_by_text("Refused: notes.txt").inner_text()
+        assert page.get_by_text("No checkpoint yet").count() == 0
+        page.screenshot(path=SHOTS / "checkpoint_refused_type.png")
+
+        page.locator('input[type="file"]').first.set_input_files(str(tiny_rnn_checkpoint))
+        page.wait_for_selector(PLOT_DRAWN, timeout=90_000)
+        shown = page.locator('[data-testid="stFileUploader"]').inner_text()  # e.g. "tiny.safetensors 42.1KB"
+        (uploader_size,) = re.findall(r"([\d.,]+)\s*KB", shown)
+        caption = page.get_by_text("model id upload:").first.inner_text()
+        assert f"{uploader_size} kB" in caption, (shown, caption)

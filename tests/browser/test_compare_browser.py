@@ -4,7 +4,7 @@ on a token's pill reruns the model with that token masked, and the change grid i
 import numpy as np
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 
 pytestmark = pytest.mark.browser
 TEXT = "The cat sat on the mat because it was tired."
@@ -15,11 +15,9 @@ GRID = (
 
 
 @pytest.fixture(scope="module")
-def page():
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, browser_page(width=1280, height=720) as pg:
-        pg.goto(f"{url}/transformer")
+def page(app_url, new_page):
+    with new_page(width=1280, height=720) as pg:
+        pg.goto(f"{app_url}/transformer")
         pg.wait_for_selector(PLOT_DRAWN, timeout=240_000)
         yield pg
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS
 
 pytestmark = pytest.mark.browser
 
 
-def test_corpus_page_overview_click_search_and_link(tmp_path, monkeypatch):
-    problem = chromium_missing()
-    assert problem is None, problem
-    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))  # the server inherits it: a fresh store
+def test_corpus_page_overview_click_search_and_link(own_server, new_page, tmp_path):
+    # A server of its own, with a fresh store (ATLAS_CACHE): the first visit runs the sample, where
+    # the shared server's store may hold it already (the projector tests open this page too).
+    url = own_server(ATLAS_CACHE=str(tmp_path / "cache"))
     SHOTS.mkdir(exist_ok=True)
-    with streamlit_server() as url, browser_page(height=900) as page:
+    with new_page(height=900) as page:
         page.goto(f"{url}/corpus")
         page.wait_for_selector(PLOT_DRAWN, timeout=240_000)
         page.get_by_text("100 texts × 6 layers × 12 heads").wait_for(timeout=60_000)

@@ -6,40 +6,17 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from harness.browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    EXCEPTION_BOX,
-    PLOT_DRAWN,
-    chromium_missing,
-    streamlit_server,
-)
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 
 pytestmark = pytest.mark.browser
 IDLE = '[data-test-script-state="notRunning"]'
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        chromium.base_url = url
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 @pytest.fixture
-def fresh(browser):
+def fresh(new_page):
     """A page in a fresh browser context (no cookies, no session): as a student opening the link."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    yield context.new_page()
-    context.close()
+    with new_page(1400, 1000) as page:
+        yield page
 
 
 def settle(page) -> None:
@@ -62,8 +39,8 @@ def selected(page, label: str) -> str:
     return page.locator('[data-testid="stSelectbox"]', has_text=label).first.locator("input").input_value()
 
 
-def test_a_scoring_link_shows_its_view_in_a_fresh_browser(fresh, browser):
-    fresh.goto(f"{browser.base_url}/scoring?mask=strided&n=12&stride=4&relbias=1", timeout=120_000)
+def test_a_scoring_link_shows_its_view_in_a_fresh_browser(fresh, app_url):
+    fresh.goto(f"{app_url}/scoring?mask=strided&n=12&stride=4&relbias=1", timeout=120_000)
     settle(fresh)
     assert selected(fresh, "mask") == "strided"
     assert slider_value(fresh, "queries = keys") == "12" and slider_value(fresh, "stride") == "4"
@@ -71,11 +48,11 @@ def test_a_scoring_link_shows_its_view_in_a_fresh_browser(fresh, browser):
     assert query(fresh) == {"mask": "strided", "n": "12", "stride": "4", "relbias": "1"}
     fresh.get_by_text("Link to this view").click()
     shown = fresh.locator('[data-testid="stSidebar"] code').inner_text()
-    assert shown == f"{browser.base_url}/scoring?mask=strided&n=12&stride=4&relbias=1"
+    assert shown == f"{app_url}/scoring?mask=strided&n=12&stride=4&relbias=1"
 
 
-def test_a_moved_widget_updates_the_address_and_a_reload_keeps_it(fresh, browser):
-    fresh.goto(f"{browser.base_url}/couplets?text=白日依山尽", timeout=120_000)
+def test_a_moved_widget_updates_the_address_and_a_reload_keeps_it(fresh, app_url):
+    fresh.goto(f"{app_url}/couplets?text=白日依山尽", timeout=120_000)
     settle(fresh)
     assert fresh.get_by_label("Upper line 上联").input_value() == "白日依山尽"
     fresh.get_by_text("Dot and additive side by side").click()
@@ -89,8 +66,8 @@ def test_a_moved_widget_updates_the_address_and_a_reload_keeps_it(fresh, browser
     assert fresh.locator(".js-plotly-plot").count() >= 3  # both heatmaps and the difference
 
 
-def test_a_bad_link_opens_with_defaults_and_one_notice_line(fresh, browser):
-    fresh.goto(f"{browser.base_url}/pooling?kernel=nope&n=9999&h=abc", timeout=120_000)
+def test_a_bad_link_opens_with_defaults_and_one_notice_line(fresh, app_url):
+    fresh.goto(f"{app_url}/pooling?kernel=nope&n=9999&h=abc", timeout=120_000)
     settle(fresh)
     notices = fresh.locator('[data-testid="stAlert"]', has_text="This link's")
     assert notices.count() == 1
@@ -102,8 +79,8 @@ def test_a_bad_link_opens_with_defaults_and_one_notice_line(fresh, browser):
     assert query(fresh) == {}
 
 
-def test_a_lesson_link_on_home_opens_its_page_in_the_lessons_state(fresh, browser):
-    fresh.goto(browser.base_url, timeout=120_000)
+def test_a_lesson_link_on_home_opens_its_page_in_the_lessons_state(fresh, app_url):
+    fresh.goto(app_url, timeout=120_000)
     fresh.wait_for_selector("h1", timeout=120_000)
     fresh.get_by_text("Sparse masks and relative position bias").click()
     settle(fresh)
@@ -113,8 +90,8 @@ def test_a_lesson_link_on_home_opens_its_page_in_the_lessons_state(fresh, browse
     assert fresh.get_by_role("switch", name="add a relative position bias").is_checked()
 
 
-def test_projector_mode_stays_on_when_moving_to_another_page(fresh, browser):
-    fresh.goto(f"{browser.base_url}/scoring?present=1", timeout=120_000)
+def test_projector_mode_stays_on_when_moving_to_another_page(fresh, app_url):
+    fresh.goto(f"{app_url}/scoring?present=1", timeout=120_000)
     settle(fresh)
     fresh.locator('[data-testid="stSidebarNav"]').get_by_text("Attention pooling").click()
     fresh.wait_for_url("**/pooling**", timeout=60_000)

@@ -11,18 +11,16 @@ from bench.bench_long_click import (
     open_transformer,
     wait_summaries,
 )
-from harness.browser import EXCEPTION_BOX, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX
 from tests.support import SHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def page():
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, browser_page(1400, 900) as pg:
-        open_transformer(pg, url, "smollm2")
+def page(app_url, new_page):
+    with new_page(1400, 900) as pg:
+        open_transformer(pg, app_url, "smollm2")
         _, pg.tokens = long_mode(pg)
         yield pg
 

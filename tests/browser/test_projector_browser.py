@@ -9,14 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    EXCEPTION_BOX,
-    PLOT_DRAWN,
-    chromium_missing,
-    streamlit_server,
-)
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/atlas-projector")
@@ -46,21 +39,6 @@ OVERFLOW = """() => [document.scrollingElement, ...document.querySelectorAll(
     '[data-testid="stMain"], [data-testid="stAppViewContainer"], [data-testid="stMainBlockContainer"]')]
   .map(e => [e.getAttribute('data-testid') || 'document', e.scrollWidth, e.clientWidth])
   .filter(([, scroll, client]) => scroll > client)"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        chromium.base_url = url
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def settle(page, plots: bool = False) -> None:
@@ -98,12 +76,10 @@ def check_figure_text(page, chinese: bool) -> None:
 
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "home")
-def test_every_page_fits_its_width_in_projector_mode(browser, path, screen):
+def test_every_page_fits_its_width_in_projector_mode(app_url, new_page, path, screen):
     viewport, scale = SCREENS[screen]
-    context = browser.new_context(viewport=viewport, device_scale_factor=scale)
-    try:
-        page = context.new_page()
-        page.goto(f"{browser.base_url}/{path}?present=1", timeout=120_000)
+    with new_page(viewport["width"], viewport["height"], device_scale_factor=scale) as page:
+        page.goto(f"{app_url}/{path}?present=1", timeout=120_000)
         settle(page, plots=path not in NO_PLOTS)
         assert page.locator(EXCEPTION_BOX).count() == 0
         assert page.get_by_role("switch", name="Projector mode").is_checked()
@@ -111,5 +87,3 @@ def test_every_page_fits_its_width_in_projector_mode(browser, path, screen):
         if path in CHARTED:
             check_figure_text(page, chinese=path == "couplets")
         shoot(page, f"{path or 'home'}-{screen}", viewport)
-    finally:
-        context.close()

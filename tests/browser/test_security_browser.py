@@ -1,6 +1,6 @@
 """Security review in chromium (issue 15, docs/SECURITY.md): markup typed as text stays text in
-every view, the live model and head views included, and the served app fetches nothing from
-another host.
+every view, the live model and head views included, Markdown typed into a heading stays text,
+and the served app fetches nothing from another host.
 
 ``<img src=x onerror=alert(1)>`` is typed into Transformer heads, Couplets, Translation and
 Scoring (a real model's text). On each page: no dialog opens, no ``<img src="x">`` exists in any
@@ -18,18 +18,18 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 
 pytestmark = pytest.mark.browser
 PAYLOAD = "<img src=x onerror=alert(1)>"
+FRENCH = "[cliquez ici](http://example.com) **gras** `code` $x^2$ ![img](http://127.0.0.1:9/x.png)"
+MAIN = '[data-testid="stMain"]'
 
 
 @pytest.fixture(scope="module")
-def page():
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, browser_page(height=2400) as pg:
-        pg.base_url = url
+def page(app_url, new_page):
+    with new_page(height=2400) as pg:
+        pg.base_url = app_url
         pg.requested, pg.dialogs = [], []
         pg.on("request", lambda request: pg.requested.append(request.url))
         pg.on("dialog", lambda dialog: (pg.dialogs.append(dialog.message), dialog.dismiss()))
@@ -108,6 +108,40 @@ def test_scoring_with_a_real_model(page):
     page.get_by_label("text", exact=True).wait_for(timeout=120_000)
     type_into(page, "text", PAYLOAD)
     check_page(page, settle(page, "alert"), ("alert", "<", ">"))
+
+
+def markup_from(page, words: tuple[str, ...]) -> list[str]:
+    """Links, bold, code, images and math in the page's main area that hold one of ``words``."""
+    return page.locator(MAIN).evaluate(
+        """(main, words) => Array.from(main.querySelectorAll('a, strong, em, code, img, .katex'))
+            .filter((e) => !(e.tagName === 'A' && e.getAttribute('href').startsWith('#')))  // heading anchors
+            .map((e) => e.tagName + ' ' + (e.textContent || '') + ' ' + (e.getAttribute('href') || e.getAttribute('src') || ''))
+            .filter((s) => words.some((w) => s.includes(w)))""",
+        list(words),
+    )
+
+
+def test_markdown_in_a_forced_french_sentence_is_shown_as_text_and_fetches_nothing(page):
+    page.goto(f"{page.base_url}/translation")
+    page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+    type_into(page, "Force a French sentence (optional; empty: the model translates)", FRENCH)
+    page.locator("h3", has_text="cliquez").first.wait_for(timeout=60_000)
+    page.wait_for_load_state("networkidle")
+    assert markup_from(page, ("cliquez", "gras", "code", "example.com", "127.0.0.1", "img")) == []
+    assert page.locator(f"{MAIN} .katex").count() == 0  # no $x^2$ typeset
+    assert not [url for url in page.requested if "127.0.0.1:9" in url or "example.com" in url]
+    heading = page.locator("h3", has_text="cliquez").first.inner_text()
+    assert "[ cliquez ici ]" in heading and "* * gras * *" in heading  # the words it was forced with
+    assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_markdown_in_an_upper_line_is_shown_as_text(page):
+    page.goto(f"{page.base_url}/couplets")
+    page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
+    type_into(page, "Upper line 上联", "**春**风")
+    page.locator("h3", has_text="春").first.wait_for(timeout=60_000)
+    assert markup_from(page, ("春",)) == []
+    assert "**春**风" in page.locator("h3", has_text="春").first.inner_text()
 
 
 def test_an_upload_without_the_xsrf_token_is_refused(page):

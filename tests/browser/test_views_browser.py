@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import click_tile
 
 pytestmark = pytest.mark.browser
@@ -12,12 +12,10 @@ VISIBLE_LINES = "() => [...document.querySelectorAll('svg.atlas-line-view line')
 
 
 @pytest.fixture(scope="module")
-def page():
-    problem = chromium_missing()
-    assert problem is None, problem
-    with streamlit_server() as url, browser_page(height=3000) as pg:
-        pg.base_url = url
-        pg.goto(f"{url}/transformer")
+def page(app_url, new_page):
+    with new_page(height=3000) as pg:
+        pg.base_url = app_url
+        pg.goto(f"{app_url}/transformer")
         pg.wait_for_selector(PLOT_DRAWN, timeout=120_000)
         pg.wait_for_selector("svg.atlas-line-view", timeout=60_000)
         yield pg

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, browser_page, chromium_missing, streamlit_server
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # a busy machine loads the corpus slowly
@@ -20,12 +20,12 @@ def step_shown(page) -> int:
     return int(m.group(1)) if m else -1
 
 
-def test_one_trainer_two_visitors_the_second_waits_until_the_first_leaves(monkeypatch):
-    problem = chromium_missing()
-    assert problem is None, problem
-    monkeypatch.setenv("ATLAS_MAX_TRAININGS", "1")
+def test_one_trainer_two_visitors_the_second_waits_until_the_first_leaves(own_server, new_page):
+    # A server of its own: one trainer for the whole server (ATLAS_MAX_TRAININGS=1, read by the
+    # server), and no other visitor's run in it.
+    url = own_server(ATLAS_MAX_TRAININGS="1")
     SHOTS.mkdir(exist_ok=True)
-    with streamlit_server() as url, browser_page(1400, 900) as first:
+    with new_page(1400, 900) as first, new_page(1280, 720) as second:
         first.goto(f"{url}/watch-learn")
         first.get_by_role("button", name="▶ Start").click()
         first.wait_for_selector(PLOT_DRAWN, timeout=600_000)  # the corpus loads once per server
@@ -39,7 +39,6 @@ def test_one_trainer_two_visitors_the_second_waits_until_the_first_leaves(monkey
         first.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30_000)
         first.screenshot(path=SHOTS / "watch_learn_1400x900.png")
 
-        second = first.context.browser.new_page(viewport={"width": 1280, "height": 720})
         second.goto(f"{url}/watch-learn")
         second.get_by_role("button", name="▶ Start").click()
         second.get_by_text("Waiting for a free trainer (position 1)").wait_for(timeout=60_000)

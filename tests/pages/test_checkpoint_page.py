@@ -14,7 +14,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_atlas.models.storage.bundle import Seq2SeqBundle
+from attention_atlas.models.uploads import Limits
 from attention_atlas.paths import WEIGHTS
+from attention_atlas.ui.widgets import plain
 from tests.support import (
     SystemCall,
     axis_tokens,
@@ -180,3 +182,48 @@ def test_local_path_box_only_where_the_server_allows_it(monkeypatch, tiny_hf_fol
     at.text_input(key=K + "path").set_value("/no/such/folder")
     at = run(at)
     assert [e.value for e in at.error] == ["Refused: there is no file or folder at /no/such/folder"]
+
+
+# -- what the page says of an upload: this session's own file name, as text; a refused type; sizes ---
+
+
+def bodies(at: AppTest) -> list[str]:
+    """Every element body that Streamlit renders as Markdown."""
+    kinds = ("markdown", "subheader", "caption", "info", "warning", "error", "success")
+    return [e.value for kind in kinds for e in at.get(kind)]
+
+
+def test_the_same_bytes_in_a_second_session_show_that_sessions_file_name(rnn_bytes):
+    first = upload(run(), "couplet.safetensors", rnn_bytes)
+    assert first.subheader[0].value == plain("couplet.safetensors")
+    second = upload(run(), "my_run_v2.safetensors", rnn_bytes)  # another browser session, same server
+    assert second.subheader[0].value == plain("my_run_v2.safetensors")
+    assert not any("couplet.safetensors" in b for b in bodies(second))
+
+
+def test_an_uploaded_file_name_is_shown_as_text(tiny_transformer_checkpoint):
+    name = "**bold** [x](#top) $x^2$ :smile: www.example.com.safetensors"  # a file name has no /
+    at = upload(run(), name, tiny_transformer_checkpoint.read_bytes())
+    assert at.subheader[0].value == plain(name)
+    assert not any(raw in b for b in bodies(at) for raw in ("**bold**", "[x](", "$x^2$", ":smile:", "www."))
+
+
+def test_a_refused_file_type_is_said_on_the_page_with_the_accepted_types():
+    at = run()
+    assert not at.file_uploader(key=K + "file").proto.type  # the browser would refuse it silently
+    at = upload(at, "notes.txt", b"just some notes\n")
+    (error,) = at.error
+    assert error.value.startswith("Refused: notes.txt") and ".safetensors" in error.value
+    assert ".zip" in error.value and not any("No checkpoint yet" in i.value for i in at.info)
+
+
+def test_sizes_and_the_limit_are_in_the_uploaders_megabytes(rnn_bytes):
+    import streamlit as st
+
+    at = upload(run(), "tiny.safetensors", rnn_bytes)
+    uploader = at.file_uploader(key=K + "file").proto
+    server = int(st.get_option("server.maxUploadSize"))  # Streamlit refuses larger files itself
+    cap = min(Limits.from_env().max_bytes // 1_000_000, server)  # the uploader's MB: 10⁶ bytes
+    assert cap <= server
+    assert uploader.max_upload_size_mb == cap and f"up to {cap:,} MB" in uploader.label
+    assert any(f"{len(rnn_bytes) / 1000:,.1f} kB" in c.value for c in at.caption)  # as the uploader shows it

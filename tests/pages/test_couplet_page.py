@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from markdown_it import MarkdownIt
+from streamlit.testing.v1 import AppTest
 
+from attention_atlas.ui.widgets import plain
 from tests.support import charts, check_unknown_long_and_empty, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
@@ -46,3 +49,55 @@ def test_side_by_side_draws_both_models_and_their_difference():
 
 def test_unknown_characters_long_and_empty_input():
     check_unknown_long_and_empty(run, K + "upper", "abc😀两个", "风" * 40, "first 32")
+
+
+# -- user text shown as typed; the step-through; counts that agree -----------------------------------
+
+
+def headings(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if m.value.startswith("### ")]
+
+
+def step_line(at: AppTest, model: str | None = None) -> list[str]:
+    return [
+        m.value for m in at.markdown if m.value.startswith("Writing character") and (model or "") in m.value
+    ]
+
+
+def test_markdown_in_an_upper_line_is_shown_as_typed():
+    at = run()
+    at.text_input(key=K + "upper").set_value("**春**风")
+    at = run(at)
+    (heading,) = headings(at)
+    assert heading.startswith("### " + plain("**春**风") + " → ") and "**春**" not in heading
+
+
+def test_the_step_through_marks_the_current_character_in_bold():
+    at = run()
+    at.text_input(key=K + "target").set_value("一行白鹭上青天")
+    at = run(at)
+    at.slider(key=K + "step").set_value(7)
+    at = run(at)
+    (line,) = step_line(at)
+    html = MarkdownIt("commonmark").render(line)  # the CommonMark emphasis rules, as Streamlit's parser
+    assert "一行白鹭上青[<strong>天</strong>]" in html and "*" not in html, html
+
+
+def test_a_one_character_lower_line_is_one_character():
+    at = run()
+    at.text_input(key=K + "target").set_value("天")
+    at = run(at)
+    assert any("has 1 character and" in w.value for w in at.warning)
+    assert not any("1 characters" in w.value for w in at.warning)
+
+
+def test_side_by_side_steps_through_each_model():
+    at = run()
+    at.toggle(key=K + "both").set_value(True)
+    at = run(at)
+    at.slider(key=K + "step").set_value(3)
+    at = run(at)
+    assert len(step_line(at, "couplet-rnn-additive")) == 1 and len(step_line(at, "couplet-rnn-dot")) == 1
+    assert all("character **3**" in line for line in step_line(at))
+    bars = [f for f in charts(at) if f["layout"].get("title", {}).get("text") == "where the decoder looked"]
+    assert len(bars) == 2 and bars[0]["data"][0]["y"] != bars[1]["data"][0]["y"]

@@ -165,3 +165,25 @@ def test_value_norm_weighting_changes_every_view_to_alpha_times_value_norms():
     at.selectbox(key="tf_model").set_value("couplet-transformer").run()
     assert not at.exception
     assert all(t.key != "tf_value_norms" for t in at.toggle)  # not offered where values cannot be read
+
+
+@pytest.mark.slow  # loads the bundled couplet Transformer
+def test_switching_the_model_keeps_the_typed_text_and_swaps_untouched_examples():
+    from attention_atlas.models.registry import info
+
+    def box(at: AppTest):  # by its label: the key was per model before
+        return next(t for t in at.text_input if t.label == "text")
+
+    at = run()
+    assert box(at).value == info("minilm").example
+    at.selectbox(key="tf_model").set_value("couplet-transformer")
+    at = run(at)
+    assert box(at).value == info("couplet-transformer").example  # not typed: the examples swap
+    box(at).set_value("春风又绿江南岸")
+    at = run(at)
+    at.selectbox(key="tf_model").set_value("minilm")
+    at = run(at)
+    assert box(at).value == "春风又绿江南岸"  # typed: kept
+    at.selectbox(key="tf_model").set_value("couplet-transformer")
+    at = run(at)
+    assert box(at).value == "春风又绿江南岸"

@@ -6,8 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from attention_atlas.models.registry import load
+from attention_atlas.models.tasks.translation import tokenize
+from attention_atlas.ui.widgets import plain
 from tests.support import axis_tokens, charts, check_unknown_long_and_empty, page_runner, z_of
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
@@ -65,3 +68,30 @@ def test_both_models_show_their_difference_on_the_same_french():
     assert shown.shape == a.shape == b.shape
     assert np.allclose(shown, a - b, atol=1e-3)
     assert np.abs(a - b).max() > 0.01  # two different models: the difference is not empty
+
+
+# -- a forced French sentence: shown as text, and as the model was forced with it ------------------
+
+FRENCH = "[cliquez ici](http://example.com) **gras** `code` $x^2$ ![img](http://127.0.0.1:9/x.png)"
+
+
+def headings(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if m.value.startswith("### ")]
+
+
+def test_a_forced_french_sentence_is_a_heading_of_text_not_markdown():
+    at = run()
+    at.text_input(key=K + "french").set_value(FRENCH)
+    at = run(at)
+    (heading,) = headings(at)
+    assert heading == "### " + plain(" ".join(tokenize(FRENCH)))  # the words the model was forced with
+    assert "](" not in heading and "**" not in heading and "$x" not in heading
+
+
+def test_a_forced_french_sentence_cut_at_fifty_words_is_shown_cut():
+    at = run()
+    at.text_input(key=K + "french").set_value("je suis chez moi . " * 150)  # 600 words, 2,850 characters
+    at = run(at)
+    assert any("only the first 50" in w.value for w in at.warning)
+    (heading,) = headings(at)
+    assert len(heading[4:].split()) == 50  # the 50 words the model was forced with, not the 600 typed

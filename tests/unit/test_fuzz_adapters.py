@@ -23,6 +23,7 @@ from attention_atlas.models.registry import RunResult
 from attention_atlas.viz_core.record import AttentionRecord
 from tests.support import fuzz_settings, fuzz_texts, one_line
 
+pytestmark = pytest.mark.fuzz  # two minutes of the unit tests: make test runs them, make check does not
 SEQ2SEQ_IDS = [
     "couplet-rnn-dot",
     "couplet-rnn-additive",

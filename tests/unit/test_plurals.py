@@ -1,5 +1,6 @@
-"""Issue 17, item 11: a count agrees with its noun and verb ("1 character is", "2 characters are"),
-wherever a notice prints one. Each test failed before the fix ("1 character(s) ... are")."""
+"""A count agrees with its noun and verb ("1 character is", "2 characters are") wherever a notice
+prints one: unknown characters and words, files skipped in a zip, the pages' counted words
+(``ui.widgets.plural``). Found in issue 17, item 11 ("1 character(s) ... are")."""
 
 from __future__ import annotations
 
