@@ -8,7 +8,7 @@ gets no ``value=``/``index=``/``default=``), the name in the URL and what a vali
     from attention_atlas.ui.url_state import Link
 
     link = Link("couplets")                        # the page's url_path ("" for Home)
-    ids = model_choices(("couplet",))
+    ids = model_choices(task="couplet")
     model_id = st.selectbox("Model", ids, key=link.choice("model", K + "model", ids, ids[0]))
     text = st.text_input("Upper line", key=link.text("text", K + "upper", 32, example))
     beam = st.slider("Beam width", 1, 8, key=link.number("beam", K + "beam", 1, 8, 1))
