@@ -34,12 +34,12 @@ from pathlib import Path
 
 import psutil
 
+from attention_atlas.paths import DATA
 from attention_atlas.serve.launcher import serve
 from attention_atlas.serve.process import launch_env
 from bench.results import machine, write_section
 from harness.st_client import Run, Session
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 RUNS = Path(__file__).with_name("load_runs.json")
 LIGHT = ("couplets", "transformer")  # the pages with the p95 goal
 GOAL_P95 = 3.0

@@ -19,12 +19,12 @@ from __future__ import annotations
 import statistics
 import time
 from datetime import date
-from pathlib import Path
 
+from attention_atlas.paths import DATA
 from bench.results import machine, write_section
 from harness.browser import PLOT_DRAWN, browser_page, hover_tile, streamlit_server
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "long_context" / "tatoeba_en.txt"
+SAMPLE = DATA / "long_context" / "tatoeba_en.txt"
 TILES = [(1, 2), (4, 7), (12, 0), (20, 5), (27, 8)]  # (layer, head) clicked, none the page's first head
 HEADS = 9  # smollm2's heads a layer
 

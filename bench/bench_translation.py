@@ -3,7 +3,7 @@
 Same data, same budget: every variant trains on the same batches, in the same order, for
 the same number of steps, from its own seeded initialisation. Steps of the variants run in
 turns in one process (so machine load hits all alike) and each step is timed; peak memory
-is measured per variant in a fresh subprocess. Writes bench/translation_cost.json (the
+is measured per variant in a fresh subprocess. Writes attention_atlas/data/translation_cost.json (the
 Translation page shows it) and its section of bench/RESULTS.md.
 
 Also: ``cli.py extract --input-file`` lines/s for the bundled models (goal ≥ 50 short
@@ -38,13 +38,11 @@ from attention_atlas.models.tasks.translation import (
     quick_metrics,
 )
 from attention_atlas.models.training.loop import loss_fn
-from attention_atlas.paths import WEIGHTS
+from attention_atlas.paths import DATA, WEIGHTS
 from bench.bench_couplet import cli_rate
 from bench.results import machine, write_section
 
-ROOT = Path(__file__).resolve().parent.parent
-
-OUT = Path(__file__).with_name("translation_cost.json")
+OUT = DATA / "translation_cost.json"  # the Translation page shows it
 VARIANTS = {  # name: (rnn, attention)
     "GRU + additive": ("gru", "additive"),
     "GRU + scaled dot": ("gru", "scaled_dot"),

@@ -123,7 +123,7 @@ if not bundled.empty:
 cost = translation_cost(SMOOTH)
 if cost is None:
     st.info(
-        "No measurements yet: run `python -m bench.bench_translation` to make bench/translation_cost.json."
+        "No measurements yet: run `python -m bench.bench_translation` to make attention_atlas/data/translation_cost.json."
     )
     st.stop()
 st.markdown(
