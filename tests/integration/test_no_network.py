@@ -96,6 +96,7 @@ PAGES = [
     "app_pages/positional.py",
     "app_pages/pooling.py",
     "app_pages/transformer.py",
+    "app_pages/long_input.py",
     "app_pages/couplets.py",
     "app_pages/translation.py",
     "app_pages/checkpoint.py",
