@@ -20,12 +20,12 @@ it as well. The process-wide parts (``settle``, ``trim``) are ``serve.process``.
 from __future__ import annotations
 
 import gc
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from attention_atlas.serve.lanes import whole
 from attention_atlas.serve.process import settle, trim
 
 ENV_VAR = "ATLAS_MAX_MODELS"
@@ -34,12 +34,7 @@ DEFAULT_LIMIT = 6  # every bundled model a class visits (2 couplet RNNs, 2 trans
 
 def max_models(environ: dict[str, str] | None = None) -> int:
     """``ATLAS_MAX_MODELS`` (default 6); a value that is not a whole number ≥ 1 is one clear error."""
-    raw = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
-    if not raw:
-        return DEFAULT_LIMIT
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{ENV_VAR}={raw!r} must be a whole number ≥ 1")
-    return int(raw)
+    return whole(ENV_VAR, DEFAULT_LIMIT, environ)
 
 
 def _registry_load(model_id: str) -> Any:
