@@ -41,6 +41,7 @@ st.caption(
 )
 
 L, H = cap.n_layers, cap.n_heads
+lv.polled(lv.progress, long)  # the one progress bar while every head is summarised
 link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
 link.choice("head", K + "head", [str(h) for h in range(H)], "0")
 tab_heads, tab_stats, tab_qk = st.tabs(

@@ -91,17 +91,36 @@ class LongInput:
     seconds: float  # the capture's
 
 
+def shared(model_id: str, text: str) -> LongInput:
+    """``long_input``, asked for as model work: the janitor's quiet clock starts again before and
+    after, so a capture that takes longer than its quiet spell is not dropped as unused."""
+    cached.janitor().used()
+    long = long_input(model_id, text)
+    cached.janitor().used()
+    return long
+
+
+def looked_at(long: LongInput) -> None:
+    """A page is showing ``long`` (every poll while its summaries are filled in): the janitor keeps
+    it (a slow machine's summaries can outlast its quiet spell; dropped, the next rerun would
+    capture the text again and start the summaries at layer 0), and the summaries go on."""
+    cached.janitor().used()
+    long.summaries.ask()
+
+
 # A capture holds every layer's float32 queries and keys: 0.4-0.75 GB at 8,192 tokens. So it is a
 # resource (shared by every session, never pickled or copied as st.cache_data would), and only the
 # last two inputs are kept; the summaries live with their capture and go with it. The janitor drops
-# them too once the server is quiet.
+# them too once the server is quiet: pages reach it through ``shared`` and ``looked_at``, which
+# count as model work.
 @st.cache_resource(show_spinner=False, max_entries=2)
 def long_input(model_id: str, text: str) -> LongInput:
     from attention_atlas.models.adapters.capture import capture
 
     cached.janitor().on_quiet(long_input.clear)
+    model = cached.adapter(model_id)  # loaded first: the seconds shown are the capture's own
     start = time.perf_counter()
-    cap = capture(cached.adapter(model_id), text)
+    cap = capture(model, text)
     seconds = time.perf_counter() - start
     summaries = Summaries(cap)
     if cap.n_layers * cap.n_heads * cap.n_tokens**2 <= SYNC_CELLS:
@@ -139,11 +158,14 @@ def default_text(model_id: str) -> str:
     return "\n\n".join(paragraphs[:lo])
 
 
+# The views of one head, cached by the model and text; they read the capture the page holds
+# (``_cap``, not hashed), never ``long_input`` again: once the janitor has dropped it, that would
+# capture the text again inside a cached call, with nothing on the page to say so.
 @st.cache_data(show_spinner=False, max_entries=16)
-def overview(model_id: str, text: str, layer: int, head: int, cells: int) -> bw.Reduced:
-    return bw.reduce_head(long_input(model_id, text).cap, layer, head, cells)
+def overview(model_id: str, text: str, layer: int, head: int, cells: int, _cap: bw.QKCapture) -> bw.Reduced:
+    return bw.reduce_head(_cap, layer, head, cells)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def projection(model_id: str, text: str, layer: int, head: int, normalise: bool):
-    return bw.project_qk(*long_input(model_id, text).cap.head_qk(layer, head), normalise=normalise)
+def projection(model_id: str, text: str, layer: int, head: int, normalise: bool, _cap: bw.QKCapture):
+    return bw.project_qk(*_cap.head_qk(layer, head), normalise=normalise)

@@ -176,7 +176,7 @@ def captured(model_id: str, text: str, n: int) -> lc.LongInput:
     slow = " (tens of seconds at thousands of tokens on a CPU)" if n > 1024 else ""
     try:
         with st.spinner(f"Capturing every layer's queries and keys for {plural(n, 'token')}{slow}…"):
-            return lc.long_input(model_id, text)
+            return lc.shared(model_id, text)
     except ValueError as err:  # CaptureError, InputError: refused with one line
         st.warning(plain(err))
     except (OSError, RuntimeError) as err:
@@ -194,13 +194,12 @@ def polled(view, long: lc.LongInput, *args) -> None:
     st.fragment(view, run_every=POLL if polling else None)(long, polling, *args)
 
 
-def _progress(long: lc.LongInput, polling: bool) -> tuple[np.ndarray, pd.DataFrame, int]:
-    """Ask for the summaries and say how far they are; a poll that finds them done reruns the page
-    once, so that the fragments stop polling."""
+def progress(long: lc.LongInput, polling: bool) -> None:
+    """The one progress bar of the summaries (a fragment, ``polled``, above the tabs), or their
+    error; a poll that finds them done reruns the page once, so that every fragment stops polling."""
     s = long.summaries
-    s.ask()
-    thumbs, table, done = s.snapshot()
-    layers = s.cap.n_layers
+    lc.looked_at(long)
+    done, layers = s.snapshot()[2], s.cap.n_layers
     if s.error:
         st.error(f"Computing the heads' thumbnails and statistics failed: {plain(s.error)}")
     elif done < layers:
@@ -208,7 +207,12 @@ def _progress(long: lc.LongInput, polling: bool) -> tuple[np.ndarray, pd.DataFra
         st.progress(done / layers, text=f"Every head, block-wise: {done} of {layers} layers done{rate}…")
     elif polling:
         st.rerun()
-    return thumbs, table, done
+
+
+def _so_far(long: lc.LongInput) -> tuple[np.ndarray, pd.DataFrame, int]:
+    """What the summaries hold so far, for a view that grows with them (``progress`` shows how far)."""
+    lc.looked_at(long)
+    return long.summaries.snapshot()
 
 
 # -- heads: the model view and one head ---------------------------------------------------------------
@@ -219,7 +223,7 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     drawn reruns only this, never the rest of the page. The layer and head follow the link."""
     cap = long.cap
     L, H = cap.n_layers, cap.n_heads
-    thumbs, _, done = _progress(long, polling)
+    thumbs, _, done = _so_far(long)
     model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
 
     st.subheader("Head view")
@@ -243,7 +247,7 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
         help="Colour by the square root of the weight, so that faint weights beside a sink that takes "
         "almost everything still show; the colour bar and the hover keep the weights.",
     )
-    red = lc.overview(model_id, text, layer, head, cells)
+    red = lc.overview(model_id, text, layer, head, cells, cap)
     _overview_chart(red, cap, layer, head, sqrt)
     _window_view(cap, layer, head, sqrt)
     pick_drawn(K + "heads")
@@ -329,7 +333,7 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:
 
 def stats(long: lc.LongInput, polling: bool, model_id: str) -> None:
     """The Transformer page's head statistics (a fragment, ``polled``), from the summaries so far."""
-    table = _progress(long, polling)[1]
+    table = _so_far(long)[1]
     if table.empty:
         st.info("The first layer's statistics are on their way.")
         return
@@ -366,7 +370,7 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
         key=K + "normalise",
         help="Keys moved to the queries' mean and both scaled to the same mean length: no weight changes.",
     )
-    qxy, kxy, share = lc.projection(model_id, text, layer, head, normalise)
+    qxy, kxy, share = lc.projection(model_id, text, layer, head, normalise, cap)
     top = bw.top_keys(bw.query_row(cap, layer, head, query), TOP)
     title = f"layer {layer}, head {head}: {n:,} queries and {n:,} keys"
     fig = lf.qk_figure(qxy, kxy, cap.tokens, share, query, top, title)
