@@ -104,7 +104,7 @@ class CoupletTransformerAdapter(CoupletAdapter):
 
         with recording(QUERIES, KEYS) as rec:  # each module's last report: the forced pass
             result = self.run(text, target=target)
-        where = self._attention_modules()
+        where = self.attention_modules()
         out: dict[str, list] = {kind: [None] * len(mods) for kind, mods in where.items()}
         for kind, mods in where.items():
             for layer, module in enumerate(mods):
@@ -112,7 +112,8 @@ class CoupletTransformerAdapter(CoupletAdapter):
                 out[kind][layer] = (q.float().cpu().numpy(), k.float().cpu().numpy())
         return result, out
 
-    def _attention_modules(self) -> dict[str, list]:
+    def attention_modules(self) -> dict[str, list]:
+        """Each record kind's attention modules, layer by layer (capture, head ablation)."""
         model = self.bundle.model
         return {
             "encoder_self": [layer.attn for layer in model.encoder_layers],
