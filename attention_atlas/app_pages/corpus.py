@@ -7,10 +7,11 @@ import streamlit as st
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.inputs import SAMPLES, CorpusError
 from attention_atlas.models.corpus.queries import STATISTICS
+from attention_atlas.models.corpus.store import used_now
 from attention_atlas.ui import cached
 from attention_atlas.ui import corpus_views as cv
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.widgets import chart, csv_button, plain, plural
+from attention_atlas.ui.widgets import chart, csv_button, intro, plain, plural
 
 K = "corpus_"
 SOURCES = ["a bundled sample", "your file"]
@@ -18,7 +19,7 @@ AUTO = 500  # texts a visit runs without asking (a few seconds with minilm)
 SIZES = [100, 1_000, 2_000, 10_000]
 
 st.title("📚 Corpus")
-st.markdown(
+intro(
     "What a head *does* shows across many texts. Run one model over a corpus, then place every "
     "head by two statistics, see how one head varies from text to text, search where a head "
     "attends most strongly from a token, and map one head's queries and keys."
@@ -70,6 +71,7 @@ kind = (
 )
 options = Options(kind=kind)
 c3.caption(plain(corpus.summary()))
+cv.stores_box(K)
 if not corpus.texts:
     st.info("This file holds no text: every line or cell is empty.")
     st.stop()
@@ -92,15 +94,23 @@ if not cv.is_finished(model_id, corpus, options):
             st.stop()
     else:
         label = (
-            f"Continue ({done:,} of {total:,} done)" if done else f"Run {model_id} over {plural(total, 'text')}"
+            f"Continue ({done:,} of {total:,} done)"
+            if done
+            else f"Run {model_id} over {plural(total, 'text')}"
         )
         if st.button(label, key=K + "run", type="primary"):
             cv.start(model_id, corpus, options)
             st.rerun()  # the page draws the background run's progress, without this button
-        st.info("Each text's weights become statistics as its batch finishes; a second look is instant.")
+        where = (
+            f" Runs on Ray ({plain(cv.ray_address())}, from ATLAS_RAY_ADDRESS)." if cv.ray_address() else ""
+        )
+        st.info(
+            "Each text's weights become statistics as its batch finishes; a second look is instant." + where
+        )
         st.stop()
 
 path = str(cv.path_for(model_id, corpus, options))
+used_now(path)  # the stores list shows the last used first
 meta = cv.meta(path)
 st.caption(
     f"{plural(meta['done'], 'text')} × {meta['layers']} layers × {meta['heads']} heads "
@@ -195,7 +205,9 @@ if tab_qk.open:
     with tab_qk:
         if not cached.capabilities(model_id).long_input:
             able = ", ".join(cached.model_choices(long_input=True))
-            st.info(f"Queries and keys are captured from the Hugging Face encoders and causal models ({able}).")
+            st.info(
+                f"Queries and keys are captured from the Hugging Face encoders and causal models ({able})."
+            )
             st.stop()
         size = st.select_slider("texts in the sample", [25, 50, 100, 200], value=50, key=K + "qk_n")
         points, texts = cv.head_embedding(model_id, path, layer, head, size)

@@ -4,7 +4,11 @@ links that open a search hit's head on the Transformer page."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -14,10 +18,11 @@ import streamlit as st
 from attention_atlas.models.corpus import inputs, queries
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
-from attention_atlas.models.corpus.store import Store
+from attention_atlas.models.corpus.store import Store, StoreError, cached_stores, remove_store, store_folder
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.ui.watch_learn import SessionWatch, session_id
+from attention_atlas.ui.widgets import plain
 from attention_atlas.viz_core.head_stats import LABELS  # each statistic's name for people
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -82,19 +87,56 @@ def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
 # -- the run ---------------------------------------------------------------------------------------
 
 
+def ray_address() -> str | None:
+    """Where the page's runs go: the Ray cluster at ``ATLAS_RAY_ADDRESS`` (as for ``cli.py corpus``;
+    ``auto`` joins a Ray running on this machine or starts one), else this process."""
+    return os.environ.get("ATLAS_RAY_ADDRESS", "").strip() or None
+
+
+def on_ray() -> str:
+    """What a progress line adds when the runs go to Ray."""
+    address = ray_address()
+    return f" on Ray ({address})" if address else ""
+
+
+def starting() -> str:
+    """A run's progress text before its first batch."""
+    address = ray_address()
+    return f"starting the workers on Ray ({address})…" if address else "loading the model…"
+
+
+def fill(model_id: str, corpus: inputs.Corpus, options: Options, **how) -> None:
+    """``run_corpus`` here or on Ray (``ray_address``), its store closed; a missing Ray or a Ray
+    failure (a lost worker, an unreachable cluster) is one line (``RuntimeError``)."""
+    address = ray_address()
+    if address and importlib.util.find_spec("ray") is None:
+        raise RuntimeError(
+            "ATLAS_RAY_ADDRESS is set, but Ray is not installed: pip install 'ray[data]==2.60.0'"
+        )
+    adapter = cached.adapter(model_id)
+    try:
+        run_corpus(model_id, corpus, options, adapter=adapter, ray_address=address, **how).close()
+    except Exception as err:
+        if address and type(err).__module__.startswith("ray"):
+            raise RuntimeError(
+                f"the run on Ray ({address}) failed: {str(err).splitlines()[0][:300]}"
+            ) from err
+        raise
+
+
 def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> bool:
     """Run (or continue) a small corpus now, in the page's own run, with a progress bar; True once
     complete. A click on Cancel reruns the page, which stops this run between two batches; the store
     keeps what is done. Larger runs go to the background (``start``)."""
-    bar = st.progress(0.0, text="loading the model…")
+    bar = st.progress(0.0, text=starting())
     cancel = st.empty()
     cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
 
     def report(p: Progress) -> None:
-        bar.progress(p.done / max(p.total, 1), text=p.line())
+        bar.progress(p.done / max(p.total, 1), text=p.line() + on_ray())
 
     try:
-        run_corpus(model_id, corpus, options, adapter=cached.adapter(model_id), progress=report).close()
+        fill(model_id, corpus, options, progress=report)
     except Cancelled:
         return False
     bar.empty()
@@ -132,11 +174,9 @@ def start(model_id: str, corpus: inputs.Corpus, options: Options) -> CorpusRun:
             run.progress = p
 
         try:
-            adapter = cached.adapter(model_id)
-            store = run_corpus(model_id, corpus, options, adapter=adapter, progress=keep, should_stop=run.job.cancelled)
+            fill(model_id, corpus, options, progress=keep, should_stop=run.job.cancelled)
         except Cancelled:
             return None  # the job sees its stop and ends STOPPED; the store keeps every finished batch
-        store.close()
         return "complete"
 
     run.job = Job(step, name="atlas-corpus-run", alive=run.watch)
@@ -159,7 +199,7 @@ def follow(run: CorpusRun, key: str) -> None:
     if not run.job.live:
         st.rerun()
     p = run.progress
-    text = "loading the model…" if p is None else p.line()
+    text = starting() if p is None else p.line() + on_ray()
     st.progress(0.0 if p is None else p.done / max(p.total, 1), text=text)
     if st.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped"):
         run.job.stop()
@@ -311,3 +351,58 @@ def common_tokens(path: str) -> list[str]:
 def meta(path: str) -> dict:
     with Store.open(path) as store:
         return {**store.meta, **store.counts()}
+
+
+# -- the cached stores -------------------------------------------------------------------------------
+
+
+READERS = (overview, head_values, layer_values, search, head_embedding, common_tokens, meta)
+
+
+def stores_box(key: str) -> None:
+    """The expander that lists the corpus stores in the cache folder and deletes one, after a
+    confirmation; a store a run is filling is refused in one line."""
+    from attention_atlas.ui.uploads import size_text
+
+    with st.expander("Cached corpus stores"):
+        said = st.session_state.pop(key + "store_said", None)
+        if said:
+            (st.error if said[0] == "error" else st.success)(said[1])
+        stores = cached_stores()
+        if not stores:
+            st.info(f"No corpus store is cached: each run keeps one in {plain(store_folder())}.")
+            return
+        rows = [
+            {"model": s.model, "sample": s.corpus, "texts done": f"{s.done:,} of {s.texts:,}",
+             "size": size_text(s.bytes), "last used": _when(s.used), "store": s.path.name + (f" ({s.note})" if s.note else "")}
+            for s in stores
+        ]  # fmt: skip
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key + "stores")
+        labels = {s.path.name: f"{s.model} · {s.corpus} · {size_text(s.bytes)}" for s in stores}
+        chosen = st.selectbox("store", list(labels), format_func=labels.get, key=key + "store_pick")
+        sure = st.checkbox(
+            "Yes, delete it (its run starts again from the first text)", key=key + "store_sure"
+        )
+        st.button(
+            "Delete this store", key=key + "store_delete", disabled=not sure,
+            on_click=_delete, args=(key, str(store_folder() / chosen)),
+        )  # fmt: skip
+
+
+def _delete(key: str, path: str) -> None:
+    """Delete ``path`` (the button's callback): the message shows at the next run."""
+    from attention_atlas.ui.uploads import size_text
+
+    st.session_state[key + "store_sure"] = False
+    try:
+        freed = remove_store(Path(path))
+    except (StoreError, OSError) as err:
+        st.session_state[key + "store_said"] = ("error", plain(err))
+        return
+    for reader in READERS:
+        reader.clear()
+    st.session_state[key + "store_said"] = ("ok", f"Deleted {Path(path).name} ({size_text(freed)} freed).")
+
+
+def _when(stamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))

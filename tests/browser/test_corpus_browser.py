@@ -43,3 +43,29 @@ def test_corpus_page_overview_click_search_and_link(own_server, new_page, tmp_pa
         assert "layer=4" in page.url and "head=9" in page.url  # the page kept them (a bad value is dropped)
         assert page.get_by_text("This link's").count() == 0
         page.screenshot(path=SHOTS / "corpus_link.png")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # Ray's start and two pools of actors on a busy 2-core machine: 2 to 8 minutes
+def test_two_corpus_runs_in_a_row_on_ray(own_server, new_page, tmp_path):
+    """ATLAS_RAY_ADDRESS=auto with no Ray running: the first visit's run (100 texts, in the page run)
+    starts Ray, then a Run over 1,000 texts (a background job) goes to the same Ray. The second run
+    used to stay at 0 of 1,000: the Ray the first run's thread had started died with that thread
+    (issue 27, item 10)."""
+    ray = pytest.importorskip("ray")
+    from ray._private.services import find_gcs_addresses
+
+    if ray.is_initialized() or find_gcs_addresses():
+        pytest.skip("a Ray is running on this machine already: the server must start its own")
+    env = {"ATLAS_CACHE": str(tmp_path / "cache"), "ATLAS_RAY_ADDRESS": "auto", "ATLAS_RAY_WORKERS": "2"}
+    url = own_server(**env)
+    with new_page(height=900) as page:
+        page.goto(f"{url}/corpus")
+        page.get_by_text("100 texts × 6 layers × 12 heads").wait_for(timeout=300_000)
+        assert find_gcs_addresses(), "the first run did not start Ray"
+        page.get_by_text("1,000", exact=True).click()
+        page.get_by_role("button", name="Run minilm over 1,000 texts").click()
+        page.get_by_text("on Ray (auto)").first.wait_for(timeout=60_000)
+        page.get_by_text("1,000 texts × 6 layers × 12 heads").wait_for(timeout=240_000)
+        assert page.locator(EXCEPTION_BOX).count() == 0
+        assert find_gcs_addresses(), "Ray is gone"

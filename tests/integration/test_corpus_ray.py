@@ -1,6 +1,9 @@
 """cli.py corpus --ray: a local Ray (2 CPUs) with a pool of actors gives the rows of the local run,
 whether the actors run the driver's traced graph (a Hugging Face model on the CPU) or load the model."""
 
+import threading
+import time
+
 import pytest
 
 from attention_atlas.models.corpus import ray_run
@@ -51,3 +54,57 @@ def test_ray_rows_equal_the_local_rows(local_ray, tmp_path, monkeypatch):
         with run_corpus("minilm", corpus, options, folder=tmp_path / "loaded", ray_address="auto") as loaded:
             assert loaded.complete
             same_rows(loaded, local)
+
+
+def ray_running() -> bool:
+    """Whether a Ray is running on this machine (``auto`` would join it instead of starting one)."""
+    from ray._private.services import find_gcs_addresses
+
+    return bool(find_gcs_addresses())
+
+
+def in_thread(work, seconds: float) -> None:
+    """``work()`` in a thread of its own that ends afterwards, as a page run or a ``Job`` does."""
+    failed = []
+
+    def main():
+        try:
+            work()
+        except BaseException as err:
+            failed.append(err)
+
+    thread = threading.Thread(target=main, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the run did not end within {seconds:.0f} s"
+    if failed:
+        raise failed[0]
+
+
+@pytest.mark.timeout(900)  # Ray's start and two pools of actors on a busy 2-core machine: 2 to 6 minutes
+def test_a_ray_started_by_a_run_thread_outlives_it(tmp_path):
+    """``auto`` with no Ray running starts one; the Corpus page's runs are threads (a page run, a
+    ``Job``), and a Ray started by one of them used to die with it (its processes have Linux's
+    parent-death signal): the next run then waited at 0 texts (issue 27, item 10)."""
+    if ray.is_initialized() or ray_running():
+        pytest.skip("a Ray is running already: this test needs to start its own")
+    corpus, options = sample("english", 40), Options(batch_size=16)
+    try:
+        in_thread(
+            lambda: run_corpus("minilm", corpus, options, folder=tmp_path / "a", ray_address="auto").close(),
+            400,
+        )
+        time.sleep(2)  # the kernel's SIGKILL, if any, has landed
+        node = ray._private.worker._global_node
+        dead = [
+            name for name, infos in node.all_processes.items() for i in infos if i.process.poll() is not None
+        ]
+        assert not dead, f"Ray's {', '.join(dead)} died with the thread that started them"
+        seen = []
+        work = lambda: run_corpus(  # noqa: E731
+            "minilm", corpus, options, folder=tmp_path / "b", ray_address="auto", progress=seen.append
+        ).close()
+        in_thread(work, 300)
+        assert seen[-1].done == 40
+    finally:
+        ray.shutdown()

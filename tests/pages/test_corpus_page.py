@@ -8,8 +8,9 @@ from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from tests.support import page_runner
+from tests.support import PACKAGE, page_runner
 
 run = page_runner("app_pages/corpus.py", timeout=300)
 
@@ -124,3 +125,44 @@ def _done_so_far(at) -> int:
         if "/" in head:
             return int(head.split("/")[0].replace(",", ""))
     return 0
+
+
+def test_cached_stores_are_listed_and_one_is_deleted_from_disk(tmp_path, monkeypatch):
+    """The "Cached corpus stores" expander: nothing cached says so; a store appears with its model,
+    sample, texts done and size; a store a run is filling is refused; a confirmed Delete removes it
+    from disk (issue 27: a place to see and delete cached corpus stores)."""
+    from attention_atlas.models.corpus.extract import Options
+    from attention_atlas.models.corpus.inputs import sample
+    from attention_atlas.models.corpus.run import path_for, run_corpus
+    from attention_atlas.models.corpus.store import filling
+    from attention_atlas.ui.uploads import size_text
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))
+    at = AppTest.from_file(PACKAGE / "app_pages/corpus.py", default_timeout=300)
+    at.query_params["n"] = "10000"  # a large sample waits for a click: this visit runs nothing
+    at = run(at)
+    assert any("No corpus store is cached" in i.value for i in at.info)
+    corpus, options = sample("english", 20), Options(kind="self")
+    run_corpus("minilm", corpus, options).close()
+    path = path_for("minilm", corpus, options)
+    at = run(at)
+    listed = next(d.value for d in at.dataframe if "texts done" in d.value)
+    assert list(listed["model"]) == ["minilm"] and list(listed["sample"]) == ["english-20"]
+    on_disk = sum(
+        p.stat().st_size for p in path.parent.glob(path.name + "*")
+    )  # with a write-ahead log if any
+    assert list(listed["texts done"]) == ["20 of 20"] and list(listed["size"]) == [size_text(on_disk)]
+    assert at.button(key="corpus_store_delete").disabled  # not before the confirmation
+    at.checkbox(key="corpus_store_sure").check()
+    at = run(at)
+    with filling(path):  # a run is filling it: refused in one line, the store kept
+        at.button(key="corpus_store_delete").click()
+        at = run(at)
+    assert path.is_file() and any("being filled by a run right now" in e.value for e in at.error)
+    at.checkbox(key="corpus_store_sure").check()
+    at = run(at)
+    at.button(key="corpus_store_delete").click()
+    at = run(at)
+    assert not path.exists() and not list(path.parent.glob("*.duckdb*"))
+    assert any(f"Deleted {path.name}" in s.value for s in at.success)
+    assert any("No corpus store is cached" in i.value for i in at.info)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import threading
+import time
 import warnings
 from dataclasses import asdict
 
@@ -63,12 +65,54 @@ class _Worker:
         return {"result": pa.array(out, type=pa.binary())}  # Arrow bytes: nothing pickled twice
 
 
+_OWNER_LOCK = threading.Lock()
+
+
 def connect(address: str) -> None:
-    """Join (or for ``auto``/``local``, start if need be) the Ray cluster at ``address``."""
+    """Join (or for ``auto``/``local``, start if need be) the Ray cluster at ``address``.
+
+    ``ray.init`` runs in the main thread or in a thread of its own that lives as long as Ray is
+    initialised, never in the caller's thread: a Ray that ``ray.init`` starts here is a child of
+    the thread that started it, with Linux's parent-death signal set (Ray's fate-sharing), so it is
+    killed when that thread ends. The Corpus page's runs are threads (a page run, a
+    ``serve.jobs.Job``): a Ray started by the first one died with it, and the next run waited
+    on a dead cluster at 0 texts (issue 27, item 10)."""
     import ray
 
-    if ray.is_initialized():
-        return
+    with _OWNER_LOCK:
+        if ray.is_initialized():
+            return
+        if threading.current_thread() is threading.main_thread():
+            return _init(address)
+        failed: list[BaseException] = []
+        ready = threading.Event()
+        owner = threading.Thread(
+            target=_own, args=(address, ready, failed), name="atlas-ray-owner", daemon=True
+        )
+        owner.start()
+        ready.wait()
+        if failed:
+            raise failed[0]
+
+
+def _own(address: str, ready: threading.Event, failed: list) -> None:
+    """The thread that starts or joins Ray, then stays until Ray is shut down (its children die
+    with it)."""
+    import ray
+
+    try:
+        _init(address)
+    except BaseException as err:  # the caller raises it
+        failed.append(err)
+    finally:
+        ready.set()
+    while ray.is_initialized():
+        time.sleep(1.0)
+
+
+def _init(address: str) -> None:
+    import ray
+
     if address in ("auto", "local"):
         try:
             ray.init(address="auto", log_to_driver=False, logging_level=logging.WARNING)

@@ -10,14 +10,13 @@ cluster (``models.corpus.ray_run``); Ray is imported there only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from attention_atlas.models.corpus.extract import Options, extractor, plan
 from attention_atlas.models.corpus.inputs import Corpus
-from attention_atlas.models.corpus.store import Store, StoreError, store_path
+from attention_atlas.models.corpus.store import Store, filling, store_path
 
 
 class Cancelled(Exception):
@@ -103,7 +102,7 @@ def run_corpus(
     ex = extractor(adapter, options)
     layers, heads = _shape(adapter, ex)
     meta = {**_meta(model_id, corpus, options, ex.kind, layers, heads), "key": path.stem}
-    with _filling(path):
+    with filling(path):
         store = Store.open_or_create(path, meta, corpus.texts)
         try:
             if not store.complete:  # another run may have finished it while this one waited
@@ -112,24 +111,6 @@ def run_corpus(
             store.close()
             raise
     return store
-
-
-@contextlib.contextmanager
-def _filling(path):
-    """One run fills a store at a time (another process, or another session of the same server):
-    a second one is refused in one line instead of writing the same texts twice."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as err:
-            raise StoreError(
-                f"{path.name} is being filled by another run right now; open it again when that run ends"
-            ) from err
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _shape(adapter, ex) -> tuple[int, int]:
@@ -158,11 +139,16 @@ def _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_
         from attention_atlas.models.corpus.ray_run import run_batches
     else:
         run_batches = _local_batches
-    for batch in run_batches(ex, model_id, options, batches, corpus, ray_address, should_stop):
-        store.write(batch)
-        count += len(batch.texts.get("text_id", [])) + len(batch.failed)
-        if progress:
-            progress(Progress(count, total, len(done), time.perf_counter() - start))
+    # closed however the loop ends (a cancel, a page rerun raised in ``progress``): Ray's actor pool
+    # is shut down now, not when the generator is collected, so the next run finds the CPUs free
+    with contextlib.closing(
+        run_batches(ex, model_id, options, batches, corpus, ray_address, should_stop)
+    ) as results:
+        for batch in results:
+            store.write(batch)
+            count += len(batch.texts.get("text_id", [])) + len(batch.failed)
+            if progress:
+                progress(Progress(count, total, len(done), time.perf_counter() - start))
     if should_stop and should_stop() and count < total:
         raise Cancelled(f"stopped at {count:,} of {total:,} texts; run again to continue")
     meta = store.meta

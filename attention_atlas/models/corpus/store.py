@@ -20,10 +20,14 @@ Tables::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +60,11 @@ def cache_root() -> Path:
     return cache_dir()
 
 
+def store_folder() -> Path:
+    """Where the stores live: ``$ATLAS_CACHE/corpus``."""
+    return cache_root() / "corpus"
+
+
 def store_key(model_id: str, corpus_sha256: str, options: dict) -> str:
     blob = json.dumps({"model": model_id, "corpus": corpus_sha256, "options": options}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -63,9 +72,81 @@ def store_key(model_id: str, corpus_sha256: str, options: dict) -> str:
 
 def store_path(model_id: str, corpus_sha256: str, options: dict, folder: Path | None = None) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)
-    return (
-        folder or cache_root() / "corpus"
-    ) / f"{safe}-{store_key(model_id, corpus_sha256, options)}.duckdb"
+    return (folder or store_folder()) / f"{safe}-{store_key(model_id, corpus_sha256, options)}.duckdb"
+
+
+@contextlib.contextmanager
+def filling(
+    path: Path, busy: str = "is being filled by another run right now; open it again when that run ends"
+):
+    """The store's run lock: one run fills a store at a time (another process, or another session
+    of the same server), and nobody deletes a store a run is filling; held, it refuses in one line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as err:
+            raise StoreError(f"{path.name} {busy}") from err
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@dataclass(frozen=True)
+class Cached:
+    """One store in the cache folder, as the Corpus page lists it."""
+
+    path: Path
+    model: str
+    corpus: str  # the sample or file it was made from
+    done: int  # texts the store holds
+    texts: int
+    bytes: int  # on disk, its write-ahead log included
+    used: float  # last written or opened (a time stamp)
+    note: str = ""  # why its contents could not be read (busy, not a store)
+
+
+def _files(path: Path) -> list[Path]:
+    return [p for p in (path, path.with_name(path.name + ".wal")) if p.is_file()]
+
+
+def cached_stores(folder: Path | None = None) -> list[Cached]:
+    """Every store in ``folder`` (default: the cache's), the last used first."""
+    root = folder or store_folder()
+    found = [_describe(p) for p in root.glob("*.duckdb")] if root.is_dir() else []
+    return sorted(found, key=lambda c: c.used, reverse=True)
+
+
+def _describe(path: Path) -> Cached:
+    size, used = sum(p.stat().st_size for p in _files(path)), path.stat().st_mtime
+    try:
+        with Store.open(path) as store:
+            meta, counts = store.meta, store.counts()
+    except Exception as err:  # busy, not a store, another DuckDB version: listed, to be deleted
+        model = path.stem.rsplit("-", 1)[0]
+        return Cached(path, model, "?", 0, 0, size, used, str(err).splitlines()[0][:200])
+    return Cached(
+        path, meta.get("model", "?"), meta.get("corpus", "?"), counts["done"], counts["texts"], size, used
+    )
+
+
+def remove_store(path: Path) -> int:
+    """Delete a store (its DuckDB file and write-ahead log), unless a run is filling it; the bytes freed."""
+    path = Path(path)
+    with filling(path, "is being filled by a run right now: delete it once that run ends"):
+        parts = _files(path)
+        freed = sum(p.stat().st_size for p in parts)
+        for p in parts:
+            p.unlink()
+    path.with_suffix(".lock").unlink(missing_ok=True)
+    return freed
+
+
+def used_now(path: Path) -> None:
+    """Mark a store as just used (its time stamp): the list shows the last used first."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
 
 
 def _schema(top_k: int, cross: bool) -> list[str]:
