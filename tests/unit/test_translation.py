@@ -220,6 +220,9 @@ def test_training_command_writes_a_bundle_whose_card_matches_its_numbers(tmp_pat
     card = (tmp_path / "out" / "MODEL_CARD.md").read_text(encoding="utf-8")
     saved = json.loads((tmp_path / "out" / "metrics.json").read_text(encoding="utf-8"))
     assert saved["metrics"] == metrics and f"| {metrics['bleu']:.2f} |" in card
+    low, high = metrics["bleu_ci95"]  # the card's test BLEU with its bootstrap interval
+    assert low <= metrics["bleu"] <= high and f"| {low:.2f} – {high:.2f} |" in card
+    assert "--split held-out" in card
     assert "python cli.py train translate --rnn gru --attention additive" in card
     assert set(saved["examples"]) == {"go .", "i lost .", "he's calm .", "i'm home ."}
     bundle = Seq2SeqBundle.load(tmp_path / "out")

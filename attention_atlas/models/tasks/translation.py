@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq
+from attention_atlas.models.text.metrics import PairedBootstrap, paired_bootstrap, reference_streams
 from attention_atlas.models.text.pairs import CORPORA, PairBatches, read_pairs, split_pairs
 from attention_atlas.models.text.runner import Seq2SeqRunner
 from attention_atlas.models.text.search import Constraints, Decoded
@@ -125,15 +126,34 @@ def load_split(
     path: str | Path = DATA_PATH, test_size: int = TEST_SIZE, valid_size: int = VALID_SIZE
 ) -> Split:
     """Tokenized pairs: test first (its sources never trained on), then validation, then the rest."""
+    _, train, valid, test = _joined_split(path, test_size, valid_size)
+    return Split(_words(train), _words(valid), _words(test))
+
+
+def load_held_out(path: str | Path = DATA_PATH) -> list[tuple[list[str], list[str]]]:
+    """The held-out split: every corpus pair in none of training, validation and test, once each.
+
+    ``split_pairs`` leaves these out of training because their English sentence is a test or
+    validation sentence; their French is another translation of it, which no run has trained
+    on, watched or been judged by. Only ``cli.py eval --split held-out`` reads them: no
+    training or model-selection code may (tests/unit/test_bleu_bootstrap.py checks both).
+    """
+    pairs, *used = _joined_split(path, TEST_SIZE, VALID_SIZE)
+    taken = {p for split in used for p in split}
+    return _words(list(dict.fromkeys(p for p in pairs if p not in taken)))
+
+
+def _joined_split(path: str | Path, test_size: int, valid_size: int):
+    """``(all pairs, train, valid, test)``, each pair as two space-joined token strings."""
     pairs = [(tokenize(en), tokenize(fr)) for en, fr in read_pairs(path)]
     pairs = [(" ".join(en), " ".join(fr)) for en, fr in pairs if en and fr]
     rest, test = split_pairs(pairs, test_size, SPLIT_SEED)
     train, valid = split_pairs(rest, valid_size, SPLIT_SEED + 1)
+    return pairs, train, valid, test
 
-    def words(ps):
-        return [(en.split(" "), fr.split(" ")) for en, fr in ps]
 
-    return Split(words(train), words(valid), words(test))
+def _words(pairs: Sequence[tuple[str, str]]) -> list[tuple[list[str], list[str]]]:
+    return [(en.split(" "), fr.split(" ")) for en, fr in pairs]
 
 
 def build_vocabs(train: Sequence[tuple[list[str], list[str]]], min_freq: int = 2) -> tuple[Vocab, Vocab]:
@@ -162,13 +182,11 @@ def batches(train, src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 128, se
 def bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> dict:
     """Corpus BLEU (sacrebleu) on our own tokens: space-joined, lower case, ``tokenize="none"``.
 
-    ``references[i]`` lists every reference of hypothesis ``i``; sacrebleu wants equally
-    many streams, so shorter lists are padded with ``None`` (a missing reference).
+    ``references[i]`` lists every reference of hypothesis ``i`` (``reference_streams``).
     """
     import sacrebleu
 
-    n = max(len(r) for r in references)
-    streams = [[r[k] if k < len(r) else None for r in references] for k in range(n)]
+    streams = reference_streams(references)
     result = sacrebleu.corpus_bleu(list(hypotheses), streams, tokenize="none", force=True)
     return {
         "bleu": round(float(result.score), 2),
@@ -207,9 +225,11 @@ def evaluate(tr: Translator, pairs, beam: int = 4) -> dict:
     for en, out in zip(sources, greedy, strict=True):
         first.setdefault(" ".join(en), out)
     single = bleu(greedy, [[r] for r in refs])
+    (spread,) = paired_bootstrap([greedy], [[r] for r in refs]).systems
     return {
         "n_pairs": len(pairs),
         "bleu": single["bleu"],
+        "bleu_ci95": [round(spread.low, 2), round(spread.high, 2)],  # 1,000 resamples of the pairs, seed 0
         "bleu_precisions": single["precisions"],
         f"bleu_beam{beam}": bleu(beamed, [[r] for r in refs])["bleu"],
         "bleu_all_refs": bleu(list(first.values()), list(grouped.values()))["bleu"],
@@ -218,3 +238,25 @@ def evaluate(tr: Translator, pairs, beam: int = 4) -> dict:
         "loss": forced_loss(tr, pairs),  # per target word, teacher-forced
         f"bleu_first_{CHECK_SIZE}": bleu(greedy[:CHECK_SIZE], [[r] for r in refs[:CHECK_SIZE]])["bleu"],
     }
+
+
+EVAL_SPLITS = ("test", "held-out")
+
+
+def eval_split(split: str, path: str | Path = DATA_PATH) -> list[tuple[list[str], list[str]]]:
+    """The pairs ``cli.py eval`` scores: the card's test split or the held-out split."""
+    if split == "test":
+        return load_split(path).test
+    if split == "held-out":
+        return load_held_out(path)
+    raise ValueError(f"no split {split!r}: choose {' or '.join(EVAL_SPLITS)}")
+
+
+def compare(
+    translators: Sequence[Translator], pairs, beam: int = 1, resamples: int = 1000, seed: int = 0
+) -> PairedBootstrap:
+    """One or two models' corpus BLEU on ``pairs`` (each against its own reference, as the card's
+    headline number), with paired bootstrap intervals and the interval of their difference."""
+    sources = [en for en, _ in pairs]
+    outs = [[tr.text(d) for d in tr.generate(sources, beam=beam)] for tr in translators]
+    return paired_bootstrap(outs, [[" ".join(fr)] for _, fr in pairs], resamples=resamples, seed=seed)

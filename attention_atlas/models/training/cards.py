@@ -283,11 +283,16 @@ full teacher forcing, gradient clipping 1.0; {t.minutes} of training
 | metric | value |
 | --- | --- |
 | corpus BLEU, greedy (sacrebleu on our tokens, one reference) | {m["bleu"]:.2f} |
+| its 95 % interval (1,000 paired bootstrap resamples of the test pairs, seed 0) | {_interval(m)} |
 | its 1/2/3/4-gram precisions (%) | {" / ".join(f"{p:.1f}" for p in m["bleu_precisions"])} |
 | corpus BLEU, beam {beam[9:]} | {m[beam]:.2f} |
 | corpus BLEU, greedy, all test translations of a sentence as references ({m["n_sources"]:,} sentences) | {m["bleu_all_refs"]:.2f} |
 | exact match with the reference | {m["exact_match"]:.2%} |
 | loss per target word (teacher-forced) | {m["loss"]:.4f} |
+
+The test split chose this bundle over earlier ones, so a gain over them is claimed only where
+the held-out split, which no run trains on or is judged by, confirms it (`python cli.py eval
+--model {info["model_id"]} --against EARLIER --split held-out`; see eng_fra's SOURCE.md).
 
 ## The Bahdanau tutorial's four sentences (greedy)
 | English | French |
@@ -302,6 +307,11 @@ to 1, its largest weight in bold):
 Limitations: Tatoeba sentences are short and everyday; long or technical input falls
 outside what it has seen, and rare words are unk.
 """
+
+
+def _interval(m: dict) -> str:
+    low, high = m["bleu_ci95"]
+    return f"{low:.2f} – {high:.2f}"
 
 
 def attention_table(keys: list[str], queries: list[str], weights) -> str:
