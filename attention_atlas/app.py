@@ -7,10 +7,11 @@ serves its own menu on a deep link and bypasses this navigation (a browser test 
 
 import streamlit as st
 
-from attention_atlas.serve.process import limit_arenas, limit_kernel_cache
+from attention_atlas.serve.process import limit_arenas, limit_kernel_cache, passive_threads
 
 limit_arenas()  # once per server: what sessions free goes back to the system (serve/process.py)
 limit_kernel_cache()  # before any model runs: oneDNN's kernels per input shape stay bounded
+passive_threads()  # before torch loads: its threads sleep between operations instead of spinning
 st.set_page_config(page_title="Attention Atlas", page_icon="🔭", layout="wide")
 
 PAGES = {

@@ -3,6 +3,7 @@
 - ``limit_arenas`` / ``launch_env``: at most two glibc malloc arenas, so that what thirty
   sessions' threads freed is not scattered over a dozen arenas that never shrink;
 - ``limit_kernel_cache``: oneDNN keeps a bounded number of compiled kernels;
+- ``passive_threads``: torch's OpenMP threads sleep between operations instead of spinning;
 - ``settle``: freeze what is alive after a model load, so Streamlit's full collections after each
   script run skip it; ``trim``: glibc's ``malloc_trim``.
 """
@@ -53,10 +54,29 @@ def limit_kernel_cache(capacity: int = KERNEL_CACHE) -> None:
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(capacity))
 
 
+WAIT_POLICY = "PASSIVE"
+
+
+def passive_threads() -> None:
+    """torch's OpenMP threads sleep when an operation ends instead of spinning, for a process that
+    has not imported torch yet.
+
+    OpenMP's threads spin about 300,000 times (GOMP_SPINCOUNT) after each parallel region, waiting
+    for the next one; a model's forward is hundreds of small regions, and a server shares its cores
+    with other sessions' requests. A fresh minilm request's forward cost 295 ms of CPU with two
+    spinning threads on a busy 2-core machine and 30 ms with sleeping ones (bench_request_cost).
+    libgomp reads ``OMP_WAIT_POLICY`` when torch loads it; an explicit value wins."""
+    os.environ.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
+
+
 def launch_env() -> dict[str, str]:
     """What a server needs in its environment from its start (``make run`` sets the same): two
-    malloc arenas for every thread, those made before ``app.py`` runs too. An explicit value wins."""
-    return {"MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENAS))}
+    malloc arenas for every thread, those made before ``app.py`` runs too, and OpenMP threads that
+    sleep between operations (``passive_threads``). An explicit value wins."""
+    return {
+        "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", str(ARENAS)),
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", WAIT_POLICY),
+    }
 
 
 def trim() -> None:
