@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from attention_atlas.ui import cached, compare, long_views
+from attention_atlas.ui import ablation, cached, compare, long_views, neuron
 from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.url_state import Link
@@ -16,7 +16,16 @@ from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap
 K = "tf_"
 TEXT_LIMIT = 10_000
 HEAD_CHOICES = ("average", "all side by side")
-TABS = ["Heads", "Head statistics", "Rollout & flow", "Positions", "Compare two inputs", "Mask a token"]
+TABS = [
+    "Heads",
+    "Head statistics",
+    "Rollout & flow",
+    "Positions",
+    "Compare two inputs",
+    "Mask a token",
+    "Neuron view",
+    "Switch off heads",
+]
 FLOW_BUDGET = 6 * 32 * 32  # layers × tokens² that exact flow handles in about a second here
 
 st.title("🧠 Transformer heads")
@@ -106,7 +115,7 @@ tokens = (record.query_tokens, record.key_tokens)
 layer_key = link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
 head_options = [str(h) for h in range(H)] + list(HEAD_CHOICES)
 head_key = link.choice("head", K + "head", head_options, "0")
-tab_heads, tab_stats, tab_flow, tab_pos, tab_cmp, tab_mask = st.tabs(
+tab_heads, tab_stats, tab_flow, tab_pos, tab_cmp, tab_mask, tab_neuron, tab_ablate = st.tabs(
     TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
 )
 with tab_heads:
@@ -172,5 +181,13 @@ if tab_cmp.open:
 if tab_mask.open:
     with tab_mask:
         compare.mask_tab(model_id, text, options, link)
+
+if tab_neuron.open:
+    with tab_neuron:
+        neuron.neuron_tab(model_id, text, kind)
+
+if tab_ablate.open:
+    with tab_ablate:
+        ablation.ablation_tab(model_id, text, options)
 
 link.done()

@@ -381,17 +381,28 @@ def _masked_view(model_id: str, text: str, options: ViewOptions, pick: tuple) ->
     _before_after(before, after, layer, head, f"{model_id}_mask_{position}_layer{layer}_head{head}")
 
 
-def _top_heads(grid: np.ndarray, filename: str) -> None:
+def _top_heads(grid: np.ndarray, filename: str, key: str = M) -> None:
     L, H = grid.shape
     table = pd.DataFrame(
         {"layer": np.repeat(np.arange(L), H), "head": np.tile(np.arange(H), L), "change (TV)": grid.ravel()}
     )
     table = table.sort_values("change (TV)", ascending=False, kind="stable").head(TOP)
     st.markdown(f"**The {plural(len(table), 'head')} that changed most**")
-    st.dataframe(table, hide_index=True, key=M + "top", width=480)
+    st.dataframe(table, hide_index=True, key=key + "top", width=480)
 
 
-def _before_after(before: AttentionRecord, after: AttentionRecord, layer: int, head: int, name: str) -> None:
+MASK_NOTE = "Red: more attention after masking; blue: less. 'a｜b' labels the masked token (before｜after)."
+
+
+def _before_after(
+    before: AttentionRecord,
+    after: AttentionRecord,
+    layer: int,
+    head: int,
+    name: str,
+    key: str = M,
+    note: str = MASK_NOTE,
+) -> None:
     a, b = before.head(layer, head), after.head(layer, head)
     rows = pair_labels(before.query_tokens, after.query_tokens)
     cols = pair_labels(before.key_tokens, after.key_tokens)
@@ -399,10 +410,8 @@ def _before_after(before: AttentionRecord, after: AttentionRecord, layer: int, h
     frame = token_matrix_frame(a, rows, cols, "before").assign(after=b.ravel(), difference=(b - a).ravel())
     fig = heatmap_row(panels, rows, cols, zmax=float(max(a.max(), b.max())))
     _turn_pairs(fig, cols, 2)
-    chart(fig, frame, M + "pair", name)
+    chart(fig, frame, key + "pair", name)
     diff_frame = token_matrix_frame(b - a, rows, cols, "difference")
     title = f"layer {layer}, head {head}: after − before"
-    _difference_chart(b - a, rows, cols, title, M + "diff", diff_frame, name + "_difference")
-    st.caption(
-        "Red: more attention after masking; blue: less. 'a｜b' labels the masked token (before｜after)."
-    )
+    _difference_chart(b - a, rows, cols, title, key + "diff", diff_frame, name + "_difference")
+    st.caption(note)

@@ -14,7 +14,8 @@ from attention_atlas.models import ablation
 from attention_atlas.models.adapters.hf import HFAdapter
 from attention_atlas.models.neuron import head_vectors, supports
 from attention_atlas.models.uploads.loader import load_bytes
-from attention_atlas.viz_core.neuron import neuron, neuron_figure, neuron_frame
+from attention_atlas.viz_core.neuron import neuron
+from attention_atlas.viz_core.neuron_figure import neuron_figure, neuron_frame
 from tests.support import UPPER, folder_zip, qk_weights
 
 CPU = torch.device("cpu")
@@ -86,7 +87,7 @@ def test_neuron_figure_and_frame(tiny):
     kinds = [t.type for t in fig.data]
     assert kinds == ["heatmap", "heatmap", "heatmap", "bar", "bar"]
     assert np.allclose(np.asarray(fig.data[4].x), n.weights, atol=1e-6)
-    assert list(fig.data[1].y)[0].startswith("0 · ")
+    assert fig.data[1].y[0].startswith("0 · ")
     frame = neuron_frame(n, vectors.key_tokens)
     assert len(frame) == n.keys.size and np.allclose(frame.groupby("key_pos")["weight"].first(), n.weights)
 
@@ -156,3 +157,41 @@ def test_ablation_acts_only_in_the_thread_that_asked(tiny):
         thread.start()
         thread.join()
     assert np.array_equal(seen["w"], before)
+
+
+# -- the real models (read their weights: slow) --------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("model_id", "kinds"),
+    [
+        ("minilm", ["self"]),
+        ("smollm2", ["self"]),
+        ("couplet-transformer", ["encoder_self", "decoder_self", "cross"]),
+    ],
+)
+def test_neuron_view_of_the_bundled_models(model_id, kinds):
+    from attention_atlas.models.registry import info, load
+
+    adapter = load(model_id, "cpu")
+    for kind in kinds:
+        check_neuron(adapter, info(model_id).example, kind)
+
+
+@pytest.mark.slow
+def test_ablation_of_smollm2_layers_and_its_zeroed_output_projection():
+    """SmolLM2 (Llama-style, grouped key-value heads): heads found at ``self_attn.o_proj``."""
+    from attention_atlas.models.registry import info, load
+
+    adapter = load("smollm2", "cpu")
+    text = info("smollm2").example
+    before = adapter.run(text).records["self"].weights
+    after = ablation.ablated_run(adapter, text, "self", [(4, 3)]).records["self"].weights
+    assert np.allclose(before[:5], after[:5], atol=1e-6) and np.abs(before[5:] - after[5:]).max() > 1e-3
+    ablated = ablation.next_token(adapter, text, [(4, h) for h in range(adapter.n_heads)])
+    twin = copy.deepcopy(adapter.model)
+    with torch.no_grad():
+        twin.model.layers[4].self_attn.o_proj.weight.zero_()
+        logits = twin(input_ids=adapter.encode(text).ids).logits[0, -1]
+    assert np.allclose(np.log(ablated), torch.log_softmax(logits, -1).numpy(), atol=1e-4)

@@ -1,0 +1,132 @@
+"""The Transformer page's head ablation: switch off one or several heads (``models.ablation``) and
+see every head's attention change downstream, and for a causal LM the next-token distribution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_atlas.ui import cached
+from attention_atlas.ui.compare import (
+    _before_after,
+    _grid_chart,
+    _head_choice,
+    _top_heads,
+    row_change,
+    shown_record,
+)
+from attention_atlas.ui.widgets import chart, plain, plural
+from attention_atlas.viz_core.derive import ViewOptions
+from attention_atlas.viz_core.figures import grouped_bars
+
+A = "tf_ablate_"  # widget keys (the page's prefix is tf_)
+TOP = 10  # next tokens listed, from before and after together
+NOTE = "Red: more attention with the heads switched off; blue: less."
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def ablated(model_id: str, text: str, kind: str, heads: tuple[tuple[int, int], ...], target: str | None):
+    """The records of ``text`` with ``heads`` of ``kind`` switched off (a seq2seq model forced to
+    ``target``, the output it wrote with every head on, so the two runs line up)."""
+    from attention_atlas.models.ablation import ablated_run
+
+    with cached.lane_for(model_id, text).turn():
+        return ablated_run(cached.adapter(model_id), text, kind, heads, target=target)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def next_tokens(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> pd.DataFrame:
+    """The most likely next tokens before and after (the top ``TOP`` of each, together)."""
+    from attention_atlas.models.ablation import next_token, token_text
+
+    adapter = cached.adapter(model_id)
+    with cached.lane_for(model_id, text).turn():
+        before, after = next_token(adapter, text), next_token(adapter, text, heads)
+    ids = list(dict.fromkeys([*np.argsort(-before)[:TOP], *np.argsort(-after)[:TOP]]))
+    frame = pd.DataFrame(
+        {
+            "token": [token_text(adapter, i) for i in ids],
+            "id": ids,
+            "before": before[ids],
+            "after": after[ids],
+        }
+    )
+    frame["change"] = frame["after"] - frame["before"]
+    return frame.sort_values("before", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def head_label(lh: tuple[int, int]) -> str:
+    return f"layer {lh[0]} · head {lh[1]}"
+
+
+def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
+    """Heads picked to switch off; every head's change; one head before and after; next tokens."""
+    model = cached.capabilities(model_id)
+    L, H = model.layers, model.heads
+    everything = [(lay, h) for lay in range(L) for h in range(H)]
+    st.caption(
+        f"A switched-off head's output is zeroed before the {options.kind} attention's output projection "
+        "(a hook on the model itself): the layers after it see the model without that head."
+    )
+    heads = st.multiselect(
+        "heads to switch off",
+        everything,
+        default=[(0, 0)],
+        format_func=head_label,
+        key=A + f"heads_{model_id}",
+    )
+    if not heads:
+        st.info("Pick one or more heads to switch off.")
+        return
+    heads = tuple(sorted(heads))
+    result = cached.run_model(model_id, text)
+    special = result.records[options.kind].meta.get("key_special") or [False]
+    if all(special):
+        st.info("Every token of this input is a special token: type some words to see what the heads change.")
+        return
+    try:
+        with st.spinner(f"Running the model with {plural(len(heads), 'head')} switched off…"):
+            raw = ablated(model_id, text, options.kind, heads, result.output).records[options.kind]
+    except ValueError as err:  # models.ablation.AblationError: a model whose heads cannot be reached
+        st.warning(plain(err))
+        return
+    before, after = shown_record(model_id, text, options), options.apply(raw)
+    _changes(model_id, before, after, heads)
+    if model.causal:
+        _next_tokens(model_id, text, heads)
+
+
+def _changes(model_id: str, before, after, heads: tuple) -> None:
+    grid = row_change(before.weights, after.weights, [])
+    first = min(lay for lay, _ in heads)
+    name = f"{model_id}_ablate_" + "_".join(f"L{lay}H{h}" for lay, h in heads)
+    st.subheader(f"Every head's change with {plural(len(heads), 'head')} switched off")
+    _grid_chart(grid, "TV", "total variation per head", A + "grid", name, "change_tv")
+    st.caption(
+        "One tile per layer × head: the total variation ½·Σ|before − after| of each query row's attention, "
+        f"averaged over the rows (0: unchanged; 1: all of it moved). Layer {first} and those before it "
+        "cannot change: a head's weights are made before its output is mixed in."
+    )
+    _top_heads(grid, name + "_top", A)
+    layer, head = _head_choice(grid, "TV", A + "head")
+    _before_after(before, after, layer, head, f"{name}_layer{layer}_head{head}", A, NOTE)
+
+
+def _next_tokens(model_id: str, text: str, heads: tuple) -> None:
+    frame = next_tokens(model_id, text, heads)
+    st.subheader("The next token, before and after")
+    fig = grouped_bars(
+        list(frame["token"]),
+        {"before": frame["before"].to_numpy(), "after": frame["after"].to_numpy()},
+        "next token",
+        "probability",
+    )
+    chart(fig, frame, A + "next", f"{model_id}_ablate_next_token")
+    top_b, top_a = frame.loc[frame["before"].idxmax()], frame.loc[frame["after"].idxmax()]
+    st.caption(
+        plain(
+            f"Most likely next token before: {top_b['token']!r} ({top_b['before']:.1%}); after: "
+            f"{top_a['token']!r} ({top_a['after']:.1%}). The {TOP} most likely of each run are shown."
+        )
+    )
