@@ -40,8 +40,12 @@ PAGES = {
 
 page = st.navigation(PAGES)
 
-from attention_atlas.ui.widgets import sidebar_device, sidebar_display  # noqa: E402  (after set_page_config, as Streamlit requires)
+# A fresh server's first run imports PyTorch, Plotly and pandas here (seconds): say so, instead of a
+# blank page. Later runs find them imported and finish before the spinner's half-second delay.
+with st.spinner("Starting Attention Atlas: loading PyTorch and the charts (once per server)…"):
+    from attention_atlas.ui import cached  # noqa: F401  (the pages' shared imports)
+    from attention_atlas.ui.widgets import sidebar_device, sidebar_display
 
-sidebar_device()
+    sidebar_device()
 sidebar_display()  # projector mode and high-contrast colours, kept in the URL (?present=1, ?contrast=1)
 page.run()

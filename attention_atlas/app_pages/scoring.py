@@ -6,6 +6,7 @@ import streamlit as st
 from attention_atlas.models.attention.demos import MASK_NAMES, ScoringSetup
 from attention_atlas.ui.cached import (
     capabilities,
+    ensure_loaded,
     model_choices,
     model_queries_keys,
     saturation,
@@ -73,6 +74,7 @@ else:
         st.info("Type a sentence: its tokens become the queries and keys.")
         st.stop()
     try:
+        ensure_loaded(model.id)  # "Loading the model…", not "Reading queries and keys…", on a first visit
         real = model_queries_keys(model.id, text, layer, head)
     except ValueError as err:  # nothing left after cleaning, a text the tokenizer makes no tokens of
         st.warning(plain(err))

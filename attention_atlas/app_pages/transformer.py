@@ -68,6 +68,7 @@ weighted = cached.value_weighting_offered(model_id) and c3.toggle(
 if not text.strip():
     st.info("Type a sentence to see its attention.")
     st.stop()
+slot = st.container()  # the notices, however many, in one place: the tabs keep theirs while a new text runs
 try:
     result = cached.run_model(model_id, text)
 except ValueError as err:
@@ -76,14 +77,14 @@ except ValueError as err:
 except (OSError, RuntimeError) as err:  # missing weights or package, a model that returns no weights
     st.error(f"{model_id} cannot run here: {plain(err)}")
     st.stop()
-show_notices([*getattr(cached.adapter(model_id), "load_notices", []), *result.notices])  # a rebuilt cache too
+show_notices([*getattr(cached.adapter(model_id), "load_notices", []), *result.notices], where=slot)
 if weighted:
-    st.caption(
+    slot.caption(
         "ℹ️ Every view below shows value-weighted attention ‖α f(x)‖ (rows rescaled to sum to 1), "
         "not the raw weights α; rollout and flow are computed from it."
     )
 if result.output:
-    st.markdown(f"**Generated:** {plain(result.output)}")
+    slot.markdown(f"**Generated:** {plain(result.output)}")
 
 options = ViewOptions(kind, merge, hide, weighted)
 view = cached.transformer_view(model_id, text, options)

@@ -72,8 +72,10 @@ def adapter(model_id: str):
     return resident().get(model_id)
 
 
-def _load(model_id: str) -> None:
-    """Load ``model_id`` under a spinner that says why, if it is not loaded (a cache miss is coming)."""
+def ensure_loaded(model_id: str) -> None:
+    """Load ``model_id`` under a spinner that says why, if it is not loaded (a cache miss is coming).
+    Pages call it before a cached call that loads the model inside, whose own spinner would name
+    the wrong wait."""
     models = resident()
     if model_id in models.resident():
         return
@@ -109,17 +111,20 @@ def queued(model_id: str, text: str, key: tuple, call):
     the page shows its position in line while it waits. Inside another cached function, which
     would record any element for replay, it waits without a word."""
     janitor().used()
+    inside = _inside_cached_function()
+    # One slot whether the result was seen or not, so that the page's later elements keep their
+    # places: a slot that moves lands on the stale content below and blanks it while the input runs.
+    box = None if inside else st.empty()
     if key in _SEEN:
         return call()
     lane = lane_for(model_id, text)
-    if _inside_cached_function():
+    if inside:
         with lane.turn():
             return call()
-    box = st.empty()
     try:
         with lane.turn(on_wait=lambda k: box.info(lane.waiting_message(k))):
             box.empty()
-            _load(model_id)
+            ensure_loaded(model_id)
             return call()
     finally:
         box.empty()
@@ -237,12 +242,15 @@ def transformer_view(model_id: str, text: str, options: ViewOptions) -> Transfor
     return queued(model_id, text, ("view", model_id, text, options), lambda: cache(model_id, text, options))
 
 
-@st.cache_data(show_spinner=False, max_entries=32, ttl=TTL)
+BUILDING = "Building the views: every head for the browser, the head statistics, rollout and offsets…"
+
+
+@st.cache_data(show_spinner=BUILDING, max_entries=32, ttl=TTL)
 def _transformer_view(model_id: str, text: str, options: ViewOptions) -> TransformerView:
     return _view(model_id, text, options)
 
 
-@st.cache_data(show_spinner=False, max_entries=4, ttl=TTL)
+@st.cache_data(show_spinner=BUILDING, max_entries=4, ttl=TTL)
 def _transformer_view_heavy(model_id: str, text: str, options: ViewOptions) -> TransformerView:
     return _view(model_id, text, options)
 

@@ -111,6 +111,7 @@ def text_input(link: Link, model_id: str, where) -> str:
             st.info(
                 "This link's text is not in the link (a file, or longer than a link holds): upload or paste it."
             )
+    cached.ensure_loaded(model_id)  # the sample's token count needs the model: say so on a first visit
     key, example = K + "text", lc.default_text(model_id)
     if state.get(key) in (None, state.get(K + "example")):
         state[key] = example  # another model's sample is replaced, never typed text

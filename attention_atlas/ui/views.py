@@ -51,13 +51,15 @@ def difference_chart(
     chart(larger_ticks(fig, font), frame, key, filename)
 
 
-def show_notices(notices, warn: bool = False) -> None:
-    """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption."""
+def show_notices(notices, warn: bool = False, where=None) -> None:
+    """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption;
+    in ``where`` (a container) if given."""
+    where = st if where is None else where
     for notice in dict.fromkeys(notices):
         if warn:
-            st.warning(plain(notice))
+            where.warning(plain(notice))
         else:
-            st.caption(f"ℹ️ {plain(notice)}")
+            where.caption(f"ℹ️ {plain(notice)}")
 
 
 def head_stats_block(table: pd.DataFrame, key: str, filename: str) -> None:
