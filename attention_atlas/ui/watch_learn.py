@@ -92,6 +92,18 @@ def reset() -> None:
         got[0].stop()
 
 
+@st.cache_resource(show_spinner="Loading the couplets and building the untrained models…", max_entries=8)
+def untrained(attention: str, p: cr.Preset) -> np.ndarray:
+    """``cr.untrained_probe``, once per process: what every run of ``p`` starts from."""
+    return cr.untrained_probe(attention, p)
+
+
+def clock_text(seconds: float) -> str:
+    """Wall-clock seconds as a class reads them: "45 s", "2 min 05 s"."""
+    t = round(seconds)
+    return f"{t // 60} min {t % 60:02d} s" if t >= 60 else f"{t} s"
+
+
 # -- what a snapshot looks like ----------------------------------------------------------------
 
 

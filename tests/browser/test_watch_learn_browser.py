@@ -12,7 +12,7 @@ from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # a busy machine loads the corpus slowly
-STEP = re.compile(r"training: \d+ of 120 s · additive step (\d+)")
+STEP = re.compile(r"training: \d+ of 120 s of training per model · [^·]+ on the clock · additive step (\d+)")
 
 
 def step_shown(page) -> int:
@@ -27,9 +27,12 @@ def test_one_trainer_two_visitors_the_second_waits_until_the_first_leaves(own_se
     SHOTS.mkdir(exist_ok=True)
     with new_page(1400, 900) as first, new_page(1280, 720) as second:
         first.goto(f"{url}/watch-learn")
+        # before Start: the untrained model's attention, spread evenly (the corpus loads once per server)
+        first.get_by_text("step 0, untrained").wait_for(timeout=600_000)
+        first.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+        first.screenshot(path=SHOTS / "watch_learn_untrained_1400x900.png")
         first.get_by_role("button", name="▶ Start").click()
-        first.wait_for_selector(PLOT_DRAWN, timeout=600_000)  # the corpus loads once per server
-        first.get_by_text(STEP).wait_for(timeout=60_000)
+        first.get_by_text(STEP).wait_for(timeout=300_000)
         seen = step_shown(first)
         first.wait_for_function(
             f"() => /additive step (\\d+)/.exec(document.body.innerText)?.[1] > {seen}", timeout=60_000

@@ -4,8 +4,10 @@ the waiting line. A tiny preset on a made-up cipher corpus keeps it fast (the pa
 from __future__ import annotations
 
 import random
+import re
 import time
 
+import numpy as np
 import pytest
 
 from attention_atlas.models.training import classroom as cr
@@ -55,9 +57,31 @@ def _stop_all(at) -> None:
         got[0].stop(wait=10)
 
 
+def untrained_heatmaps(at) -> list[dict]:
+    """The probe heatmaps drawn before Start, each checked to be its model's step-0 frame."""
+    titles = [m.value for m in at.markdown if m.value.endswith("step 0, untrained")]
+    heats = [f for f in charts(at) if f["data"][0]["type"] == "heatmap"]
+    assert len(heats) == len(titles) and any("Before any training" in c.value for c in at.caption)
+    for title, fig in zip(titles, heats, strict=True):
+        z = np.array(fig["data"][0]["z"], dtype=float)
+        assert np.allclose(z, cr.untrained_probe(title.split("**")[1], TINY), atol=1e-3)
+    return heats
+
+
+def test_first_load_draws_the_untrained_attention_spread_evenly(tiny):
+    at = run()
+    assert any("Start" in i.value for i in at.info)
+    (heat,) = untrained_heatmaps(at)  # Additive: one model, before any Start
+    z = np.array(heat["data"][0]["z"], dtype=float)
+    assert z.shape == (7, 7) and np.allclose(z, 1 / 7, atol=0.05)  # spread evenly: no diagonal yet
+    at.radio(key=K + "mode").set_value("Race: additive vs dot")
+    assert len(untrained_heatmaps(run(at))) == 2
+    # 30 s taught nothing (bench/RESULTS.md): the shortest run on offer is a minute per model
+    assert at.slider(key=K + "seconds").min >= 60 and "per model" in at.slider(key=K + "seconds").label
+
+
 def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
     at = run()
-    assert any("Start" in i.value for i in at.info) and not charts(at)
     at.radio(key=K + "mode").set_value("Race: additive vs dot")
     at.button(key=K + "start").click()
     at = run(at)
@@ -75,6 +99,10 @@ def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
         assert [y.split(" · ")[1] for y in heats[0]["data"][0]["y"]] == list(PROBE[1])
         curves = [f for f in figs if f["data"][0]["type"] == "scatter"]
         assert {t["name"] for t in curves[0]["data"]} == {"additive", "dot"}
+        # what the time counts, and the time on the clock beside it (both models' turns, measuring)
+        assert re.search(
+            r"of 120 s of training per model · \d+ (min \d\d )?s on the clock", progress_text(at)
+        )
 
         at.button(key=K + "pause").click()
         at = run(at)
@@ -94,7 +122,7 @@ def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
         at = run(at)
         held.thread.join(10)
         assert not held.thread.is_alive()
-        assert any("Start" in i.value for i in at.info) and not charts(at)
+        assert any("Start" in i.value for i in at.info) and len(untrained_heatmaps(at)) == 2
         assert not at.radio(key=K + "mode").disabled
     finally:
         _stop_all(at)

@@ -106,9 +106,23 @@ def test_run_pauses_resumes_and_finishes(one_thread, data):
 def test_race_keeps_both_models_level_in_training_time(one_thread, data):
     run = cr.ClassroomRun(cr.ATTENTIONS, TINY, 2.0, data=lambda: data, pool=Lane("training", 1)).start()
     _wait(lambda: run.snapshot().state == cr.DONE)
-    ends = {a: h[-1].seconds for a, h in run.snapshot().histories.items()}
+    snap = run.snapshot()
+    ends = {a: h[-1].seconds for a, h in snap.histories.items()}
     assert set(ends) == {"additive", "dot"} and min(ends.values()) >= 2.0
     assert max(ends.values()) - min(ends.values()) < 0.5, ends
+    # the clock counts both models' turns and the measurements: a race of 2 s takes over 4 s
+    assert snap.clock_seconds >= sum(ends.values()), (snap.clock_seconds, ends)
+
+
+def test_untrained_probe_is_every_runs_first_frame_and_spread_evenly(one_thread, data, monkeypatch):
+    monkeypatch.setattr(cr, "data_for", lambda p, *a, **k: data)
+    for attention in cr.ATTENTIONS:
+        before = cr.untrained_probe(attention, TINY)
+        first = cr.ClassroomTrainer(attention, TINY, data)
+        first.measure()
+        assert np.allclose(before, first.probe_weights, atol=1e-6)
+        n = len(TINY.probe[0])
+        assert before.shape == (n, n) and np.allclose(before, 1 / n, atol=0.05), before.round(3)
 
 
 def test_third_run_waits_for_a_free_slot(one_thread, data):

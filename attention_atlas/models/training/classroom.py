@@ -18,7 +18,8 @@ about a minute on one CPU core.
 - at most ``ATLAS_MAX_TRAININGS`` runs train at once in a process (2): the training lane of
   ``serve.lanes``; the rest wait in line and know their place.
 
-Seconds are training seconds: time spent in training steps, measurements excluded.
+Seconds are training seconds: wall-clock time spent in one model's training steps, measurements
+excluded (a run's ``clock_seconds`` counts both models of a race and the measurements).
 """
 
 from __future__ import annotations
@@ -200,12 +201,17 @@ class ClassroomTrainer:
         if self.step % self.preset.measure_every == 0:
             self.measure()
 
-    def measure(self, pairs: Sequence[tuple[str, str]] | None = None) -> Point:
-        """The probe's attention and the alignment on ``pairs`` (default: the watched held-out ones)."""
+    def probe(self) -> np.ndarray:
+        """The probe couplet's attention, force-decoded: [lower line, upper line]."""
         upper, lower = self.preset.probe
         self.model.eval()
         with torch.no_grad():
-            probe = self.runner.force([list(upper)], [list(lower)])[0].weights.numpy()
+            return self.runner.force([list(upper)], [list(lower)])[0].weights.numpy()
+
+    def measure(self, pairs: Sequence[tuple[str, str]] | None = None) -> Point:
+        """The probe's attention and the alignment on ``pairs`` (default: the watched held-out ones)."""
+        probe = self.probe()
+        with torch.no_grad():
             held = forced_metrics(self.runner, pairs or self.data.watch(self.preset.watch_pairs))
         loss = round(float(np.mean(self._losses)), 4) if self._losses else None
         self._losses = []
@@ -233,6 +239,12 @@ class ClassroomTrainer:
         return Seq2SeqBundle(self.model.eval(), self.data.vocab, self.data.vocab, "couplet", "char", facts)
 
 
+def untrained_probe(attention: str, p: Preset) -> np.ndarray:
+    """The probe's attention at step 0: the first frame of every run of ``p`` (the same seed, so
+    the same initial weights), before anything is learned."""
+    return ClassroomTrainer(attention, p, data_for(p)).probe()
+
+
 # -- one visitor's run -----------------------------------------------------------------------
 
 WAITING, LOADING, TRAINING, PAUSED, DONE, STOPPED, FAILED = (
@@ -257,6 +269,7 @@ class Snapshot:
     histories: dict[str, list[Point]] = field(default_factory=dict)
     probes: dict[str, np.ndarray] = field(default_factory=dict)
     message: str = ""
+    clock_seconds: float = 0.0  # wall-clock time of training and measuring so far (a race: both models)
 
     @property
     def live(self) -> bool:
@@ -288,6 +301,7 @@ class ClassroomRun:
         self._data = data or (lambda: data_for(p))
         self.device = device
         self.trainers: dict[str, ClassroomTrainer] = {}
+        self.clock_seconds = 0.0  # wall-clock time inside the job's steps: no waiting, loading or pause
         self._lock = threading.Lock()
         self.job = jobs.Job(
             self._step, name="classroom-run", setup=self._load, lane=pool or trainings(), alive=alive
@@ -325,6 +339,7 @@ class ClassroomRun:
                 {a: list(t.history) for a, t in self.trainers.items()},
                 {a: t.probe_weights for a, t in self.trainers.items() if t.probe_weights is not None},
                 self.job.message,
+                self.clock_seconds,
             )
 
     # -- the job's parts -------------------------------------------------------------------
@@ -338,6 +353,13 @@ class ClassroomRun:
             self.trainers = trainers
 
     def _step(self) -> str | None:
+        t0 = time.perf_counter()
+        try:
+            return self._advance()
+        finally:
+            self.clock_seconds += time.perf_counter() - t0
+
+    def _advance(self) -> str | None:
         behind = min(self.trainers.values(), key=lambda t: t.seconds)
         if behind.seconds >= self.max_seconds:
             for t in self.trainers.values():
