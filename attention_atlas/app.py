@@ -22,6 +22,7 @@ PAGES = {
         st.Page("app_pages/scoring.py", title="Scoring functions", icon="🎯", url_path="scoring"),
         st.Page("app_pages/positional.py", title="Positional encoding", icon="🌊", url_path="positional"),
         st.Page("app_pages/pooling.py", title="Attention pooling", icon="📈", url_path="pooling"),
+        st.Page("app_pages/complexity.py", title="Attention vs CNN, RNN", icon="⏱️", url_path="complexity"),
     ],
     "Transformers": [
         st.Page("app_pages/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),

@@ -62,6 +62,12 @@ st.page_link(
     label="**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live.",
     icon="📈",
 )
+st.page_link(
+    "app_pages/complexity.py",
+    label="**Attention vs CNN, RNN**: the tutorial's cost table measured on this machine: time and memory "
+    "as n grows, fitted slopes, the crossover, paths between tokens.",
+    icon="⏱️",
+)
 
 st.page_link(
     "app_pages/transformer.py",

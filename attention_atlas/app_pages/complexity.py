@@ -1,0 +1,141 @@
+"""Self-attention beside a convolution and a recurrent layer: the tutorial's table, measured here."""
+
+import streamlit as st
+
+from attention_atlas.models.attention import complexity as cx
+from attention_atlas.ui.complexity_run import devices, measured
+from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.widgets import chart, fact, intro, plural
+from attention_atlas.viz_core.complexity_figures import (
+    Mark,
+    comparison_table,
+    edges_frame,
+    path_graphs,
+    points_frame,
+    scaling_chart,
+)
+
+K = "cx_"
+st.title("⏱️ Self-attention, CNN and RNN")
+intro(
+    "The attention-pooling tutorial compares three layers that turn n tokens of d numbers into n "
+    "tokens: **self-attention** costs O(n²·d), a **convolution** of kernel k O(k·n·d²), a **recurrent** "
+    "layer O(n·d²). Self-attention needs O(1) sequential operations and connects any two tokens in "
+    "one layer, but its cost grows with n²: once n passes d it costs more than the recurrent layer. "
+    "Here the three run on this machine as n doubles: the tutorial's self-attention "
+    "softmax(X Xᵀ/√d) X, a Conv1d of d channels, a GRU or LSTM of d units."
+)
+link = Link("complexity")
+SIZES = [2**i for i in range(2, 16)]  # 4 … 32,768
+DIMS = [8, 16, 32, 64, 128, 256, 512, 1024]
+KERNELS = [3, 5, 7, 9, 11, 13, 15]
+OFFER = "is not on offer"
+
+c1, c2, c3 = st.columns(3)
+shortest = c1.select_slider("shortest n", SIZES, key=link.choice("from", K + "from", SIZES, 16, OFFER))
+longest = c2.select_slider("longest n", SIZES, key=link.choice("to", K + "to", SIZES, 2048, OFFER))
+d = c3.select_slider("width d", DIMS, key=link.choice("d", K + "d", DIMS, 64, OFFER))
+c1, c2, c3 = st.columns(3)
+k = c1.select_slider("kernel k", KERNELS, key=link.choice("k", K + "k", KERNELS, 3, OFFER))
+rnn = c2.radio("recurrent layer", cx.RNNS, horizontal=True, key=link.choice("rnn", K + "rnn", cx.RNNS, "GRU"))
+places = devices()
+device = c3.radio(
+    "device",
+    list(places),
+    format_func=places.get,
+    key=link.choice("device", K + "device", list(places), list(places)[-1]),
+)
+if shortest >= longest:
+    link.done()
+    st.info(f"Pick a longest n above the shortest ({shortest:,}): a slope needs at least two sizes.")
+    st.stop()
+
+result = measured(cx.Setup(cx.geometric_sizes(shortest, longest), d, k, rnn), device)
+names = {cx.ATTENTION: "self-attention", cx.CONVOLUTION: f"convolution, k = {k}", cx.RECURRENT: rnn}
+slopes = {layer: cx.tail_slope(*result.series(layer)) for layer in cx.LAYERS}
+
+
+def legend(layer: str) -> str:
+    slope = slopes[layer]
+    shown = "—" if slope is None else f"{slope:.2f}"
+    return f"{names[layer]}: slope {shown} (tutorial {cx.TUTORIAL[layer].n_exponent})"
+
+
+st.subheader("Forward time as n grows")
+attention = result.series(cx.ATTENTION)
+crossings = {
+    other: cx.crossover(*attention, *result.series(other)) for other in (cx.RECURRENT, cx.CONVOLUTION)
+}
+marks = [Mark(d, f"n = d = {d}: the tutorial's crossover")]
+if crossings[cx.RECURRENT]:
+    marks.append(Mark(crossings[cx.RECURRENT], f"measured crossover with the {rnn}", "dot"))
+chart(
+    scaling_chart(
+        {legend(layer): result.series(layer) for layer in cx.LAYERS}, "time per forward", "s", marks
+    ),
+    points_frame(result.points),
+    K + "time",
+    "forward_time",
+)
+fact(
+    f"On {result.device}: the median of up to {result.setup.repeats} forwards after a warm-up, batch 1, "
+    "float32, no gradients. Slopes are fitted on log-log axes over the larger half of the sizes, where "
+    "fixed overheads no longer count; on a busy machine the small sizes are noisy."
+)
+
+
+def where(n: float | None) -> str:
+    return f"n ≈ {n:,.0f}" if n else f"not within {shortest:,}–{longest:,}"
+
+
+left, right = st.columns(2)
+left.metric(f"tutorial: attention costs more than the {rnn} from", f"n = d = {d:,}")
+right.metric(f"measured: attention slower than the {rnn} from", where(crossings[cx.RECURRENT]))
+left.metric("tutorial: attention costs more than the convolution from", f"n = k·d = {k * d:,}")
+right.metric("measured: attention slower than the convolution from", where(crossings[cx.CONVOLUTION]))
+
+st.subheader("Memory as n grows")
+chart(
+    scaling_chart({names[layer]: result.series(layer, "bytes") for layer in cx.LAYERS}, "memory", "B"),
+    points_frame(result.points),
+    K + "memory",
+    "forward_memory",
+)
+fact(f"Memory {result.memory}.")
+if result.skipped:
+    st.info(
+        "Skipped to keep each measurement bounded: "
+        + "; ".join(f"{names[s.layer]} at n = {s.n:,} ({s.reason})" for s in result.skipped)
+    )
+
+st.subheader("Paths: which tokens one layer connects")
+n_graph = st.slider("tokens in the graphs", 2, 12, key=link.number("tokens", K + "tokens", 2, 12, 8))
+link.done()
+unit = {cx.ATTENTION: "layer", cx.CONVOLUTION: "layer", cx.RECURRENT: "step"}
+graphs = {
+    f"{names[layer]}: {plural(cx.path_length(layer, n_graph, k), unit[layer])}": cx.graph(layer, n_graph, k)
+    for layer in cx.LAYERS
+}
+chart(path_graphs(graphs, n_graph), edges_frame(graphs), K + "paths", "paths")
+fact(
+    f"Token 0 reaches token {n_graph - 1} in one attention layer (every token reads every token), in "
+    f"{plural(cx.path_length(cx.CONVOLUTION, n_graph, k), 'convolution layer')} (each output reads "
+    f"{plural(cx.reach(k), 'position')} to each side, so a path moves at most that far a layer), and "
+    f"through {plural(n_graph, 'step')} of the {rnn}, one after another (x: its inputs, h: its states)."
+)
+
+st.subheader("The tutorial's table beside the measurements")
+st.table(
+    comparison_table(
+        {
+            names[layer]: {
+                "tutorial": cx.TUTORIAL[layer],
+                "slope": slopes[layer],
+                "steps": cx.sequential_steps(layer, n_graph, k),
+                "path": cx.path_length(layer, n_graph, k),
+            }
+            for layer in cx.LAYERS
+        },
+        n_graph,
+    )
+)

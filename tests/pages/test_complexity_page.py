@@ -1,0 +1,58 @@
+"""The comparison of self-attention with a convolution and a recurrent layer under AppTest: the
+defaults measure and draw, changing n or d measures again, a range of one size says so."""
+
+from __future__ import annotations
+
+from tests.support import charts, page_runner
+
+run = page_runner("app_pages/complexity.py", 240)
+
+
+def _names(fig: dict) -> list[str]:
+    return [t.get("name", "") for t in fig["data"]]
+
+
+def test_defaults_measure_and_draw_time_memory_and_paths():
+    at = run()
+    time_chart, memory_chart, paths = charts(at)
+    assert time_chart["layout"]["xaxis"]["type"] == "log" and time_chart["layout"]["yaxis"]["type"] == "log"
+    lines = _names(time_chart)
+    assert any(n.startswith("self-attention: slope") and n.endswith("(tutorial 2)") for n in lines)
+    assert any(n.startswith("GRU: slope") for n in lines)
+    assert "n = d = 64: the tutorial's crossover" in lines
+    measured = [t for t in time_chart["data"] if "slope" in t.get("name", "")]
+    assert all(len(t["x"]) >= 2 for t in measured)  # at least two sizes each, within the budget
+    assert len(memory_chart["data"]) == 3
+    assert [a["text"] for a in paths["layout"]["annotations"]] == [
+        "self-attention: 1 layer",
+        "convolution, k = 3: 7 layers",
+        "GRU: 8 steps",
+    ]
+    table = at.table[0].value
+    assert list(table.columns) == ["self-attention", "convolution, k = 3", "GRU"]
+    assert table.loc["path length at n = 8 (counted)"].tolist() == ["1", "7", "8"]
+    assert {m.label for m in at.metric} >= {"tutorial: attention costs more than the GRU from"}
+
+
+def test_changing_d_and_the_range_measures_again():
+    at = run()
+    at.select_slider(key="cx_to").set_value(128)
+    at.select_slider(key="cx_d").set_value(16)
+    at.radio(key="cx_rnn").set_value("LSTM")
+    at = run(at)
+    time_chart = charts(at)[0]
+    measured = [t for t in time_chart["data"] if "slope" in t.get("name", "")]
+    assert [t["x"] for t in measured] == [[16, 32, 64, 128]] * 3
+    assert "n = d = 16: the tutorial's crossover" in _names(time_chart)
+    assert any(m.value == "n = d = 16" for m in at.metric)
+    at.slider(key="cx_tokens").set_value(4)
+    at = run(at)
+    assert at.table[0].value.loc["path length at n = 4 (counted)"].tolist() == ["1", "3", "4"]
+
+
+def test_a_range_of_one_size_asks_for_a_longer_one():
+    at = run()
+    at.select_slider(key="cx_to").set_value(16)
+    at = run(at)
+    assert any("Pick a longest n above the shortest (16)" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
