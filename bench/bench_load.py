@@ -11,6 +11,7 @@ saw, and the server's resident memory (its process and children) over time, then
     python -m bench.bench_load --sessions 30 --minutes 10 --label after
     python -m bench.bench_load --sessions 10,30,60 --minutes 10     # one fresh server each
     python -m bench.bench_load --sessions 10 --heavy 1              # + one smollm2 long-input session
+    python -m bench.bench_load --sessions 30 --texts fresh          # nobody types a shared example
 
 Each run is kept in ``bench/load_runs.json`` under its label and session count, and the
 ``bench_load`` section of ``bench/RESULTS.md`` is rendered from all kept runs, so a baseline
@@ -52,10 +53,12 @@ class Texts:
     """Couplet lines and English sentences from the bundled corpora, some joined into long inputs.
 
     Half of what a session types comes from a shared pool (classmates type the same
-    examples), half is fresh, so the cache is hit as often as it would be in a room."""
+    examples), half is fresh, so the cache is hit as often as it would be in a room; with
+    ``shared=0`` every text is fresh (a class where everyone types their own)."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, shared: float = 0.5):
         self.rng = random.Random(seed)
+        self.shared = shared
         self.lines = [c for pair in _pairs("couplets/tang_couplets.tsv.gz", 4000, seed) for c in pair]
         self.sentences = [e for e, _ in _pairs("translation/eng_fra.tsv.gz", 4000, seed)]
         self.pool = {
@@ -64,12 +67,12 @@ class Texts:
         }
 
     def couplet(self, rng: random.Random) -> str:
-        return rng.choice(self.pool["couplet"]) if rng.random() < 0.5 else self._couplet(rng)
+        return rng.choice(self.pool["couplet"]) if rng.random() < self.shared else self._couplet(rng)
 
     def sentence(self, rng: random.Random, long_share: float = 0.15) -> str:
         if rng.random() < long_share:  # a paragraph of 8–25 sentences: 60–250 words
             return " ".join(rng.choice(self.sentences) for _ in range(rng.randint(8, 25)))
-        return rng.choice(self.pool["sentence"]) if rng.random() < 0.5 else self._sentence(rng)
+        return rng.choice(self.pool["sentence"]) if rng.random() < self.shared else self._sentence(rng)
 
     def _couplet(self, rng: random.Random | None = None) -> str:
         rng = rng or self.rng
@@ -228,7 +231,7 @@ async def load_run(url: str, pid: int, args) -> dict:
     idle = await settle_memory(pid, 10)
     log = Log()
     sampler = asyncio.create_task(sample_memory(pid, log))
-    texts = Texts(args.seed)
+    texts = Texts(args.seed, shared=0.0 if args.texts == "fresh" else 0.5)
     until = time.monotonic() + args.minutes * 60
     students = [Student(i, url, texts, log, args.think, heavy=i < args.heavy) for i in range(args.sessions)]
     load_start = os.getloadavg()[0]
@@ -260,6 +263,7 @@ def summarise(log: Log, args, mem: dict, ended: float, load: tuple[float, float]
         "label": args.label,
         "sessions": args.sessions,
         "heavy": args.heavy,
+        "texts": args.texts,
         "minutes": args.minutes,
         "think": list(args.think),
         "date": str(date.today()),
@@ -319,7 +323,8 @@ def render(runs: dict) -> str:
         "",
         "Browser-less sessions speaking Streamlit's websocket protocol (`harness/st_client.py`) against one "
         "`streamlit run app.py`: each opens Couplets, Transformer heads (minilm) or Translation, types a "
-        "text (half from a shared pool, half fresh, some long paragraphs), switches layers and heads, and "
+        "text (texts 'mixed': half from a shared pool of 20, half fresh; 'fresh': every text new, nobody "
+        "types a shared example; some long paragraphs either way), switches layers and heads, and "
         "thinks between actions. Time-to-settled: from the request to its `script_finished`. Memory: resident, "
         "server process and children; 'idle' is the server after one warm-up visit of each page (models "
         "loaded), 'cold' the server before it. The machine (2 cores) was at times shared with a training "
@@ -329,11 +334,14 @@ def render(runs: dict) -> str:
         "each time (its own column), while the others do as above. 'min 2' and 'end' are the memory at "
         "minute 2 and at the end of the sessions (the growth goal is for 10-minute runs).",
         "",
-        "| run | sessions | min | requests | problems | couplets p50/p95 (s) | transformer p50/p95 (s) | "
+        "| run | sessions | texts | min | requests | problems | couplets p50/p95 (s) | transformer p50/p95 (s) | "
         "translation p50/p95 (s) | smollm2, long (s) | memory cold/idle/min 2/end/after leaving (MB) | load avg |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- | --- | --- | --- | --- |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- | --- | --- | --- | --- | --- |",
     ]
-    for key in sorted(runs, key=lambda k: (runs[k]["sessions"], runs[k]["heavy"], runs[k]["label"])):
+    for key in sorted(
+        runs,
+        key=lambda k: (runs[k]["sessions"], runs[k]["heavy"], runs[k].get("texts", ""), runs[k]["label"]),
+    ):
         r = runs[key]
         pages = ("couplets", "transformer", "translation", "transformer (smollm2)")
         cells = [_cell(r["pages"].get(p)) for p in pages]
@@ -341,7 +349,8 @@ def render(runs: dict) -> str:
         mem = "/".join(f"{m[k]:.0f}" for k in ("cold_idle", "idle", "minute_2", "end", "after_leave"))
         heavy = f" + {r['heavy']} smollm2" if r["heavy"] else ""
         lines.append(
-            f"| {r['label']} ({r['date']}) | {r['sessions']}{heavy} | {r['minutes']:g} | {r['requests']} | "
+            f"| {r['label']} ({r['date']}) | {r['sessions']}{heavy} | {r.get('texts', 'mixed')} | "
+            f"{r['minutes']:g} | {r['requests']} | "
             f"{r['problems']} | {' | '.join(cells)} | {mem} | {r['load_average'][0]}→{r['load_average'][1]} |"
         )
     lines += ["", "Goals (30 sessions, 10 minutes):", ""]
@@ -359,6 +368,7 @@ def keep(result: dict) -> dict:
     key = f"{result['label']}, {result['sessions']} sessions" + (
         f" + {result['heavy']} heavy" if result["heavy"] else ""
     )
+    key += ", fresh texts" if result["texts"] == "fresh" else ""
     runs[key] = result
     RUNS.write_text(json.dumps(runs, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return runs
@@ -374,6 +384,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--heavy", type=int, default=0, help="of the sessions, this many run smollm2 on long inputs"
+    )
+    p.add_argument(
+        "--texts",
+        choices=("mixed", "fresh"),
+        default="mixed",
+        help="mixed: half the texts from a shared pool of 20; fresh: every text typed once, never shared",
     )
     p.add_argument("--label", default="current", help="the name this run is kept under (baseline, after, …)")
     p.add_argument("--url", help="an already running server (default: start one); its pid via --pid")

@@ -1,0 +1,200 @@
+"""What one request costs the server in CPU-seconds, page by page, fresh text against a cached one.
+
+One browser-less session (``harness.st_client``) against one server started as ``atlas serve``
+starts it, requests one at a time, nothing else running on the server: the server's CPU time
+(its process and children, user + system) before and after each request is that request's cost,
+whatever else the machine is doing (wall seconds are given too, but they depend on the load).
+
+Each page gets ``--n`` fresh texts (never typed before on this server: the bundled corpora, a seed
+of their own) and, for the Transformer page, layer and head switches on the text just typed (the
+cached path: no model run).
+
+    python -m bench.bench_request_cost --n 20 --baseline "spinning threads:OMP_WAIT_POLICY="
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from datetime import date
+from pathlib import Path
+
+import psutil
+
+from attention_atlas.serve.launcher import serve
+from attention_atlas.serve.process import launch_env
+from bench.bench_load import Texts
+from bench.results import machine, write_section
+from harness.st_client import Session
+
+RUNS = Path(__file__).with_name("request_cost_runs.json")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children (those alive now), seconds."""
+    proc = psutil.Process(pid)
+    total = 0.0
+    for p in (proc, *proc.children(recursive=True)):
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
+
+
+class Meter:
+    """Each request's CPU-seconds on the server and wall seconds here, by (page, action)."""
+
+    def __init__(self, pid: int):
+        self.pid, self.rows = pid, []
+
+    async def __call__(self, page: str, action: str, call) -> None:
+        await asyncio.sleep(0.3)  # the previous request's stragglers (forward messages, gc) settle
+        before, start = cpu_seconds(self.pid), time.perf_counter()
+        run = await call
+        wall = time.perf_counter() - start
+        await asyncio.sleep(0.2)  # work the server does after script_finished belongs to this request
+        cpu = cpu_seconds(self.pid) - before
+        problems = run.problems
+        self.rows.append({"page": page, "action": action, "cpu": cpu, "wall": wall, "problems": problems})
+
+
+async def one_page(s: Session, meter: Meter, page: str, texts, n: int) -> None:
+    key = {"couplets": "couplet_upper", "transformer": "tf_text", "translation": "translate_english"}[page]
+    await s.open(page)
+    if page == "transformer":
+        await s.set("tf_model", "minilm")
+    for text in texts[:n]:
+        await meter(page, "fresh text", s.set(key, text))
+        layers, heads = s.widgets.get("tf_layer"), s.widgets.get("tf_head")
+        if layers is not None and heads is not None:  # the Transformer page, a text it took
+            await meter(page, "layer switch", s.set("tf_layer", int(layers.bounds[1]) // 2))
+            await meter(page, "head switch", s.set("tf_head", heads.options[1]))
+        await meter(page, "open again (cached)", s.open(page))
+
+
+async def measure(url: str, pid: int, n: int, seed: int) -> list[dict]:
+    source = Texts(seed + 1)  # a seed of its own: no text the warm-up or another run typed
+    fresh = {
+        "couplets": _distinct(source._couplet, n),
+        "transformer": _distinct(source._sentence, n),
+        "translation": _distinct(source._sentence, n),
+    }
+    meter = Meter(pid)
+    async with Session(url) as s:
+        for page in ("", "couplets", "transformer", "translation"):  # pages compiled, models loaded
+            await s.open(page)
+        await s.open("transformer")
+        await s.set("tf_model", "minilm")
+        await s.set("tf_text", "a warm-up sentence the runs below never type")
+        for page, texts in fresh.items():
+            await one_page(s, meter, page, texts, n)
+    return meter.rows
+
+
+def _distinct(make, n: int) -> list[str]:
+    seen: list[str] = []
+    while len(seen) < n:
+        text = make()
+        if text not in seen:
+            seen.append(text)
+    return seen
+
+
+def summarise(rows: list[dict], label: str, env: dict[str, str]) -> dict:
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(f"{r['page']}: {r['action']}", []).append(r)
+    return {
+        "label": label,
+        "date": str(date.today()),
+        "machine": machine(),
+        "env": {**launch_env(), **env},
+        "requests": {
+            k: {
+                "n": len(v),
+                "cpu_median": round(statistics.median(r["cpu"] for r in v), 3),
+                "cpu_max": round(max(r["cpu"] for r in v), 3),
+                "wall_median": round(statistics.median(r["wall"] for r in v), 3),
+                "problems": sum(bool(r["problems"]) for r in v),
+            }
+            for k, v in groups.items()
+        },
+    }
+
+
+def render(runs: dict) -> str:
+    keys = sorted({k for r in runs.values() for k in r["requests"]})
+    labels = list(runs)
+    lines = [
+        "## What one request costs the server (bench/bench_request_cost.py)",
+        "",
+        "One browser-less session, one request at a time, on a server started as `atlas serve` starts it: "
+        "the server's CPU-seconds (process and children, user + system) for each request, median over the "
+        "requests (n each), with the wall seconds beside them (those depend on what else the machine ran). "
+        "'fresh text' is a text never typed on the server before (a model run); switches and the reopened "
+        "page are the cached path. Columns are runs under their labels, a baseline beside the change.",
+        "",
+        f"{runs[labels[-1]]['date']}, {runs[labels[-1]]['machine']}. Server environment per column: "
+        + "; ".join(f"{k}: {runs[k]['env']}" for k in labels)
+        + ".",
+        "",
+        "| request | " + " | ".join(f"{k}: CPU s / wall s" for k in labels) + " |",
+        "| --- |" + " ---: |" * len(labels),
+    ]
+    for key in keys:
+        cells = []
+        for k in labels:
+            c = runs[k]["requests"].get(key)
+            cells.append("—" if c is None else f"{c['cpu_median']:.3f} / {c['wall_median']:.2f} (n {c['n']})")
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    if len(labels) > 1:
+        a, b = labels[0], labels[-1]
+        lines += ["", f"Ratio of CPU-seconds, {b} / {a}:", ""]
+        for key in keys:
+            ca, cb = runs[a]["requests"].get(key), runs[b]["requests"].get(key)
+            if ca and cb and ca["cpu_median"] > 0:
+                lines.append(f"- {key}: {cb['cpu_median'] / ca['cpu_median']:.2f}×")
+    return "\n".join(lines)
+
+
+def keep(runs: dict) -> dict:
+    """This invocation's runs, replacing the kept ones: a table compares runs taken together."""
+    RUNS.write_text(json.dumps(runs, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return runs
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=20, help="fresh texts per page")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--label", default="current")
+    p.add_argument(
+        "--baseline",
+        metavar="LABEL:KEY=VALUE,…",
+        help="first a server with this environment on top of launch_env's, kept under LABEL "
+        "(e.g. 'spinning threads:OMP_WAIT_POLICY='), then the current one",
+    )
+    p.add_argument("--no-write", action="store_true")
+    args = p.parse_args(argv)
+    variants = [(args.label, {})]
+    if args.baseline:
+        label, _, pairs = args.baseline.partition(":")
+        env = dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
+        variants.insert(0, (label, env))
+    runs = {}
+    for label, env in variants:
+        with serve(env={**launch_env(), **env}) as server:
+            rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed))
+        runs[label] = summarise(rows, label, env)
+        print(label, json.dumps(runs[label]["requests"], indent=1))
+    if not args.no_write:
+        write_section("bench_request_cost", render(keep(runs)))
+
+
+if __name__ == "__main__":
+    main()
