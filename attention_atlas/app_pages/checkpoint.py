@@ -19,7 +19,7 @@ from attention_atlas.ui.uploads import (
     upload_limits,
 )
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import alignment_chart, alignment_figure, head_view_block, show_notices
+from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, head_view_block, show_notices
 from attention_atlas.ui.widgets import chart, plain, plural, text_box
 from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.figures import head_view
@@ -109,15 +109,20 @@ except (OSError, RuntimeError, ValueError) as err:  # weights not installed here
     st.stop()
 their_rec = theirs.records.get(kind) or next(iter(theirs.records.values()))
 sides = [(s.model_id, rec, result.output), (other, their_rec, theirs.output)]
-for col, (label, r, out) in zip(st.columns(2), sides, strict=True):
+
+
+def side_figure(label: str, r, width: int):
+    """One side's alignment, or its head at the layer and head chosen above (where it has them)."""
+    if s.view == "alignment":
+        return alignment_figure(r, BIG, AXES, label, width)
+    lay = min(layer, r.n_layers - 1)
+    hd = head if head == "average" or int(head) < r.n_heads else "0"
+    return head_view(r, lay, hd, width).update_layout(title_text=f"{label}: layer {lay}, head {hd}")
+
+
+places, figures = beside(lambda width: [side_figure(label, r, width) for label, r, _ in sides], len(sides))
+for col, (label, r, out), fig in zip(places, sides, figures, strict=True):
     with col:
         if out is not None:
             st.markdown(f"**{label}:** {plain(out)}")
-        if s.view == "alignment":
-            fig = alignment_figure(r, BIG, AXES, title=label)
-        else:
-            lay = min(layer, r.n_layers - 1)
-            hd = head if head == "average" or int(head) < r.n_heads else "0"
-            fig = head_view(r, lay, hd)
-            fig.update_layout(title_text=f"{label}: layer {lay}, head {hd}")
         chart(fig, record_frame(r), K + "side_" + label, label.replace(":", "_"))

@@ -5,8 +5,9 @@ import streamlit as st
 from attention_atlas.models.tasks.couplet import MAX_CHARS
 from attention_atlas.ui.cached import capabilities, first_index, model_choices, run_model
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import alignment_chart, decoding_step, difference_chart, show_notices
-from attention_atlas.ui.widgets import fact, intro, plain
+from attention_atlas.ui.views import alignment_figure, beside, decoding_step, difference_chart, show_notices
+from attention_atlas.ui.widgets import chart, fact, intro, plain
+from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.stats import diagonal_share
 
 K = "couplet_"
@@ -53,7 +54,11 @@ except FileNotFoundError as err:
 show_notices((n for r in results.values() for n in r.notices), warn=True)
 records = {m: r.records["cross"] for m, r in results.items()}
 verb = "forced" if target else ("greedy" if beam == 1 else f"beam {beam}")
-for col, m in zip(st.columns(len(shown)) if both else [st.container()], shown, strict=True):
+places, figures = beside(
+    lambda width: [alignment_figure(records[m], BIG, AXES, m if both else "", width) for m in shown],
+    len(shown),
+)
+for col, m, fig in zip(places, shown, figures, strict=True):
     rec, output = records[m], results[m].output
     line = output if output is not None else "".join(rec.query_tokens)
     with col:
@@ -64,8 +69,8 @@ for col, m in zip(st.columns(len(shown)) if both else [st.container()], shown, s
             f"{m}, {verb}: alignment {rec.meta['alignment']:.0%} of characters (argmax) · "
             f"{mass:.0%} of the weight on the diagonal"
         )
-        title, key, filename = (m, K + "heat_" + m, m) if both else ("", K + "heat", "couplet_attention")
-        alignment_chart(rec, BIG, AXES, key, filename, title=title)
+        key, filename = (K + "heat_" + m, m) if both else (K + "heat", "couplet_attention")
+        chart(fig, record_frame(rec), key, filename)
 
 a, b = records[shown[0]], records[shown[-1]]
 if len(shown) == 2 and a.head().shape == b.head().shape:

@@ -11,9 +11,9 @@ from attention_atlas.ui.cached import (
     translation_cost,
 )
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import alignment_chart, difference_chart, show_notices
+from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, difference_chart, show_notices
 from attention_atlas.ui.widgets import chart, plain, text_box
-from attention_atlas.viz_core.export import series_frame
+from attention_atlas.viz_core.export import record_frame, series_frame
 from attention_atlas.viz_core.figures import lines
 
 K = "translate_"
@@ -85,14 +85,20 @@ shown = ids if both else [model_id]
 results = {m: run(m, english, french, beam) for m in shown}
 show_notices((n for r in results.values() for n in r.notices), warn=True)
 how = "forced" if french else ("greedy" if beam == 1 else f"beam {beam}")
-for col, m in zip(st.columns(len(shown)), shown, strict=True):
+places, figures = beside(
+    lambda width: [
+        alignment_figure(results[m].records["cross"], FONT, AXES, m if both else "", width) for m in shown
+    ],
+    len(shown),
+)
+for col, m, fig in zip(places, shown, figures, strict=True):
     rec = results[m].records["cross"]
     unfinished = "" if rec.meta.get("finished", True) else " · stopped at the length cap before <eos>"
     with col:
         used = " ".join(t for t in rec.query_tokens if t != "<eos>")  # a forced sentence as cut and read
         st.markdown(f"### {plain(results[m].output if results[m].output is not None else used)}")
         st.caption(f"{m}, {how} · log-probability {rec.meta['log_prob']:.2f}{unfinished}")
-        alignment_chart(rec, FONT, AXES, K + "heat_" + m, m, title=m if both else "")
+        chart(fig, record_frame(rec), K + "heat_" + m, m)
 
 if both:
     # The same French forced through both models, so that their rows line up word for word.

@@ -372,13 +372,13 @@ def stores_box(key: str) -> None:
         if not stores:
             st.info(f"No corpus store is cached: each run keeps one in {plain(store_folder())}.")
             return
-        rows = [
-            {"model": s.model, "sample": s.corpus, "texts done": f"{s.done:,} of {s.texts:,}",
-             "size": size_text(s.bytes), "last used": _when(s.used), "store": s.path.name + (f" ({s.note})" if s.note else "")}
-            for s in stores
-        ]  # fmt: skip
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=key + "stores")
-        labels = {s.path.name: f"{s.model} · {s.corpus} · {size_text(s.bytes)}" for s in stores}
+        rows = [_row(s, size_text(s.bytes)) for s in stores]
+        frame = pd.DataFrame(rows)
+        frame = frame if frame["note"].any() else frame.drop(columns="note")
+        st.dataframe(frame, hide_index=True, width="stretch", key=key + "stores")
+        labels = {
+            r["store"]: f"{r['model']} · {r['sample']} · {r['texts done']} texts · {r['size']}" for r in rows
+        }
         chosen = st.selectbox("store", list(labels), format_func=labels.get, key=key + "store_pick")
         sure = st.checkbox(
             "Yes, delete it (its run starts again from the first text)", key=key + "store_sure"
@@ -402,6 +402,13 @@ def _delete(key: str, path: str) -> None:
     for reader in READERS:
         reader.clear()
     st.session_state[key + "store_said"] = ("ok", f"Deleted {Path(path).name} ({size_text(freed)} freed).")
+
+
+def _row(s, size: str) -> dict:
+    """One store as the list shows it (a store that cannot be read says why in its ``note``)."""
+    done = f"{s.done:,} of {s.texts:,}" if not s.note else "?"
+    return {"model": s.model, "sample": s.corpus, "texts done": done, "size": size, "last used": _when(s.used),
+            "store": s.path.name, "note": s.note}  # fmt: skip
 
 
 def _when(stamp: float) -> str:

@@ -3,8 +3,11 @@ step, the head statistics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from attention_atlas.ui.live_heads import head_view_chart
@@ -22,15 +25,28 @@ from attention_atlas.viz_core.figures import (
     larger_ticks,
     scatter_groups,
 )
+from attention_atlas.viz_core.layout import column_width, every_label_shown
 from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import hover_labels
 
 
-def alignment_figure(rec: AttentionRecord, font: int, axes: dict, title: str = ""):
+def alignment_figure(rec: AttentionRecord, font: int, axes: dict, title: str = "", width: int = PLOT_WIDTH):
     """A one-head record (rows: what was written, columns: what was read) with large tick labels,
-    and dotted lines between clauses (a multi-clause couplet's "，")."""
-    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, **axes)
+    and dotted lines between clauses (a multi-clause couplet's "，"), planned for ``width`` px."""
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, width=width, **axes)
     return clause_dividers(larger_ticks(fig, font), rec.query_tokens, rec.key_tokens)
+
+
+def beside(build: Callable[[int], list[go.Figure]], count: int) -> tuple[list, list[go.Figure]]:
+    """Where to draw ``count`` figures and the figures ``build(width)`` makes for that width: side by
+    side in Streamlit columns when each column still gives every label its place by the single view's
+    rule (``fit_axes``: a label per position at ``MIN_FONT`` px or more; in projector mode at the
+    projector's sizes), else one under the other at full width."""
+    if count > 1:
+        narrow = build(column_width(count))
+        if all(every_label_shown(for_screen(fig)) for fig in narrow):
+            return list(st.columns(count)), narrow
+    return [st.container() for _ in range(count)], build(PLOT_WIDTH)
 
 
 def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filename: str, title: str = ""):

@@ -21,6 +21,7 @@ from attention_atlas.viz_core.layout import (
     TICK_FONT,
     fit_axes,
     panel_grid,
+    planned_width,
     text_em,
 )
 from attention_atlas.viz_core.record import AttentionRecord
@@ -119,7 +120,7 @@ def heatmap(
     fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens))
     n = max(len(query_tokens), 4)
     _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
-    if title:  # above the key labels, which stand on top and may be turned: never across them
+    if title:  # above the key labels and their axis title, which stand on top (fit_axes makes the room)
         fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad_t=8, automargin=True))
     return fit_axes(fig, width=width)
 
@@ -347,10 +348,11 @@ def head_view(record: AttentionRecord, layer: int, head: int | str = 0, width: i
     return heatmap(matrix, record.query_tokens, record.key_tokens, title=head_title(layer, head), width=width)
 
 
-def larger_ticks(fig: go.Figure, size: int, width: int = PLOT_WIDTH) -> go.Figure:
+def larger_ticks(fig: go.Figure, size: int, width: int | None = None) -> go.Figure:
     """Token tick labels up to ``size`` px (characters that must read from the back of a room),
-    smaller where the tokens would not fit: a 32-character couplet gets less than a 7-character one."""
-    return fit_axes(fig, largest=size, width=width)
+    smaller where the tokens would not fit: a 32-character couplet gets less than a 7-character one.
+    Planned for ``width`` px, by default the width the figure was built for."""
+    return fit_axes(fig, largest=size, width=width or planned_width(fig))
 
 
 CLAUSE_MARKS = frozenset("，。、；！？,;!?")  # a couplet's clause ends at one of these

@@ -123,6 +123,8 @@ def fit_axes(
     margin = fig.layout.margin
     height = fig.layout.height or 450
     right = COLORBAR if _has_colorbar(fig) else 0
+    on_top = [a for a in xs if a.side == "top"] if fig.layout.title.text else []
+    top = _title_room(fig) if on_top else (margin.t or 0)  # a title goes above the axes drawn on top
     sizes: dict[int, int] = {}
     chosen: dict[int, Ticks] = {}
     for _ in range(2):  # the y labels' width narrows the x axes, the x labels' height shortens the y axes
@@ -130,7 +132,7 @@ def fit_axes(
         for axis in filter(_is_category, xs):
             chosen[id(axis)] = fit_ticks(_tokens(axis), plot_w * _span(axis), largest, True, smallest)
             sizes[id(axis)] = chosen[id(axis)].size
-        plot_h = height - (margin.t or 0) - (margin.b or 0) - _band(xs, sizes, across=True)
+        plot_h = height - top - (margin.b or 0) - _band(xs, sizes, across=True)
         for axis in filter(_is_category, ys):
             chosen[id(axis)] = fit_ticks(_tokens(axis), plot_h * _span(axis), largest, False, smallest)
             sizes[id(axis)] = chosen[id(axis)].size
@@ -144,7 +146,33 @@ def fit_axes(
         )
         if ticks.angle is not None:
             axis.tickangle = None if ticks.angle == "auto" else ticks.angle  # unset: Plotly's own "auto"
+    if on_top:
+        margin.t = top + _band(on_top, sizes, across=True)
     return fig
+
+
+def _title_room(fig: go.Figure) -> float:
+    """px a figure's title takes at the top of the figure (its line and the pad around it)."""
+    title = fig.layout.title
+    size = title.font.size or fig.layout.font.size or TICK_FONT
+    return LINE * size + (title.pad.t or 0) + PAD
+
+
+def every_label_shown(fig: go.Figure) -> bool:
+    """Whether ``fit_axes`` gave each position of every shown categorical axis of ``fig`` its own
+    label (stride 1, so at ``smallest`` px or more): the test of whether a width is enough."""
+    axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a) and _shows_labels(a)]
+    return all(len(a.tickvals or ()) == len(a.categoryarray) for a in axes)
+
+
+# -- figures side by side ---------------------------------------------------------------------------
+
+COLUMN_GAP = 16  # px between two Streamlit columns (1 rem)
+
+
+def column_width(columns: int, width: int = PLOT_WIDTH) -> int:
+    """px each of ``columns`` charts side by side gets of a ``width`` px row (Streamlit's columns)."""
+    return int((width - COLUMN_GAP * (columns - 1)) / max(columns, 1))
 
 
 # -- small multiples --------------------------------------------------------------------------------
@@ -275,6 +303,8 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
     fig = go.Figure(fig)
     axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a)]
     size = PROJECTOR_CJK if any(has_cjk(_tokens(a)) for a in axes) else PROJECTOR_FONT
+    if fig.layout.title.text:  # before the ticks are fitted: the title's room above them depends on it
+        fig.update_layout(title_font_size=PROJECTOR_TITLE)
     if axes:
         fit_axes(fig, largest=size, width=width, smallest=size)
     for trace in fig.data:
@@ -285,8 +315,6 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
         elif trace.type == "scatter" and trace.mode and "lines" in trace.mode:
             trace.line.width = max(trace.line.width or 0, 3)
     _explicit_fonts(fig)
-    if fig.layout.title.text:
-        fig.update_layout(title_font_size=PROJECTOR_TITLE)
     spec = fig.to_dict()
     _raise_fonts(spec, PROJECTOR_FONT)
     fig = go.Figure(spec)
