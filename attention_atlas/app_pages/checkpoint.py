@@ -20,7 +20,7 @@ from attention_atlas.ui.uploads import (
 )
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, head_view_block, show_notices
-from attention_atlas.ui.widgets import chart, plain, plural, text_box
+from attention_atlas.ui.widgets import chart, intro, plain, plural, text_box
 from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.figures import head_view
 from attention_atlas.viz_core.model_view import model_view
@@ -31,7 +31,7 @@ BIG = 22  # couplet characters read from the back of the room, as on the Couplet
 AXES = {"x_title": "input (keys)", "y_title": "output (queries)"}
 
 st.title("🧳 Checkpoint inspector")
-st.markdown(
+intro(
     "Upload a checkpoint and see its attention with the same views our bundled models get, then "
     "beside the bundled model of its family on the same input. Files are checked and loaded "
     "**without running any code from them**: safetensors, or `torch.load(weights_only=True)` "

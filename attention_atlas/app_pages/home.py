@@ -5,6 +5,7 @@ import streamlit as st
 
 from attention_atlas.ui.cached import default_model, model_choices
 from attention_atlas.ui.url_state import kept
+from attention_atlas.ui.widgets import intro
 
 # (page, label, the page's settings): each tutorial lesson the app grows from (docs/LESSONS.md)
 LESSONS = [
@@ -41,7 +42,7 @@ LESSONS = [
 ]
 
 st.title("🔭 Attention Atlas")
-st.markdown(
+intro(
     "See attention at work: type a sentence or a Chinese couplet line, and look at what each "
     "model attends to. Everything runs here, offline; nothing you type leaves this machine."
 )

@@ -8,13 +8,13 @@ from attention_atlas.ui import long_views as lv
 from attention_atlas.ui.long_cached import THUMB
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import show_notices
-from attention_atlas.ui.widgets import plural
+from attention_atlas.ui.widgets import intro, plural
 
 K = lv.K
 TABS = ["Heads", "Head statistics", "Queries and keys"]
 
 st.title("📜 Long inputs")
-st.markdown(
+intro(
     "A whole text, up to the model's own context: every head at once (click a tile), one head's "
     "overview and any window of it at full resolution, head statistics, and one head's queries and "
     "keys. Nothing here holds every head's weights; each is computed when a view needs it."

@@ -8,7 +8,7 @@ from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import head_stats_block, head_view_block, show_notices
-from attention_atlas.ui.widgets import chart, plain, plural, text_box
+from attention_atlas.ui.widgets import chart, intro, plain, plural, text_box
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap
@@ -29,7 +29,7 @@ TABS = [
 FLOW_BUDGET = 6 * 32 * 32  # layers × tokens² that exact flow handles in about a second here
 
 st.title("🧠 Transformer heads")
-st.markdown(
+intro(
     "Every layer and head at once (click a tile), one head up close, statistics that name what "
     "each head does, and how attention composes across layers."
 )

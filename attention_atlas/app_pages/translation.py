@@ -12,7 +12,7 @@ from attention_atlas.ui.cached import (
 )
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, difference_chart, show_notices
-from attention_atlas.ui.widgets import chart, plain, text_box
+from attention_atlas.ui.widgets import chart, intro, plain, text_box
 from attention_atlas.viz_core.export import record_frame, series_frame
 from attention_atlas.viz_core.figures import lines
 
@@ -41,7 +41,7 @@ def run(model_id: str, english: str, french: str, beam: int):
 
 
 st.title("🗼 Translation")
-st.markdown(
+intro(
     "The Bahdanau tutorial: a GRU encoder reads the English sentence, a GRU decoder writes French one word "
     "at a time, and before each word it **attends** to the English words with Bahdanau's "
     "additive attention. Its variant swaps in an LSTM and the scaled dot product. Each row of "

@@ -11,7 +11,7 @@ from attention_atlas.models.training import classroom as cr
 from attention_atlas.serve.lanes import trainings
 from attention_atlas.ui import watch_learn as wl
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.widgets import plain
+from attention_atlas.ui.widgets import intro, plain
 
 K = "learn_"
 BIG = 24  # tick font size: characters must read from the back of a room
@@ -24,7 +24,7 @@ PRESET = cr.PRESETS["classroom"]
 SECONDS = list(range(60, 301, 30))
 
 st.title("🎬 Watch attention learn")
-st.markdown(
+intro(
     "The couplet tutorial's seq2seq (BiLSTM encoder, LSTM decoder), trained **from scratch** "
     f"while you watch: {PRESET.hidden} hidden units, the {PRESET.vocab_size:,} most frequent "
     "characters, batches of 5- and 7-character couplets. Every few steps the model force-decodes "

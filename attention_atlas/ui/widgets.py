@@ -47,14 +47,28 @@ def sidebar_device() -> None:
 
 
 # Projector mode: figures get their fonts, gaps and colours in ``for_screen`` (every chart passes
-# through it), and captions (secondary prose) are hidden; a page's introduction folds into an
-# expander through ``intro``. Page links and widget labels wrap instead of being cut (a projector
-# is often driven at a zoom, where they no longer fit on one line).
-_PROJECTOR_CSS = """<style>
-[data-testid="stMain"] [data-testid="stCaptionContainer"] { display: none; }
-[data-testid="stMainBlockContainer"] { padding-top: 2rem; }
-[data-testid="stMain"] [data-testid="stPageLink"] *,
-[data-testid="stMain"] [data-testid="stWidgetLabel"] * { white-space: normal; }
+# through it), captions (secondary prose) are hidden, and the sidebar collapses (``sidebar_display``);
+# a page's introduction folds into an expander through ``intro``. The controls grow with the text,
+# and their labels (buttons, tabs, page links, widget labels) wrap instead of being cut; columns of
+# controls too narrow for them wrap onto the next row, and tabs that do not fit onto a second line
+# (a projector is often driven at a zoom, where none of them fit on one line any more).
+# A select box shows its value in an input, which cannot wrap: it is as wide as its value, and its
+# column no narrower. (Icons keep their size: they are glyphs in a box of fixed width.)
+_CONTROLS = (
+    '[data-testid="stWidgetLabel"], [data-testid="stMetricLabel"], [data-testid="stTab"], '
+    '[data-testid="stPageLink"], button, label, input, textarea, summary'
+)
+_MAIN = '[data-testid="stMain"]'
+_PROJECTOR_CSS = f"""<style>
+{_MAIN} [data-testid="stCaptionContainer"] {{ display: none; }}
+[data-testid="stMainBlockContainer"] {{ padding-top: 2rem; }}
+{_MAIN} :is({_CONTROLS}), {_MAIN} :is({_CONTROLS}) :not([data-testid="stIconMaterial"]) {{ font-size: 1.2rem; }}
+{_MAIN} :is({_CONTROLS}) * {{ white-space: normal; overflow: visible; text-overflow: clip; }}
+{_MAIN} [role="tablist"] {{ flex-wrap: wrap; }}
+{_MAIN} [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
+{_MAIN} [data-testid="stColumn"] {{ min-width: min(11rem, 100%); }}
+{_MAIN} input[role="combobox"] {{ field-sizing: content; }}
+{_MAIN} [data-testid="stColumn"]:has(input[role="combobox"]) {{ min-width: min-content; }}
 </style>"""
 
 
@@ -65,18 +79,22 @@ def presenting() -> bool:
 
 def sidebar_display() -> None:
     """The sidebar's display switches, each kept in the URL across pages: projector mode (large
-    figure text, thicker cell gaps, captions hidden) and high-contrast colours."""
+    figure text, thicker cell gaps, larger controls, captions hidden, the sidebar collapsed) and
+    high-contrast colours."""
     st.sidebar.toggle(
         "Projector mode",
         key=app_flag(PRESENT),
-        help="For a classroom: figure text of 20 px and more, thicker cell gaps, captions hidden. "
-        "In a link: ?present=1.",
+        help="For a classroom: figure text of 20 px and more, thicker cell gaps, larger controls, captions "
+        "hidden, the sidebar collapsed (» brings it back). In a link: ?present=1.",
     )
     st.sidebar.toggle(
         "High-contrast colours",
         key=app_flag(CONTRAST),
         help="Cividis instead of blues, and colour-blind-safe line colours (Okabe–Ito). In a link: ?contrast=1.",
     )
+    # Streamlit applies a changed initial state at once (unless this browser's visitor has opened or
+    # closed the sidebar by hand before: that choice is kept); the toggle is then behind the ">" button.
+    st.set_page_config(initial_sidebar_state="collapsed" if presenting() else "auto")
     if presenting():
         st.html(_PROJECTOR_CSS)
 

@@ -227,7 +227,9 @@ PROJECTOR_FONT = 20  # px: the least any text of a figure gets on a projector
 PROJECTOR_CJK = 24  # px: tick labels with Chinese characters (strokes blur first)
 PROJECTOR_TITLE = 24  # px: a figure's title
 PROJECTOR_GAP = 3  # px between heatmap cells (2 when an axis has more than 32 cells)
-PROJECTOR_WIDTH = 0.6  # of the planned width: a full-width chart at 150 % zoom of 1280 × 720 is ~500 px
+# of the planned width: at 150 % zoom of 1280 × 720 a full-width chart is ~820 px, since projector mode
+# collapses the sidebar (ui.widgets.sidebar_display); 0.6 while the sidebar stayed open beside it
+PROJECTOR_WIDTH = 0.95
 HIGH_CONTRAST = "Cividis"  # sequential, readable with every common colour-vision deficiency
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
@@ -298,7 +300,8 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
     ticks ``PROJECTOR_FONT`` (``PROJECTOR_CJK`` with Chinese characters) and thinned where they do
     not fit, thicker gaps between heatmap cells and lines, and ``high_contrast`` colours if asked.
     Ticks are planned for ``width`` px, by default ``PROJECTOR_WIDTH`` of the figure's own plan: a
-    projector is often driven at a zoom, so the same chart gets fewer CSS pixels."""
+    projector is often driven at 150 %, where the same chart gets about as many CSS pixels as at 100 %
+    only because projector mode collapses the sidebar."""
     width = width or int(planned_width(fig) * PROJECTOR_WIDTH)
     fig = go.Figure(fig)
     axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a)]

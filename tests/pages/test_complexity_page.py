@@ -45,6 +45,10 @@ def test_changing_d_and_the_range_measures_again():
     assert [t["x"] for t in measured] == [[16, 32, 64, 128]] * 3
     assert "n = d = 16: the tutorial's crossover" in _names(time_chart)
     assert any(m.value == "n = d = 16" for m in at.metric)
+    assert at.radio(key="cx_clock").value == "CPU time"  # the tests run torch with one thread
+    at.radio(key="cx_clock").set_value("wall clock")
+    at = run(at)
+    assert charts(at)[0]["layout"]["yaxis"]["title"]["text"] == "wall clock per forward"
     at.slider(key="cx_tokens").set_value(4)
     at = run(at)
     assert at.table[0].value.loc["path length at n = 4 (counted)"].tolist() == ["1", "3", "4"]

@@ -54,6 +54,28 @@ def test_projector_mode_folds_the_introduction_and_hides_captions():
     assert not any("stCaptionContainer" in h.proto.body for h in plain.get("html"))
 
 
+EVERY_PAGE = sorted(p.stem for p in (PACKAGE / "app_pages").glob("*.py"))  # home, scoring, …
+
+
+@pytest.mark.parametrize("page", EVERY_PAGE)
+def test_every_page_folds_its_introduction_in_projector_mode(page):
+    at = app({"present": "1"}, None if page == "home" else page)
+    assert at.expander and at.expander[0].label == "About this page"
+    assert at.expander[0].markdown  # the introduction is inside it
+
+
+def test_every_character_of_the_couplet_has_its_tick_in_projector_mode():
+    """Each character of the upper line is labelled in every couplet figure (the heatmap, and the bars
+    of where the decoder looked), none thinned away: a projector at 150 % has the width for 7."""
+    shown = charts(app({"present": "1"}, "couplets"))
+    upper = list("两个黄鹂鸣翠柳")
+    titled = {spec["layout"].get("title", {}).get("text", ""): spec for spec in shown}
+    assert "where the decoder looked" in titled
+    for spec in shown:
+        axis = spec["layout"]["xaxis"]
+        assert axis["ticktext"] == upper and len(axis["tickvals"]) == len(upper)
+
+
 def test_the_sidebar_toggle_turns_it_on_writes_present_1_and_it_stays_across_pages():
     at = app(page="scoring")
     assert "present" not in at.query_params

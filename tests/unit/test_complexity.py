@@ -87,7 +87,7 @@ def test_measure_times_and_sizes_every_layer_at_tiny_sizes():
     assert seen == [(i, 6) for i in range(1, 7)]
     assert not result.skipped and len(result.points) == 6
     for p in result.points:
-        assert 0 < p.fastest <= p.seconds < 5 and 1 <= p.repeats <= 2
+        assert 0 < p.fastest <= p.seconds < 5 and 1 <= p.repeats <= 2 and 0 <= p.cpu_seconds < 5
         assert p.bytes == cx.activation_bytes(p.layer, p.n, 8, 3, "LSTM")  # on the CPU: counted from shapes
     assert result.series(cx.ATTENTION) == ([4, 8], [p.seconds for p in result.points[:2]])
     assert result.device.startswith("CPU") and "counted from shapes" in result.memory

@@ -171,13 +171,16 @@ def activation_bytes(layer: str, n: int, d: int, k: int = 3, rnn: str = "GRU") -
 
 @dataclass(frozen=True)
 class Point:
-    """One layer at one n: the median and fastest seconds of its timed forwards (``repeats`` of
-    them), and its memory in bytes."""
+    """One layer at one n: the median and fastest wall-clock seconds of its timed forwards
+    (``repeats`` of them), the median CPU seconds the measuring thread spent on one (``thread_time``:
+    the whole work when torch runs one thread, and blind to waiting for a busy CPU), and its memory
+    in bytes."""
 
     layer: str
     n: int
     seconds: float
     fastest: float
+    cpu_seconds: float
     repeats: int
     bytes: int
 
@@ -200,9 +203,16 @@ class Measured:
     skipped: tuple[Skipped, ...]
 
     def series(self, layer: str, what: str = "seconds") -> tuple[list[int], list[float]]:
-        """The sizes ``layer`` was measured at, and its seconds (or bytes) there."""
+        """The sizes ``layer`` was measured at, and its ``what`` there (a ``Point`` field: ``seconds``,
+        ``cpu_seconds``, ``bytes``)."""
         mine = [p for p in self.points if p.layer == layer]
         return [p.n for p in mine], [getattr(p, what) for p in mine]
+
+
+def thread_clock_counts_all() -> bool:
+    """Whether a thread's CPU time is a forward's whole work here: torch runs one thread
+    (``ATLAS_THREADS=1``), so every kernel runs in the calling thread."""
+    return torch.get_num_threads() == 1
 
 
 def memory_method(device: torch.device) -> str:
@@ -218,21 +228,22 @@ def _sync(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-def _timed(forward: Callable[[], object], device: torch.device) -> float:
-    start = time.perf_counter()
+def _timed(forward: Callable[[], object], device: torch.device) -> tuple[float, float]:
+    """Wall-clock and this thread's CPU seconds of one forward."""
+    start, cpu = time.perf_counter(), time.thread_time()
     forward()
     _sync(device)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.thread_time() - cpu
 
 
-def _timings(forward: Callable[[], object], device: torch.device, setup: Setup) -> list[float]:
-    """``setup.warmup`` untimed forwards, then up to ``setup.repeats`` timed ones: fewer (at least
-    one) once the timed ones have used the budget's seconds."""
+def _timings(forward: Callable[[], object], device: torch.device, setup: Setup) -> list[tuple[float, float]]:
+    """``setup.warmup`` untimed forwards, then up to ``setup.repeats`` timed ones (wall, CPU): fewer
+    (at least one) once the timed ones have used the budget's seconds of wall clock."""
     for _ in range(setup.warmup):
         forward()
     _sync(device)
     times = [_timed(forward, device)]
-    while len(times) < setup.repeats and sum(times) < setup.budget.seconds:
+    while len(times) < setup.repeats and sum(wall for wall, _ in times) < setup.budget.seconds:
         times.append(_timed(forward, device))
     return times
 
@@ -268,9 +279,9 @@ def _measure_one(
 ) -> Point:
     x = torch.randn(1, n, setup.d, generator=torch.Generator().manual_seed(n)).to(device)
     forward = lambda: module(x)  # noqa: E731
-    times = _timings(forward, device, setup)
+    wall, cpu = zip(*_timings(forward, device, setup), strict=True)
     bytes_used = _peak_bytes(forward, device, counted)
-    return Point(layer, n, statistics.median(times), min(times), len(times), bytes_used)
+    return Point(layer, n, statistics.median(wall), min(wall), statistics.median(cpu), len(wall), bytes_used)
 
 
 def measure(
