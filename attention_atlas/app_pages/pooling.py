@@ -20,13 +20,24 @@ intro(
 )
 link = Link("pooling")
 RATES = [0.01, 0.05, 0.1, 0.2, 0.5, 1.0]
+FLAT = (
+    "The constant kernel weighs every training point alike, whatever the bandwidth: each query's "
+    "weights are 1/n, its estimate the mean of all the values."
+)
 
 c1, c2, c3, c4, c5 = st.columns(5)
 kernel = c1.selectbox(
     "kernel", list(KERNELS), key=link.choice("kernel", K + "kernel", list(KERNELS), next(iter(KERNELS)))
 )
+flat = kernel == "constant"  # every key weighs the same, whatever h: the slider has nothing to change
 bandwidth = c2.slider(
-    "bandwidth h", 0.05, 3.0, step=0.05, key=link.number("h", K + "h", 0.05, 3.0, 0.5, 0.05)
+    "bandwidth h",
+    0.05,
+    3.0,
+    step=0.05,
+    key=link.number("h", K + "h", 0.05, 3.0, 0.5, 0.05),
+    disabled=flat,
+    help=FLAT if flat else "How far from a query its kernel reaches: the width of the band below.",
 )
 n_train = c3.slider("training points", 10, 200, key=link.number("n", K + "n", 10, 200, 50))
 noise = c4.slider("noise", 0.0, 2.0, step=0.1, key=link.number("noise", K + "noise", 0.0, 2.0, 0.5, 0.1))
@@ -64,7 +75,12 @@ chart(
     K + "weights",
     "pooling_weights",
 )
-st.caption("Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band.")
+if flat:
+    st.caption(f"No band here: {FLAT[0].lower()}{FLAT[1:]}")
+else:
+    st.caption(
+        "Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band."
+    )
 
 st.subheader("Learn the kernel width")
 intro(

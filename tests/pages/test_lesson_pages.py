@@ -98,6 +98,18 @@ def test_pooling_page_warns_when_a_narrow_boxcar_leaves_gaps():
     assert any("undefined" in w.value for w in at.warning)
 
 
+def test_pooling_page_disables_the_bandwidth_of_the_constant_kernel_and_says_why():
+    at = run("app_pages/pooling.py")
+    assert not at.slider(key="pool_h").disabled
+    assert any("Wider bandwidth, wider band" in c.value for c in at.caption)
+    at.selectbox(key="pool_kernel").set_value("constant").run()
+    assert not at.exception
+    h = at.slider(key="pool_h")
+    assert h.disabled and "whatever the bandwidth" in h.help
+    captions = " ".join(c.value for c in at.caption)
+    assert "No band here" in captions and "Wider bandwidth" not in captions
+
+
 def test_positional_page_compares_minilm_learned_positions():
     at = run("app_pages/positional.py")
     at.toggle(key="pe_learned").set_value(True).run()
