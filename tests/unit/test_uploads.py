@@ -394,6 +394,27 @@ def test_an_uploaded_encoder_or_causal_model_gives_queries_and_keys_that_make_it
         bart.queries_keys(text, 0, 0)
 
 
+def test_an_hf_zip_whose_tokenizer_is_not_its_model_types_says_so_in_one_line(hf_tiny):
+    """The tiny GPT-2 ships BERT's WordPiece tokenizer (tests/support.hf_folder): said, in one line;
+    BERT's own, slow or fast, says nothing."""
+
+    def tokenizer_notes(data: bytes, name: str) -> list[str]:
+        notices = load_bytes(data, name, device=CPU, cache=UploadCache(1 << 30)).summary.notices
+        return [n for n in notices if "tokenizer" in n]
+
+    gpt2 = tokenizer_notes(hf_tiny["causal"][1], "causal.zip")
+    assert len(gpt2) == 1 and "\n" not in gpt2[0]
+    assert "BertTokenizer" in gpt2[0] and "GPT2Tokenizer" in gpt2[0] and "gpt2" in gpt2[0]
+    assert tokenizer_notes(hf_tiny["encoder"][1], "encoder.zip") == []
+    folder, _ = hf_tiny["encoder"]
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    fast = dict(json.loads(files["tokenizer_config.json"]), tokenizer_class="BertTokenizerFast")
+    assert (
+        tokenizer_notes(zip_bytes({**files, "tokenizer_config.json": json.dumps(fast).encode()}), "f.zip")
+        == []
+    )
+
+
 def test_hf_zip_with_custom_code_or_wrong_weights_is_refused(hf_tiny, marker):
     folder, _ = hf_tiny["encoder"]
     files = {p.name: p.read_bytes() for p in folder.iterdir()}

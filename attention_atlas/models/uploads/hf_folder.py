@@ -13,6 +13,7 @@ adapter that runs each are registered by ``models/adapters/hf.py`` (``register_h
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 from collections.abc import Callable
@@ -215,6 +216,26 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
             f"not in the weights, initialised at random (attention unaffected): {', '.join(benign)}"
         )
     return family, notices
+
+
+def check_tokenizer(folder: Path, config: dict, name: str) -> list[str]:
+    """A notice when the folder's tokenizer (``tokenizer_class`` in tokenizer_config.json, else in
+    config.json) is not the one transformers pairs with its model type: it runs, but the ids it makes
+    may not be those the weights were trained on. A tokenizer's fast and slow classes count as one."""
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    named = config.get("tokenizer_class")
+    # no tokenizer_config.json, or none that names a class: config.json's, or transformers picks the type's own
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        named = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))["tokenizer_class"]
+    own = TOKENIZER_MAPPING_NAMES.get(config["model_type"])
+    owns = {n.removesuffix("Fast") for n in (own if isinstance(own, tuple) else (own,)) if n}
+    if not isinstance(named, str) or not owns or named.removesuffix("Fast") in owns:
+        return []
+    return [
+        f"{name}: the tokenizer is {named}, but a {config['model_type']} model's own is "
+        f"{' or '.join(sorted(owns))}: its token ids may not be those the weights were trained on"
+    ]
 
 
 def encoder_decoder_layers(config) -> tuple[int, int]:

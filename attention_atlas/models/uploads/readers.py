@@ -222,7 +222,7 @@ class HFFolderZip:
             folder = Path(tmp)
             extract_members(zf, members, folder, f.name, f.limits)
             name, notices = hf_folder.check_weights(folder, f.name, f.limits)
-            f.notices.extend(notices)
+            f.notices.extend(notices + hf_folder.check_tokenizer(folder, config, f.name))
             family = hf_folder.HF_FAMILIES[name]
             adapter = f.build(lambda: family.adapter(f.model_id, folder, f.device))
         return Upload(self._summary(f, family, adapter), adapter, nbytes(adapter.model))
