@@ -655,7 +655,7 @@ def _save_figure(fig, out: Path) -> int:
         fig.write_html(out, include_plotlyjs=True)  # self-contained: opens offline
     else:
         fig.write_image(out, scale=2)  # kaleido drives the local chromium
-    print(f"wrote {out} ({out.stat().st_size:,} bytes)", file=sys.stderr)
+    print(f"wrote {out} ({out.stat().st_size:,} bytes)")  # on stdout, as every other command's "wrote"
     return 0
 
 

@@ -57,6 +57,19 @@ def test_figure_model_view_html_and_png(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_figure_says_what_it_wrote_on_stdout_in_every_format(tmp_path, capsys):
+    """Each format's "wrote …" line is on stdout, like every other command's (figure's went to
+    stderr: whatever kept only stdout showed nothing)."""
+    from attention_atlas import cli as cli_module
+
+    for name in ("f.json", "f.html", "f.png"):
+        out = tmp_path / name
+        args = ["figure", "--model", "minilm", "--text", "hi", "--view", "head", "--out", str(out)]
+        assert cli_module.main(args) == 0
+        printed = capsys.readouterr().out.strip()
+        assert printed == f"wrote {out} ({out.stat().st_size:,} bytes)"
+
+
 def test_figure_refuses_bad_numbers_and_names_in_one_line(tmp_path, capsys):
     out = str(tmp_path / "f.json")
     for extra in (
