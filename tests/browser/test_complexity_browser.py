@@ -25,8 +25,8 @@ def test_the_comparison_draws_its_charts_without_exception(app_url, new_page, qu
         page.wait_for_function(CHARTS, timeout=180_000)
         assert page.locator(EXCEPTION_BOX).count() == 0
         time_chart = page.locator(".js-plotly-plot").first
-        assert "slope" in time_chart.locator(".legend").inner_text()
-        assert "sequence length n" in time_chart.locator(".xtitle").inner_text()
+        assert "slope" in time_chart.locator(".legend").text_content()
+        assert "sequence length n" in time_chart.locator(".xtitle").text_content()
         paths = page.locator(".js-plotly-plot").nth(2)
-        titles = paths.locator(".annotation-text").all_inner_texts()
+        titles = paths.locator(".annotation-text").all_text_contents()
         assert any(t.startswith("self-attention: 1 layer") for t in titles)
