@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_atlas.models.tasks.couplet import MAX_CHARS
 from attention_atlas.ui.cached import capabilities, first_index, model_choices, run_model
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, section
 from attention_atlas.ui.views import alignment_figure, beside, decoding_step, difference_chart, show_notices
 from attention_atlas.ui.widgets import chart, fact, intro, plain
 from attention_atlas.viz_core.export import record_frame
@@ -81,7 +81,7 @@ if len(shown) == 2 and a.head().shape == b.head().shape:
     )
     difference_chart(a, b, (shown[0], shown[1]), BIG, K + "diff", "couplet_difference")
 
-st.subheader("Step through the decoding")
+section("Step through the decoding", "step-through")
 if both:
     st.caption("The same step of each model's lower line, side by side.")
 n = max(len(r.query_tokens) for r in records.values())

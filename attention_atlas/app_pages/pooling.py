@@ -6,7 +6,7 @@ import streamlit as st
 from attention_atlas.models.attention.demos import train_pooling
 from attention_atlas.models.attention.kernel_regression import KERNELS
 from attention_atlas.ui.cached import pooling_view
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, section
 from attention_atlas.ui.widgets import chart, intro, plain, plural, whole_number
 from attention_atlas.viz_core.export import record_frame, series_frame
 from attention_atlas.viz_core.figures import heatmap, lines, nadaraya_watson
@@ -51,7 +51,7 @@ if trained and trained["data_key"] != data_key:
     trained = None  # the data changed since training: train again
 view = pooling_view(n_train, noise, seed, kernel, bandwidth, trained["w"] if trained else None)
 
-st.subheader("Estimate against the truth")
+section("Estimate against the truth", "estimate")
 chart(
     nadaraya_watson(view.x_train, view.y_train, view.x_test, view.y_truth, view.estimates),
     series_frame(view.x_test, {"truth": view.y_truth, **view.estimates}, "x"),

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from attention_atlas.ui.cached import first_index, learned_positions, model_choices, positional_tables
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, section
 from attention_atlas.ui.widgets import chart, intro, plain
 from attention_atlas.viz_core.export import matrix_frame, panels_frame, series_frame
 from attention_atlas.viz_core.figures import heatmap_row, matrix_heatmap, positional_curves
@@ -32,7 +32,7 @@ columns = st.multiselect(
 tables = positional_tables(length, dim)
 P = tables["P"]
 
-st.subheader("Columns of P against position")
+section("Columns of P against position", "columns-of-p")
 if not columns:
     st.info("Pick at least one column to plot.")
 else:

@@ -12,7 +12,7 @@ from attention_atlas.ui.cached import (
     saturation,
     scoring_records,
 )
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, section
 from attention_atlas.ui.widgets import chart, intro, plain, plural, text_box, whole_number
 from attention_atlas.viz_core.export import records_frame, series_frame, token_series_frame
 from attention_atlas.viz_core.figures import grouped_bars, heatmap_row, lines
@@ -142,7 +142,7 @@ setup = ScoringSetup(d=d, n=n, seed=int(seed), **masking, **scoring)
 records = scoring_records(setup, *(real or ()))
 first = next(iter(records.values()))
 
-st.subheader("Weights, one colour scale")
+section("Weights, one colour scale", "weights")
 panels = {name: r.head() for name, r in records.items()}
 chart(
     heatmap_row(panels, first.query_tokens, first.key_tokens, zmax=1.0),
@@ -169,7 +169,7 @@ chart(
     "scoring_entropy",
 )
 
-st.subheader("Why divide by √d?")
+section("Why divide by √d?", "why-divide-by-sqrt-d")
 st.markdown(
     "The dot product of two random d-dimensional vectors has variance d. Without scaling, the "
     "largest score soon dwarfs the rest and softmax becomes one-hot, where its gradient vanishes. "

@@ -41,6 +41,7 @@ never dropped by a page, and only an explicit ``?present=0`` turns one off.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import unicodedata
@@ -57,6 +58,22 @@ APP = "app"  # the scope of the app-wide flags
 KEPT = {"present", "contrast"}  # app-wide names: kept across pages, never dropped by a page
 BASE_ENV = "ATLAS_PUBLIC_URL"
 QUOTED = 24  # characters of a bad value quoted in the notice
+SECTION = "section"  # a lesson link's part of the page: scrolled into view once, then dropped from the URL
+LANDING = "_url_section"  # session state: the section this run's URL asked for
+# Scrolls the heading into view, again while the charts above it are still taking their height (about
+# 5 s), unless the visitor scrolls first. Streamlit itself scrolls to a heading's ``#anchor`` only on a
+# fresh load: a page link switches pages without reloading and leaves no ``#`` in the URL.
+SCROLL = """<script>(() => {
+  const id = %s; let tries = 0, mine = true;
+  for (const e of ["wheel", "touchmove", "keydown"]) addEventListener(e, () => { mine = false; }, {once: true});
+  const go = () => {
+    const el = document.getElementById(id);
+    if (!mine) return;
+    if (el) el.scrollIntoView({block: "start"});
+    if (++tries < 25) setTimeout(go, 200);
+  };
+  go();
+})();</script>"""
 
 
 @dataclass(frozen=True)
@@ -159,6 +176,7 @@ class Link:
         self.declared: dict[str, tuple[str, Any, _Kind]] = {}
         self.problems: list[str] = []
         self._notice = st.empty()
+        st.session_state[LANDING] = st.query_params.get(SECTION)
         with st.sidebar.expander("🔗 Link to this view"):
             self._url = st.empty()
         self._show()
@@ -263,6 +281,9 @@ class Link:
         for name in list(st.query_params):
             if name in self.declared or name in KEPT:
                 continue
+            if name == SECTION:  # read when the page was opened (``section``): not a setting
+                _put(self.scope, name, None)
+                continue
             if name not in seen:
                 self._problem(f"setting {_quote(name)} does not apply here")
             _put(self.scope, name, None)
@@ -281,6 +302,15 @@ class Link:
 
     def _show(self) -> None:
         self._url.code(self.url(), language=None, wrap_lines=True)
+
+
+def section(title: str, anchor: str) -> None:
+    """A subheader a lesson link can land on: ``?section=anchor`` (``st.page_link(query_params=…)``)
+    scrolls it into view once; ``#anchor`` in an address typed or opened afresh does too (Streamlit)."""
+    st.subheader(title, anchor=anchor)
+    if st.session_state.get(LANDING) == anchor:
+        st.session_state[LANDING] = None
+        st.html(SCROLL % json.dumps(anchor), unsafe_allow_javascript=True)
 
 
 def _shown(raw: str, problem: str) -> str:

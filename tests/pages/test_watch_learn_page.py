@@ -12,7 +12,7 @@ import pytest
 
 from attention_atlas.models.training import classroom as cr
 from attention_atlas.serve.lanes import trainings
-from tests.support import charts, page_runner
+from tests.support import charts, page_runner, z_of
 
 PAGE = "app_pages/watch_learn.py"
 K = "learn_"
@@ -63,7 +63,7 @@ def untrained_heatmaps(at) -> list[dict]:
     heats = [f for f in charts(at) if f["data"][0]["type"] == "heatmap"]
     assert len(heats) == len(titles) and any("Before any training" in c.value for c in at.caption)
     for title, fig in zip(titles, heats, strict=True):
-        z = np.array(fig["data"][0]["z"], dtype=float)
+        z = z_of(fig["data"][0])
         assert np.allclose(z, cr.untrained_probe(title.split("**")[1], TINY), atol=1e-3)
     return heats
 
@@ -72,7 +72,7 @@ def test_first_load_draws_the_untrained_attention_spread_evenly(tiny):
     at = run()
     assert any("Start" in i.value for i in at.info)
     (heat,) = untrained_heatmaps(at)  # Additive: one model, before any Start
-    z = np.array(heat["data"][0]["z"], dtype=float)
+    z = z_of(heat["data"][0])
     assert z.shape == (7, 7) and np.allclose(z, 1 / 7, atol=0.05)  # spread evenly: no diagonal yet
     at.radio(key=K + "mode").set_value("Race: additive vs dot")
     assert len(untrained_heatmaps(run(at))) == 2
