@@ -36,7 +36,7 @@ PROBE = """() => {
     charts: all('.js-plotly-plot .main-svg .cartesianlayer').length,
     elements: all('[data-testid="stElementContainer"]').length,
     tabs: all('[data-testid="stTabs"]').length,
-    running: main.querySelectorAll('[data-stale="true"]').length > 0,  // what the run has not redrawn yet
+    stale: main.querySelectorAll('[data-stale="true"]').length,  // what the run has not redrawn yet
   };
 }"""
 
@@ -53,21 +53,30 @@ def watch(page, start: float, done, limit: float = 300.0) -> list[tuple[float, d
     return samples
 
 
-def settled(sample: dict, seconds: float) -> bool:
-    """The run a widget started is over: charts drawn, nothing stale, no spinner (after a moment,
-    since the run starts a little after the key press)."""
-    return seconds > 1.5 and sample["charts"] > 0 and not sample["running"] and not sample["sign"]
+def settled():
+    """``done`` for ``watch`` after a widget's change: the run it started has been seen (something
+    stale or a spinner) and is over (charts drawn, nothing stale, no spinner)."""
+    begun = []
+
+    def done(sample: dict, seconds: float) -> bool:
+        if sample["stale"] or sample["sign"]:
+            begun.append(seconds)
+        return bool(begun) and sample["charts"] > 0 and not sample["stale"] and not sample["sign"]
+
+    return done
 
 
-def blind(samples: list[tuple[float, dict]]) -> float:
-    """The longest stretch with no sign of work and nothing new on screen."""
-    longest, since, last = 0.0, samples[0][0], None
+def blind(samples: list[tuple[float, dict]]) -> tuple[float, float]:
+    """The longest stretch with no sign of work and nothing new on screen (an element redrawn
+    counts as new), and when it began."""
+    longest, began, since, last = 0.0, 0.0, samples[0][0], None
     for t, s in samples:
-        view = (s["title"], s["charts"], s["elements"], s["tabs"])
+        view = (s["title"], s["charts"], s["elements"], s["tabs"], s["stale"])
         if s["sign"] or view != last:
             since, last = t, view
-        longest = max(longest, t - since)
-    return longest
+        if t - since > longest:
+            longest, began = t - since, since
+    return longest, began
 
 
 def first(samples, test) -> float | None:
@@ -81,20 +90,22 @@ def probe() -> dict:
     with browser_page(1280, 720) as page, streamlit_server() as url:
         start = time.perf_counter()
         page.goto(f"{url}/transformer")
-        visit = watch(page, start, lambda s, t: s["charts"] > 0 and not s["running"] and not s["sign"])
+        visit = watch(page, start, lambda s, t: s["charts"] > 0 and not s["stale"] and not s["sign"])
         page.wait_for_timeout(2000)
         box = page.get_by_label("text", exact=True)
         box.fill(PARAGRAPH)
         start = time.perf_counter()
         box.press("Enter")
-        typed = watch(page, start, settled)
+        typed = watch(page, start, settled())
     signs = sorted({s["sign"] for _, s in visit + typed if s["sign"]})
     return {
         "content": first(visit, lambda s: s["title"]),
         "chart": first(visit, lambda s: s["charts"] > 0),
-        "visit_blind": blind(visit),
+        "visit_blind": blind(visit)[0],
+        "visit_blind_from": blind(visit)[1],
         "typed_done": typed[-1][0],
-        "typed_blind": blind(typed),
+        "typed_blind": blind(typed)[0],
+        "typed_blind_from": blind(typed)[1],
         "tabs_vanished": any(s["tabs"] == 0 for _, s in typed),
         "signs": signs,
     }

@@ -24,13 +24,13 @@ def test_a_600_word_paragraph_keeps_the_tabs_on_screen_and_names_its_waits(app_u
     with new_page(1280, 720) as page:
         page.goto(f"{app_url}/transformer")
         start = time.perf_counter()
-        watch(page, start, lambda s, t: s["charts"] > 0 and not s["running"])
+        watch(page, start, lambda s, t: s["charts"] > 0 and not s["stale"])
         page.wait_for_timeout(1000)
         box = page.get_by_label("text", exact=True)
         box.fill(PARAGRAPH)
         start = time.perf_counter()
         box.press("Enter")
-        samples = watch(page, start, settled)
+        samples = watch(page, start, settled())
     blank = [round(t, 1) for t, s in samples if s["tabs"] == 0]
     assert not blank, f"the tabs left the screen at {blank} s"
     if samples[-1][0] > SHOWN:
