@@ -100,13 +100,14 @@ def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
 def _changes(model_id: str, before, after, heads: tuple) -> None:
     grid = row_change(before.weights, after.weights, [])
     first = min(lay for lay, _ in heads)
+    upto = f"Layer {first}" if first == 0 else f"Layers 0–{first}"
     name = f"{model_id}_ablate_" + "_".join(f"L{lay}H{h}" for lay, h in heads)
     st.subheader(f"Every head's change with {plural(len(heads), 'head')} switched off")
     _grid_chart(grid, "TV", "total variation per head", A + "grid", name, "change_tv")
     st.caption(
         "One tile per layer × head: the total variation ½·Σ|before − after| of each query row's attention, "
-        f"averaged over the rows (0: unchanged; 1: all of it moved). Layer {first} and those before it "
-        "cannot change: a head's weights are made before its output is mixed in."
+        f"averaged over the rows (0: unchanged; 1: all of it moved). {upto} cannot change: a head's "
+        "weights are made before its output is mixed in."
     )
     _top_heads(grid, name + "_top", A)
     layer, head = _head_choice(grid, "TV", A + "head")

@@ -32,7 +32,7 @@ def neuron_frame(n: Neuron, key_tokens: list[str]) -> pd.DataFrame:
     )
 
 
-ROW_PX = 22  # px per key row, as the heatmaps' query rows (viz_core.layout.ROW_PX)
+ROW_PX = 28  # px per key row: a label each, up to a projector's 20 px labels (1.3 em a line)
 TOP = 110  # px: the q strip, its title and the panel titles
 
 
@@ -81,9 +81,9 @@ def neuron_figure(n: Neuron, key_tokens: list[str], query_label: str, width: int
             as_plotly_text([f"query q: {clean_token(query_label)}"])[0],
             "",
             "keys K",
-            "q ∘ K (each row sums to q·k)",
-            f"score q·k × {n.scaling:.3g}",
-            "weight (softmax)",
+            "q ∘ K",
+            "score",
+            "weight",
         ),
     )
     d = n.query.shape[0]
