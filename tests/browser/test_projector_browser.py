@@ -1,6 +1,8 @@
 """Projector mode in chromium (issue 14): every page, opened with ``?present=1`` at 1280 × 720 and at
 150 % zoom (853 × 480 CSS px at a device scale of 1.5), fits its width: neither the document nor
-Streamlit's own scrolling main area scrolls sideways, and on the pages whose figures all pass through
+Streamlit's own scrolling main area scrolls sideways, the sidebar is collapsed, no button, tab, label
+or select box cuts its text, every character of the default couplet is labelled in each Couplets
+chart, and on the pages whose figures all pass through
 ``ui.widgets.chart`` every figure text is drawn at 20 px or more (Chinese ticks 24 px). Screenshots
 go to /tmp/atlas-projector/ (the visible screen, and the whole page)."""
 
@@ -19,6 +21,7 @@ PAGES = [
     "positional",
     "pooling",
     "transformer",
+    "long-input",
     "corpus",
     "couplets",
     "translation",
@@ -35,6 +38,16 @@ CHARTED = {"scoring", "positional", "pooling", "couplets", "translation"}
 FIGURE_TEXT = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg text')]
     .filter(t => t.textContent.trim())
     .map(t => [parseFloat(getComputedStyle(t).fontSize), t.textContent, t.parentElement.getAttribute('class')])"""
+# Controls whose text is cut: a button, tab, label or select box narrower than its text (Streamlit
+# ends a cut label in "…"; a row of tabs too long scrolls behind a "›"; a select box's value is an input).
+CUT = """() => [...document.querySelectorAll('[data-testid="stMain"] :is(button, label, input, '
+    + '[role="tablist"], [data-testid="stWidgetLabel"], [data-testid="stMetricLabel"])')]
+  .flatMap(box => [box, ...box.querySelectorAll('*')])
+  .filter(e => (e.value || e.textContent).trim() && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+  .map(e => [(e.value || e.textContent).trim().slice(0, 40), e.scrollWidth, e.clientWidth])"""
+SIDEBAR_WIDTH = """() => document.querySelector('[data-testid="stSidebar"]').getBoundingClientRect().width"""
+X_TICKS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot =>
+    [...plot.querySelectorAll('.xtick text')].map(t => t.textContent))"""
 OVERFLOW = """() => [document.scrollingElement, ...document.querySelectorAll(
     '[data-testid="stMain"], [data-testid="stAppViewContainer"], [data-testid="stMainBlockContainer"]')]
   .map(e => [e.getAttribute('data-testid') || 'document', e.scrollWidth, e.clientWidth])
@@ -84,6 +97,23 @@ def test_every_page_fits_its_width_in_projector_mode(app_url, new_page, path, sc
         assert page.locator(EXCEPTION_BOX).count() == 0
         assert page.get_by_role("switch", name="Projector mode").is_checked()
         assert page.evaluate(OVERFLOW) == []
+        assert page.evaluate(SIDEBAR_WIDTH) == 0  # collapsed: the page gets the whole width
+        assert page.evaluate(CUT) == []
+        if path == "couplets":  # 两个黄鹂鸣翠柳 in each chart along x, none thinned away
+            assert all(ticks == list("两个黄鹂鸣翠柳") for ticks in page.evaluate(X_TICKS))
         if path in CHARTED:
             check_figure_text(page, chinese=path == "couplets")
         shoot(page, f"{path or 'home'}-{screen}", viewport)
+
+
+def test_the_long_input_head_views_controls_are_whole_at_150_percent_with_the_sidebar_open(app_url, new_page):
+    """Without projector mode the sidebar stays open at 150 %: the head view's row (layer, head, cells,
+    the "√ colours" toggle, clipped to "√ col…" before) still shows every label and value whole."""
+    viewport, scale = SCREENS["zoom150"]
+    with new_page(viewport["width"], viewport["height"], device_scale_factor=scale) as page:
+        page.goto(f"{app_url}/long-input", timeout=120_000)
+        settle(page, plots=True)
+        assert page.evaluate(SIDEBAR_WIDTH) > 200
+        assert page.get_by_text("√ colours").is_visible()
+        assert page.evaluate(CUT) == []
+        shoot(page, "long-input-zoom150-sidebar", viewport)
