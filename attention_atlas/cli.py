@@ -429,9 +429,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CliError(f"eval: --resamples {args.resamples} is too few for a 95 % interval (100 or more)")
     if args.beam < 1:
         raise CliError(f"eval: --beam {args.beam} must be 1 (greedy) or more")
+    if args.first is not None and args.first < 1:
+        raise CliError(f"eval: --first {args.first} must be 1 or more")
     names = [n for n in (args.against, args.model) if n is not None]
     translators = [_translator(n) for n in names]
-    pairs = eval_split(args.split)
+    pairs = eval_split(args.split)[: args.first]
     result = compare(translators, pairs, args.beam, args.resamples, args.seed)
     rows = [*zip(names, result.systems, strict=True)]
     if result.difference is not None:
@@ -487,6 +489,7 @@ def _add_eval(sub) -> None:
     p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, the card's headline)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the sentences")
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples")
+    p.add_argument("--first", type=int, help="only the split's first N pairs (a quick check)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_eval)
 
