@@ -11,7 +11,14 @@ from attention_atlas.ui.cached import (
     translation_cost,
 )
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, difference_chart, show_notices
+from attention_atlas.ui.views import (
+    alignment_chart,
+    alignment_figure,
+    beside,
+    difference_chart,
+    measures_as_rows,
+    show_notices,
+)
 from attention_atlas.ui.widgets import chart, intro, plain, text_box
 from attention_atlas.viz_core.export import record_frame, series_frame
 from attention_atlas.viz_core.figures import lines
@@ -136,7 +143,7 @@ st.markdown(
     "**A controlled comparison** (`bench/bench_translation.py`): the same batches, the same steps, timed in turns."
 )
 st.markdown(cost["summary"])
-st.dataframe(cost["table"], hide_index=True, width="stretch")
+st.dataframe(measures_as_rows(cost["table"], "variant"), hide_index=True, width="stretch")
 st.caption(cost["setup"] + f" Loss curves: the mean of every {SMOOTH} steps.")
 curves = [
     ("loss", "training loss per word", "lines", "translation_loss_curves"),

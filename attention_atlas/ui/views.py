@@ -67,6 +67,20 @@ def difference_chart(
     chart(larger_ticks(fig, font), frame, key, filename)
 
 
+def measures_as_rows(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """``table`` (one row per ``name``, many measures across) turned so that each ``name`` is a column
+    and each measure a row: eleven measures across scroll sideways on a 1280 × 720 page, three
+    variants do not. Whole numbers keep their thousands separators."""
+
+    def shown(value) -> str:
+        if isinstance(value, int | np.integer):
+            return f"{value:,}"
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    turned = table.set_index(name).map(shown).T
+    return turned.rename_axis("measure").reset_index()
+
+
 def show_notices(notices, warn: bool = False, where=None) -> None:
     """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption;
     in ``where`` (a container) if given."""

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 
 from attention_atlas.viz_core.layout import (
     COLORBAR,
+    MODEBAR,
     PAD,
     PLOT_WIDTH,
     ROW_GAP,
@@ -23,6 +24,7 @@ from attention_atlas.viz_core.layout import (
     panel_grid,
     planned_width,
     text_em,
+    title_room,
 )
 from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_labels
@@ -51,7 +53,9 @@ def display_precision(values: np.ndarray) -> np.ndarray:
 
 def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
     fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left") if title else None,
+        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad_t=8)
+        if title
+        else None,
         font=dict(family=FONT, size=TICK_FONT),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height,
@@ -121,7 +125,7 @@ def heatmap(
     n = max(len(query_tokens), 4)
     _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
     if title:  # above the key labels and their axis title, which stand on top (fit_axes makes the room)
-        fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad_t=8, automargin=True))
+        fig.update_layout(title_automargin=True)
     return fit_axes(fig, width=width)
 
 
@@ -167,18 +171,37 @@ def heatmap_row(
             col=col + 1,
         )
         lowest = i + grid.cols >= len(names)  # no panel under this one
-        fig.update_xaxes(row=row + 1, col=col + 1, showticklabels=lowest, **_axis_ticks(key_tokens))
+        # where a panel's labels are hidden, so are its tick marks (dashes between the panels)
+        fig.update_xaxes(
+            row=row + 1, col=col + 1, showticklabels=lowest, **_axis_ticks(key_tokens), **_no_ticks(lowest)
+        )
         fig.update_yaxes(
             row=row + 1,
             col=col + 1,
             autorange="reversed",
             showticklabels=col == 0,
             **_axis_ticks(query_tokens),
+            **_no_ticks(col == 0),
         )
     fig.update_layout(coloraxis=dict(colorscale=colorscale, cmin=zmin, cmax=top, colorbar=dict(title=label)))
-    _base_layout(fig, title, height=int(plot_h + (50 if title else 20) + 30 + 80))
-    fig.update_layout(margin_t=(60 if title else 30))  # room for the first row's panel titles
+    top = 60 if title else MODEBAR + 26  # the first row's panel titles, under the title or the toolbar
+    _base_layout(fig, title, height=int(plot_h + top + 100))
+    fig.update_layout(margin_t=top)
     return fit_axes(fig, width=width)
+
+
+def legend_on_top(fig: go.Figure) -> go.Figure:
+    """A horizontal legend above the plot, under the strip of Plotly's toolbar (drawn over the chart's
+    top right corner while the pointer is on it) and under the title: Plotly reserves the rows the
+    legend wraps into above the plot, so neither the toolbar nor the title lies across it."""
+    room = max(MODEBAR, title_room(fig) if fig.layout.title.text else 0)
+    top = 1 - room / (fig.layout.height or 450)
+    return fig.update_layout(legend=dict(orientation="h", x=0, yref="container", y=top, yanchor="top"))
+
+
+def _no_ticks(shown: bool) -> dict:
+    """An axis whose labels are hidden gets no tick marks either (the theme's own where they show)."""
+    return {} if shown else {"ticks": ""}
 
 
 def lines(
@@ -196,9 +219,8 @@ def lines(
     )
     fig.update_xaxes(title=x_title, type="log" if log_x else None)
     fig.update_yaxes(title=y_title)
-    # A few series fit in a row above the plot; more would wrap into the title, so they go right.
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0) if len(series) <= 6 else {})
-    return _base_layout(fig, title, height=380)
+    _base_layout(fig, title, height=380)
+    return legend_on_top(fig) if len(series) <= 6 else fig  # more would take rows of the plot: right
 
 
 def grouped_bars(
@@ -225,8 +247,8 @@ def grouped_bars(
     )
     fig.update_xaxes(title=x_title, **_axis_ticks(tokens))
     fig.update_yaxes(title=y_title)
-    fig.update_layout(barmode="group", legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
-    _base_layout(fig, title, height=380)
+    fig.update_layout(barmode="group")
+    legend_on_top(_base_layout(fig, title, height=380))
     return fit_axes(fig, width=width)
 
 
@@ -302,8 +324,7 @@ def nadaraya_watson(
         )
     fig.update_xaxes(title="x (query)")
     fig.update_yaxes(title="y")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
-    return _base_layout(fig, title, height=420)
+    return legend_on_top(_base_layout(fig, title, height=420))
 
 
 def scatter_groups(
@@ -328,8 +349,7 @@ def scatter_groups(
         )
     fig.update_xaxes(title=names[x])
     fig.update_yaxes(title=names[y])
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
-    return _base_layout(fig, title, height=420)
+    return legend_on_top(_base_layout(fig, title, height=420))
 
 
 def head_title(layer: int, head: int | str) -> str:

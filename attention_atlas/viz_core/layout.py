@@ -31,6 +31,7 @@ COLORBAR = 100  # px: a colour bar with its tick labels and title
 TITLE = 30  # px: an axis title
 PAD = 10  # px: between tick labels and their plot
 NUMBERS = 50  # px: the tick labels of a numeric y axis
+MODEBAR = 32  # px: the strip of Plotly's toolbar at a chart's top right
 SEPARATOR = " · "  # between position and token in a category name (viz_core.tokens.hover_labels)
 
 
@@ -124,7 +125,7 @@ def fit_axes(
     height = fig.layout.height or 450
     right = COLORBAR if _has_colorbar(fig) else 0
     on_top = [a for a in xs if a.side == "top"] if fig.layout.title.text else []
-    top = _title_room(fig) if on_top else (margin.t or 0)  # a title goes above the axes drawn on top
+    top = title_room(fig) if on_top else (margin.t or 0)  # a title goes above the axes drawn on top
     sizes: dict[int, int] = {}
     chosen: dict[int, Ticks] = {}
     for _ in range(2):  # the y labels' width narrows the x axes, the x labels' height shortens the y axes
@@ -151,7 +152,7 @@ def fit_axes(
     return fig
 
 
-def _title_room(fig: go.Figure) -> float:
+def title_room(fig: go.Figure) -> float:
     """px a figure's title takes at the top of the figure (its line and the pad around it)."""
     title = fig.layout.title
     size = title.font.size or fig.layout.font.size or TICK_FONT

@@ -32,7 +32,9 @@ def test_first_load_translates_the_default_and_shows_the_cost_comparison():
     bundled, cost = (d.value for d in at.dataframe)
     assert list(bundled["model"]) == ["translate-gru-additive", "translate-lstm-dot"]
     assert bundled["test BLEU (greedy)"].iloc[0] >= 30
-    assert "variant" in cost.columns and len(cost) == 3
+    # the three variants across, their eleven measures down: nothing scrolls sideways (issue 27, item 9)
+    assert list(cost.columns) == ["measure", "GRU + additive", "GRU + scaled dot", "LSTM + scaled dot"]
+    assert "training memory MB" in list(cost["measure"]) and cost.iloc[0, 1] == "7,848,354"
     assert len(charts(at)) >= 3  # the heatmap, the loss curves, the BLEU curves
 
 

@@ -10,15 +10,42 @@ from __future__ import annotations
 import unicodedata
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from attention_atlas.viz_core.figures import heatmap, larger_ticks
+from attention_atlas.viz_core.figures import (
+    grouped_bars,
+    heatmap,
+    heatmap_row,
+    larger_ticks,
+    lines,
+    nadaraya_watson,
+    scatter_groups,
+)
 from attention_atlas.viz_core.layout import column_width, every_label_shown, projector
 
 COUPLET_18 = list("腾飞上铁，锐意改革谋发展，勇当千里马")
-SENTENCE_17 = (
-    "my brother and i went to the old market yesterday to buy some fresh bread and cheese . <eos>".split()
-)
+SENTENCE_17 = [
+    "my",
+    "brother",
+    "and",
+    "i",
+    "went",
+    "to",
+    "the",
+    "old",
+    "market",
+    "yesterday",
+    "to",
+    "buy",
+    "some",
+    "fresh",
+    "bread",
+    "and",
+    "cheese",
+    ".",
+    "<eos>",
+]
 CHROME = 150  # px of a chart's width that are not plot: y labels, colour bar, margins
 
 
@@ -58,3 +85,41 @@ def test_an_18_character_line_has_room_at_full_width_but_not_in_half_a_row():
         return larger_ticks(heatmap(np.eye(18), COUPLET_18, COUPLET_18, width=width), 24)
 
     assert every_label_shown(build(820)) and not every_label_shown(build(column_width(2)))
+
+
+# -- item 9: the toolbar, the legend and the panels' tick marks -------------------------------------
+
+TOOLBAR = 30  # px: Plotly's toolbar strip at a chart's top right, as drawn in chromium (25.6 px tall)
+
+
+def legend_figures():
+    x = np.linspace(0, 1, 5)
+    frame = pd.DataFrame({"a": [0.1, 0.2], "b": [1.0, 2.0], "g": ["x", "y"], "n": ["one", "two"]})
+    return {
+        "lines": lines(x, {"one": x, "two": x**2}, "x", "y"),
+        "lines, titled": lines(x, {"one": x, "two": x**2}, "x", "y", title="loss"),
+        "bars": grouped_bars(list("两个黄鹂"), {"w": np.ones(4), "v": np.ones(4)}, "key", "weight"),
+        "kernel regression": nadaraya_watson(x, x, x, x, {"gaussian kernel, h = 0.5": x}),
+        "scatter": scatter_groups(frame, "a", "b", "g", ["n"]),
+    }
+
+
+@pytest.mark.parametrize("name", list(legend_figures()))
+@pytest.mark.parametrize("screen", ["plain", "projector"])
+def test_a_legend_above_the_plot_starts_under_the_toolbar_and_the_title(name, screen):
+    fig = legend_figures()[name]
+    fig = projector(fig) if screen == "projector" else fig
+    legend, height = fig.layout.legend, fig.layout.height
+    assert legend.yref == "container" and legend.yanchor == "top", (legend.yref, legend.yanchor)
+    below = (1 - legend.y) * height  # px from the figure's top to the legend's top
+    title = fig.layout.title
+    needed = 1.2 * (title.font.size or fig.layout.font.size) + (title.pad.t or 0) if title.text else 0
+    assert below >= max(TOOLBAR, needed), (below, TOOLBAR, needed)
+
+
+def test_panels_side_by_side_draw_no_tick_marks_where_their_labels_are_hidden():
+    panels = {name: np.full((8, 8), 1 / 8) for name in ("dot", "scaled_dot", "additive", "general")}
+    fig = heatmap_row(panels, [f"q{i}" for i in range(8)], [f"k{i}" for i in range(8)])
+    hidden = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if a.showticklabels is False]
+    assert hidden and all(a.ticks == "" for a in hidden)
+    assert fig.layout.margin.t >= TOOLBAR + 1.2 * fig.layout.font.size  # first row's titles under the toolbar
