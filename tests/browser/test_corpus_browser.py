@@ -32,7 +32,8 @@ def test_corpus_page_overview_click_search_and_link(own_server, new_page, tmp_pa
 
         page.get_by_role("tab", name="Search").click()
         page.get_by_text("strongest first").wait_for(timeout=60_000)
-        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
+        # the hits: the last table (the Cached corpus stores list, folded, comes first)
+        page.locator('[data-testid="stDataFrame"]').last.wait_for(timeout=30_000)
         page.screenshot(path=SHOTS / "corpus_search.png")
 
         from attention_atlas.ui.corpus_views import transformer_link
