@@ -60,17 +60,17 @@ BASE_ENV = "ATLAS_PUBLIC_URL"
 QUOTED = 24  # characters of a bad value quoted in the notice
 SECTION = "section"  # a lesson link's part of the page: scrolled into view once, then dropped from the URL
 LANDING = "_url_section"  # session state: the section this run's URL asked for
-# Scrolls the heading into view, again while the charts above it are still taking their height (about
-# 5 s), unless the visitor scrolls first. Streamlit itself scrolls to a heading's ``#anchor`` only on a
+# Scrolls the heading into view, again while the charts above it are still taking their height (for up
+# to 20 s on a busy server), until the visitor scrolls, types or clicks. Streamlit itself scrolls to a heading's ``#anchor`` only on a
 # fresh load: a page link switches pages without reloading and leaves no ``#`` in the URL.
 SCROLL = """<script>(() => {
   const id = %s; let tries = 0, mine = true;
-  for (const e of ["wheel", "touchmove", "keydown"]) addEventListener(e, () => { mine = false; }, {once: true});
+  for (const e of ["wheel", "touchmove", "keydown", "pointerdown"]) addEventListener(e, () => { mine = false; }, {once: true});
   const go = () => {
     const el = document.getElementById(id);
     if (!mine) return;
     if (el) el.scrollIntoView({block: "start"});
-    if (++tries < 25) setTimeout(go, 200);
+    if (++tries < 100) setTimeout(go, 200);
   };
   go();
 })();</script>"""

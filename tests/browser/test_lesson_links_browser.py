@@ -22,7 +22,10 @@ SETTLED = f"""id => {{ const p = ({PLACE})(id); if (!p) return false;
 
 def landed(page, anchor: str) -> list[float]:
     page.locator(f"#{anchor}").wait_for(timeout=300_000)
-    page.wait_for_function(SETTLED, arg=anchor, timeout=60_000, polling=1000)
+    try:
+        page.wait_for_function(SETTLED, arg=anchor, timeout=120_000, polling=1000)
+    except Exception as e:
+        raise AssertionError(f"{anchor} not settled in view: {page.evaluate(PLACE, anchor)}") from e
     assert page.locator(EXCEPTION_BOX).count() == 0
     return page.evaluate(PLACE, anchor)
 
