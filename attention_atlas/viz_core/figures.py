@@ -27,7 +27,7 @@ from attention_atlas.viz_core.layout import (
     title_room,
 )
 from attention_atlas.viz_core.record import AttentionRecord
-from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_labels
+from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_labels, tick_label
 
 __all__ = ["PLOT_WIDTH"]  # re-exported: pages plan their charts' widths with it
 
@@ -73,7 +73,7 @@ def _axis_ticks(tokens: list[str]) -> dict:
         categoryarray=labels,
         tickmode="array",
         tickvals=labels,
-        ticktext=as_plotly_text(clean_tokens(tokens)),
+        ticktext=as_plotly_text([tick_label(t) for t in clean_tokens(tokens)]),
         automargin=True,
     )
 

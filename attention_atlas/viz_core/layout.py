@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from attention_atlas.viz_core.tokens import tick_label
+
 PLOT_WIDTH = 820  # px: a full-width chart on the wide layout at 1280 × 720 (940 at 1400 × 900)
 TICK_FONT = 15  # px: the charts' text size, and the largest tick label unless a page asks for more
 MIN_FONT = 10  # px: smaller labels are hard to read, so the ticks are thinned instead
@@ -72,7 +74,8 @@ def fit_ticks(
 
 
 def _tokens(axis) -> list[str]:
-    return [str(c).split(SEPARATOR, 1)[-1] for c in axis.categoryarray]
+    """The axis's tick labels: its categories' tokens as ``tokens.tick_label`` writes them."""
+    return [tick_label(str(c).split(SEPARATOR, 1)[-1]) for c in axis.categoryarray]
 
 
 def _span(axis) -> float:

@@ -43,6 +43,21 @@ def clean_tokens(tokens: list[str]) -> list[str]:
     return [clean_token(t) for t in tokens]
 
 
+_FRAGMENT = re.compile(r"([^\x00-\x7f])\((\d+)/\d+\)")
+CONTINUED = "〃"  # ditto mark: the axis label of a piece that continues the character before it
+
+
+def tick_label(label: str) -> str:
+    """A token's label on an axis: a marked fragment is its character on the first piece that holds
+    it and ``〃`` on the others, so a character split over byte pieces stands upright, one em wide,
+    like any other (the hover and the CSV keep ``两(2/2)``).
+
+    >>> [tick_label(t) for t in ["两(1/2)", "两(2/2)", "鸣(3/3)翠(1/3)", "cat(1/2)", "风"]]
+    ['两', '〃', '〃翠', 'cat(1/2)', '风']
+    """
+    return _FRAGMENT.sub(lambda m: m.group(1) if m.group(2) == "1" else CONTINUED, label)
+
+
 def hover_labels(tokens: list[str]) -> list[str]:
     """``'3 · 风'``: position and token, unique even when a token repeats."""
     return [f"{i} · {t}" for i, t in enumerate(clean_tokens(tokens))]

@@ -123,3 +123,20 @@ def test_panels_side_by_side_draw_no_tick_marks_where_their_labels_are_hidden():
     hidden = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if a.showticklabels is False]
     assert hidden and all(a.ticks == "" for a in hidden)
     assert fig.layout.margin.t >= TOOLBAR + 1.2 * fig.layout.font.size  # first row's titles under the toolbar
+
+
+def test_chinese_byte_pieces_stand_upright_and_readable_on_the_key_axis():
+    """SmolLM2 splits most characters over byte pieces ('两(1/2)', '两(2/2)'): on the axis each is one
+    em wide (the character, then 〃 for its other pieces), so they stand upright, every one labelled."""
+    text = "两个黄鹂鸣翠柳，一行白鹭上青天"
+    tokens = [
+        f"{c}({k}/{n})" if n > 1 else c
+        for c in text
+        for n in [1 if c in "个，一上" else 2]
+        for k in range(1, n + 1)
+    ]
+    fig = heatmap(np.full((len(tokens), len(tokens)), 1 / len(tokens)), tokens, tokens)
+    axis = fig.layout.xaxis
+    assert axis.tickangle == 0 and len(axis.tickvals) == len(tokens)
+    assert axis.tickfont.size >= 12 and list(axis.ticktext[:3]) == ["两", "〃", "个"]
+    assert all(em(t) <= 1.0 for t in axis.ticktext)
