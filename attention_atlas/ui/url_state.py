@@ -61,8 +61,9 @@ QUOTED = 24  # characters of a bad value quoted in the notice
 SECTION = "section"  # a lesson link's part of the page: scrolled into view once, then dropped from the URL
 LANDING = "_url_section"  # session state: the section this run's URL asked for
 # Scrolls the heading into view, again while the charts above it are still taking their height (for up
-# to 20 s on a busy server), until the visitor scrolls, types or clicks. Streamlit itself scrolls to a heading's ``#anchor`` only on a
-# fresh load: a page link switches pages without reloading and leaves no ``#`` in the URL.
+# to 20 s on a busy server), until the visitor scrolls, types or clicks. Streamlit itself scrolls to a
+# heading's ``#anchor`` only on a fresh load: a page link switches pages without reloading and leaves no
+# ``#`` in the URL.
 SCROLL = """<script>(() => {
   const id = %s; let tries = 0, mine = true;
   for (const e of ["wheel", "touchmove", "keydown", "pointerdown"]) addEventListener(e, () => { mine = false; }, {once: true});
