@@ -36,17 +36,13 @@ def landed(page, anchor: str) -> list[float]:
 def test_a_lesson_link_scrolls_its_section_into_view(app_url, new_page, width, height, scale, query):
     with new_page(width, height, device_scale_factor=scale) as page:
         page.set_default_timeout(300_000)
-        for label, anchor in [
-            ("The couplet seq2seq", "step-through"),
-            ("Scoring functions and √d", "why-divide"),
-        ]:
+        for label, anchor in LESSONS:
             page.goto(f"{app_url}/{query}")
             page.get_by_role("link", name=re.compile(label)).click()
             top, bottom, seen = landed(page, anchor)
             assert top >= 0 and bottom <= seen, (label, top, bottom, seen)
-            assert (
-                page.evaluate("document.querySelector('h1').getBoundingClientRect().bottom") < 0
-            )  # scrolled
+            scrolled = page.evaluate("document.querySelector('h1').getBoundingClientRect().bottom") < 0
+            assert scrolled, label  # the page's title is out of view above
             assert "section=" not in page.url  # a setting of the landing only: not kept in the link
 
 
