@@ -229,7 +229,7 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
 
     st.subheader("Head view")
     keep_pick(K + "heads", (K + "layer", K + "head"))
-    c1, c2, c3, c4 = st.columns([2.5, 1.2, 2, 1.6])  # "√ colours" and head "11" whole at 150 % zoom
+    c1, c2, c3, c4 = st.columns([2, 1, 2, 2])  # "√ colours" whole at 150 % zoom with the sidebar open
     layer = c1.slider("layer", 0, L - 1, key=K + "layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
     link.sync("layer", "head")  # a fragment's rerun: the link follows the head opened

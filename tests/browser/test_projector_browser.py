@@ -39,11 +39,12 @@ FIGURE_TEXT = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg 
     .filter(t => t.textContent.trim())
     .map(t => [parseFloat(getComputedStyle(t).fontSize), t.textContent, t.parentElement.getAttribute('class')])"""
 # Controls whose text is cut: a button, tab, label or select box narrower than its text (Streamlit
-# ends a cut label in "…"; a row of tabs too long scrolls behind a "›"; a select box's value is an input).
+# ends a cut label in "…", or squeezes it to no width at all; a row of tabs too long scrolls behind a
+# "›"; a select box's value is an input).
 CUT = """() => [...document.querySelectorAll('[data-testid="stMain"] :is(button, label, input, '
     + '[role="tablist"], [data-testid="stWidgetLabel"], [data-testid="stMetricLabel"])')]
   .flatMap(box => [box, ...box.querySelectorAll('*')])
-  .filter(e => (e.value || e.textContent).trim() && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+  .filter(e => (e.value || e.textContent).trim() && e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)
   .map(e => [(e.value || e.textContent).trim().slice(0, 40), e.scrollWidth, e.clientWidth])"""
 SIDEBAR_WIDTH = """() => document.querySelector('[data-testid="stSidebar"]').getBoundingClientRect().width"""
 X_TICKS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot =>
