@@ -52,7 +52,7 @@ def test_the_toolbar_covers_neither_a_legend_nor_a_panel_title(app_url, new_page
         titles = chart.locator(".annotation-text")
         assert titles.count() >= 6  # dot, scaled_dot, additive, general, cosine, gaussian
         for i in range(titles.count()):
-            assert not overlap(toolbar, titles.nth(i).bounding_box()), titles.nth(i).inner_text()
+            assert not overlap(toolbar, titles.nth(i).bounding_box()), titles.nth(i).text_content()
 
 
 def test_side_by_side_titles_and_key_labels_stand_clear(app_url, new_page):
