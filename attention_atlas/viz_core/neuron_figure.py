@@ -61,6 +61,7 @@ def _bars(values: np.ndarray, rows: list[str], color: str, label: str) -> go.Bar
         marker_color=color,
         text=text,
         textposition="auto",
+        cliponaxis=False,  # a short negative bar's label sits left of the axis: keep its minus sign
         hovertemplate=f"%{{y}}<br>{label} %{{text}}<extra></extra>",
     )
 
