@@ -22,12 +22,13 @@ needs them closes.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 
 import numpy as np
 import torch
+
+from attention_atlas.models.capture_points import SharedHooks
 
 OUTPUT_NAMES = ("o_proj", "out_proj", "dense", "c_proj")  # an attention block's output projection
 
@@ -88,8 +89,7 @@ def check(heads: Iterable[tuple[int, int]], layers: list) -> list[tuple[int, int
 
 
 _OFF: ContextVar[dict[int, tuple[int, tuple[int, ...]]] | None] = ContextVar("atlas_heads_off", default=None)
-_LOCK = threading.Lock()
-_HOOKS: dict[int, list] = {}  # id(projection) -> [handle, blocks that need it]
+_ZEROING = SharedHooks()  # id(projection) -> its pre-hook
 
 
 def _zero_heads(module: torch.nn.Module, args: tuple):
@@ -125,32 +125,13 @@ def heads_off(adapter, kind: str, heads: Iterable[tuple[int, int]]) -> Iterator[
         _OFF.reset(token)
 
 
-@contextlib.contextmanager
-def _hooked(modules: list[torch.nn.Module]) -> Iterator[None]:
-    held: list[int] = []
-    try:
-        with _LOCK:
-            for module in modules:
-                key = id(module)
-                if key not in _HOOKS:
-                    _HOOKS[key] = [module.register_forward_pre_hook(_zero_heads), 0]
-                _HOOKS[key][1] += 1
-                held.append(key)
-        yield
-    finally:
-        with _LOCK:
-            for key in held:
-                entry = _HOOKS[key]
-                entry[1] -= 1
-                if entry[1] == 0:
-                    entry[0].remove()
-                    del _HOOKS[key]
+def _hooked(modules: list[torch.nn.Module]):
+    return _ZEROING.held((id(m), lambda m=m: m.register_forward_pre_hook(_zero_heads)) for m in modules)
 
 
 def hooks_installed() -> int:
     """How many ablation hooks are on modules now (0 once every block has closed)."""
-    with _LOCK:
-        return len(_HOOKS)
+    return len(_ZEROING)
 
 
 def ablated_run(adapter, text: str, kind: str, heads: Iterable[tuple[int, int]], target: str | None = None):

@@ -131,30 +131,49 @@ def recording(
         _ACTIVE.reset(token)
 
 
-_LOCK = threading.Lock()
-_HOOKS: dict[tuple[int, str, Hashable], list] = {}  # (id(module), point, site) -> [handle, recordings]
+class SharedHooks:
+    """Hooks on modules, each put on once however many open blocks need it and taken off when the
+    last of them closes (blocks of several threads may overlap on one model)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._hooks: dict[Hashable, list] = {}  # key -> [handle, blocks that need it]
+
+    @contextlib.contextmanager
+    def held(self, wanted: Iterable[tuple[Hashable, Callable[[], Any]]]) -> Iterator[None]:
+        """Inside the block, the hook of each ``(key, register)`` is on: ``register()`` puts it on
+        (and returns its handle) unless a hook of that key is on already."""
+        held: list[Hashable] = []
+        try:
+            with self._lock:
+                for key, register in wanted:
+                    if key not in self._hooks:
+                        self._hooks[key] = [register(), 0]
+                    self._hooks[key][1] += 1
+                    held.append(key)
+            yield
+        finally:
+            with self._lock:
+                for key in held:
+                    entry = self._hooks[key]
+                    entry[1] -= 1
+                    if entry[1] == 0:
+                        entry[0].remove()
+                        del self._hooks[key]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._hooks)
 
 
-@contextlib.contextmanager
-def _tapped(taps: list[Tap]) -> Iterator[None]:
-    held: list[tuple[int, str, Hashable]] = []
-    try:
-        with _LOCK:
-            for tap in taps:
-                key = (id(tap.module), tap.point, tap.site)
-                if key not in _HOOKS:
-                    _HOOKS[key] = [tap.module.register_forward_hook(_hook(tap.point, tap.site)), 0]
-                _HOOKS[key][1] += 1
-                held.append(key)
-        yield
-    finally:
-        with _LOCK:
-            for key in held:
-                entry = _HOOKS[key]
-                entry[1] -= 1
-                if entry[1] == 0:
-                    entry[0].remove()
-                    del _HOOKS[key]
+_TAPS = SharedHooks()  # (id(module), point, site) -> the forward hook that reports the point
+
+
+def _tapped(taps: list[Tap]):
+    return _TAPS.held(
+        ((id(t.module), t.point, t.site), lambda t=t: t.module.register_forward_hook(_hook(t.point, t.site)))
+        for t in taps
+    )
 
 
 def _hook(point: str, site: Hashable):
@@ -168,5 +187,4 @@ def _hook(point: str, site: Hashable):
 
 def hooks_installed() -> int:
     """How many capture hooks are on modules now (0 once every recording has closed)."""
-    with _LOCK:
-        return len(_HOOKS)
+    return len(_TAPS)
