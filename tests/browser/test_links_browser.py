@@ -90,11 +90,21 @@ def test_a_lesson_link_on_home_opens_its_page_in_the_lessons_state(fresh, app_ur
     assert fresh.get_by_role("switch", name="add a relative position bias").is_checked()
 
 
+def open_sidebar(page) -> None:
+    """Projector mode starts with the sidebar collapsed: open it as a visitor does (»)."""
+    expand = page.locator('[data-testid="stExpandSidebarButton"]')
+    if expand.count() and expand.is_visible():
+        expand.click()
+    page.locator('[data-testid="stSidebarNav"]').wait_for(state="visible", timeout=30_000)
+
+
 def test_projector_mode_stays_on_when_moving_to_another_page(fresh, app_url):
     fresh.goto(f"{app_url}/scoring?present=1", timeout=120_000)
     settle(fresh)
+    open_sidebar(fresh)
     fresh.locator('[data-testid="stSidebarNav"]').get_by_text("Attention pooling").click()
     fresh.wait_for_url("**/pooling**", timeout=60_000)
     settle(fresh)
     assert query(fresh).get("present") == "1"
+    open_sidebar(fresh)
     assert fresh.get_by_role("switch", name="Projector mode").is_checked()
