@@ -15,6 +15,8 @@
     python cli.py eval    --model ID|FOLDER [--against ID|FOLDER] [--split test|held-out] [--resamples N]
     python cli.py corpus  --model ID (--input-file FILE | --sample english[:N]) [--out STATS.parquet]
                           [--column C] [--ray ADDRESS|auto]
+    python cli.py lens    (--model ID | --checkpoint FILE) --text TEXT [--top K] [--token ID]
+                          [--json | --out FILE.npz]     (the logit lens of a causal LM)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -662,6 +664,54 @@ def _save_figure(fig, out: Path) -> int:
     return 0
 
 
+# -- lens --------------------------------------------------------------------------------------------
+
+
+def cmd_lens(args: argparse.Namespace) -> int:
+    from attention_atlas.models.lens import lens
+
+    text = _from_argv(args.text)
+    if args.out and Path(args.out).suffix != ".npz":
+        raise CliError(f"lens: --out writes .npz files, got {Path(args.out).name}")
+    adapter = _adapter(args)
+    grid, tokens = lens(adapter, text, top=args.top, token=args.token)
+    arrays = {"model": adapter.model_id, "tokens": tokens, "top_ids": grid.top_ids, "top_probs": grid.top_probs}
+    if args.token is not None:
+        arrays |= {"token": args.token, "token_probs": grid.token_probs, "token_ranks": grid.token_ranks}
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
+        print(f"wrote {out} (top_ids, top_probs {list(grid.top_ids.shape)})")
+    elif args.json:
+        print(json.dumps({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}))
+    else:
+        _print_lens(adapter, grid, tokens)
+    return 0
+
+
+def _print_lens(adapter, grid, tokens: list[str]) -> None:
+    """The top token after every block at the last position, with its probability."""
+    print(f"model   {adapter.model_id}; after each block, the top tokens at the last position {tokens[-1]!r}")
+    for layer, (ids, probs) in enumerate(zip(grid.top_ids[:, -1], grid.top_probs[:, -1], strict=True)):
+        best = ", ".join(f"{adapter.tokenizer.decode([int(i)])!r} {p:.3f}" for i, p in zip(ids[:3], probs[:3], strict=True))
+        print(f"{layer:>5}  {best}")
+
+
+def _add_lens(sub) -> None:
+    p = sub.add_parser("lens", help="the logit lens: each block's output read through the model's final norm and head")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a registry id of a causal LM (see: cli.py models)")
+    which.add_argument("--checkpoint", help="an uploadable file or zipped Hugging Face folder of a causal LM")
+    p.add_argument("--text", required=True, help="the input")
+    p.add_argument("--top", type=int, default=10, help="tokens kept per layer and position (10, at most 100)")
+    p.add_argument("--token", type=int, help="a token id to follow: its probability and rank everywhere")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument("--out", help="write FILE.npz: top_ids, top_probs [layers, positions, K], tokens")
+    p.set_defaults(func=cmd_lens)
+
+
 def _add_serve(sub) -> None:
     p = sub.add_parser("serve", help="start the dashboard (Streamlit) in the foreground")
     p.add_argument("--port", type=int, default=8501, help="the port to listen on (8501)")
@@ -728,6 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(sub)
     _add_eval(sub)
     _add_corpus(sub)
+    _add_lens(sub)
     _add_serve(sub)
     return parser
 

@@ -38,7 +38,9 @@ import numpy as np
 import torch
 
 MAX_FLOATS = 1 << 24  # logits held at once (64 MB of float32); positions per chunk follow from it
-MAX_TOP = 100  # tokens kept per cell: more is no longer a lens, and the grid would grow toward the full tensor
+MAX_TOP = (
+    100  # tokens kept per cell: more is no longer a lens, and the grid would grow toward the full tensor
+)
 PROBE = 8  # tokens of the probe forward that finds and checks the readout
 ATOL, RTOL = 1e-4, 1e-4  # float32 agreement of the readout with the model's own numbers
 
@@ -160,19 +162,19 @@ def _probe(model: torch.nn.Module, blocks: tuple, head: torch.nn.Module, vocab: 
     return seen["last"], seen["head_in"], logits
 
 
-def _norm(model, blocks, head, last, head_in) -> torch.nn.Module | None | bool:
-    """The module that maps ``last`` to ``head_in`` (None: nothing does, they are equal; False: none found)."""
+def _norm(model, blocks, head, last, head_in) -> tuple[bool, torch.nn.Module | None]:
+    """Whether a module maps ``last`` to ``head_in``, and which (None: they are equal already)."""
     if _close(last, head_in):
-        return None
+        return True, None
     for module in _candidates(model, blocks, head):
         try:
             with torch.no_grad():
                 out = module(last)
-        except Exception:  # noqa: BLE001 - a module that cannot take one tensor is not the norm
+        except Exception:  # a module that cannot take one tensor is not the norm
             continue
         if _close(_first(out), head_in):
-            return module
-    return False
+            return True, module
+    return False, None
 
 
 def readout(model: torch.nn.Module, name: str = "the model") -> Readout:
@@ -185,9 +187,11 @@ def readout(model: torch.nn.Module, name: str = "the model") -> Readout:
     blocks = find_blocks(model, name)
     vocab = head.weight.shape[0]
     last, head_in, logits = _probe(model, blocks, head, vocab)
-    norm = _norm(model, blocks, head, last, head_in)
-    if norm is False:
-        raise LensError(f"{name}: no single module turns its last block's output into what its output head reads")
+    found_norm, norm = _norm(model, blocks, head, last, head_in)
+    if not found_norm:
+        raise LensError(
+            f"{name}: no single module turns its last block's output into what its output head reads"
+        )
     found = Readout(blocks, norm, head, _softcap(model), logits.shape[-1])
     with torch.no_grad():
         if not _close(found.logits(last), logits):
@@ -212,7 +216,9 @@ def residuals(model: torch.nn.Module, ids: torch.Tensor, name: str = "the model"
 
     hooks = [found.blocks[0].register_forward_pre_hook(enter, with_kwargs=True)]
     for i, block in enumerate(found.blocks):
-        hooks.append(block.register_forward_hook(lambda m, a, out, i=i: states.__setitem__(i + 1, _first(out))))
+        hooks.append(
+            block.register_forward_hook(lambda m, a, out, i=i: states.__setitem__(i + 1, _first(out)))
+        )
     base = getattr(model, "base_model", model)  # the stack without the head: no full logits
     try:
         with torch.no_grad():
@@ -257,7 +263,8 @@ def top_tokens(
         raise LensError("no positions to read")
     step = chunk or chunk_size(stream, changes)
     parts = [
-        _chunk(stream, torch.as_tensor(cols[i : i + step]), top, token, changes) for i in range(0, cols.size, step)
+        _chunk(stream, torch.as_tensor(cols[i : i + step]), top, token, changes)
+        for i in range(0, cols.size, step)
     ]
     joined = {k: np.concatenate([p[k] for p in parts], axis=1) for k in parts[0]}
     return Grid(positions=cols, token=token, **joined)

@@ -23,8 +23,18 @@ ARCHS = {
     "mistral": ("MistralConfig", GQA, "model.norm", "lm_head"),
     "qwen2": ("Qwen2Config", GQA, "model.norm", "lm_head"),
     "gemma2": ("Gemma2Config", dict(GQA, head_dim=8, final_logit_softcapping=2.0), "model.norm", "lm_head"),
-    "gemma3": ("Gemma3TextConfig", dict(GQA, head_dim=8, final_logit_softcapping=2.0), "model.norm", "lm_head"),
-    "phi3": ("Phi3Config", dict(GQA, pad_token_id=0, bos_token_id=1, eos_token_id=2), "model.norm", "lm_head"),
+    "gemma3": (
+        "Gemma3TextConfig",
+        dict(GQA, head_dim=8, final_logit_softcapping=2.0),
+        "model.norm",
+        "lm_head",
+    ),
+    "phi3": (
+        "Phi3Config",
+        dict(GQA, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+        "model.norm",
+        "lm_head",
+    ),
     "olmo2": ("Olmo2Config", dict(GQA, pad_token_id=0), "model.norm", "lm_head"),
     "gpt_neox": ("GPTNeoXConfig", dict(GQA, num_key_value_heads=2), "gpt_neox.final_layer_norm", "lm_head"),
     "gpt2": (
@@ -81,7 +91,7 @@ def test_every_layer_is_the_models_own_norm_and_head(arch):
 
 
 def test_the_last_row_is_the_models_next_token_distribution(arch):
-    name, model = arch
+    _, model = arch
     with torch.no_grad():
         own = torch.softmax(model(input_ids=IDS).logits[0].float(), -1)
     grid = ln.top_tokens(ln.residuals(model, IDS), top=5)
