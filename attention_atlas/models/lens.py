@@ -31,13 +31,14 @@ input to its output, both read through the same norm and head).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-MAX_FLOATS = 1 << 24  # logits held at once (64 MB of float32); positions per chunk follow from it
+MAX_FLOATS = 1 << 25  # logits held at once (128 MB of float32); positions per chunk follow from it
 MAX_TOP = (
     100  # tokens kept per cell: more is no longer a lens, and the grid would grow toward the full tensor
 )
@@ -141,6 +142,18 @@ def _candidates(model: torch.nn.Module, blocks: tuple, head: torch.nn.Module):
         yield module
 
 
+def _recorder(store: dict | list):
+    """``keep(key, tensor)`` into ``store``, from this thread only: the model is shared, and another
+    session's forward running meanwhile passes through the same hooks."""
+    owner = threading.get_ident()
+
+    def keep(key, h: torch.Tensor) -> None:
+        if threading.get_ident() == owner:
+            store[key] = h
+
+    return keep
+
+
 def _close(a, b) -> bool:
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=ATOL, rtol=RTOL)
 
@@ -148,9 +161,10 @@ def _close(a, b) -> bool:
 def _probe(model: torch.nn.Module, blocks: tuple, head: torch.nn.Module, vocab: int):
     """The last block's output, the head's input and the model's logits on a short probe input."""
     seen: dict[str, torch.Tensor] = {}
+    keep = _recorder(seen)
     hooks = [
-        blocks[-1].register_forward_hook(lambda m, a, out: seen.__setitem__("last", _first(out))),
-        head.register_forward_pre_hook(lambda m, a: seen.__setitem__("head_in", a[0])),
+        blocks[-1].register_forward_hook(lambda m, a, out: keep("last", _first(out))),
+        head.register_forward_pre_hook(lambda m, a: keep("head_in", a[0])),
     ]
     ids = (torch.arange(PROBE) * 7 + 1).remainder(vocab).unsqueeze(0).to(head.weight.device)
     try:
@@ -210,15 +224,14 @@ def residuals(model: torch.nn.Module, ids: torch.Tensor, name: str = "the model"
     """One forward of ``ids`` ``[1, n]``: the input of block 0 and every block's output."""
     found = readout(model, name)
     states: list[torch.Tensor | None] = [None] * (len(found.blocks) + 1)
+    keep = _recorder(states)
 
     def enter(module, args, kwargs):
-        states[0] = args[0] if args else kwargs["hidden_states"]
+        keep(0, args[0] if args else kwargs["hidden_states"])
 
     hooks = [found.blocks[0].register_forward_pre_hook(enter, with_kwargs=True)]
     for i, block in enumerate(found.blocks):
-        hooks.append(
-            block.register_forward_hook(lambda m, a, out, i=i: states.__setitem__(i + 1, _first(out)))
-        )
+        hooks.append(block.register_forward_hook(lambda m, a, out, i=i: keep(i + 1, _first(out))))
     base = getattr(model, "base_model", model)  # the stack without the head: no full logits
     try:
         with torch.no_grad():
@@ -275,23 +288,34 @@ def _chunk(stream: Stream, cols: torch.Tensor, top: int, token: int | None, chan
         states = stream.states[:, cols] if changes else stream.states[1:, cols]
         logits = stream.readout.logits(states)  # [layers (+1), c, vocab]
         after = logits[1:] if changes else logits
-        lse = torch.logsumexp(after, -1, keepdim=True)
         values, ids = after.topk(top, -1)
-        out = {"top_ids": ids.numpy(), "top_probs": (values - lse).exp().numpy()}
+        out = {"top_ids": ids.numpy()}
         if token is not None:
-            own = after[..., token : token + 1]
-            out["token_probs"] = (own - lse)[..., 0].exp().numpy()
+            own = after[..., token : token + 1].clone()
             out["token_ranks"] = (after > own).sum(-1).numpy()
         if changes:
-            delta = logits[1:] - logits[:-1]
-            up, down = delta.topk(top, -1), delta.topk(top, -1, largest=False)
-            out |= {
-                "promoted_ids": up.indices.numpy(),
-                "promoted_by": up.values.numpy(),
-                "suppressed_ids": down.indices.numpy(),
-                "suppressed_by": down.values.numpy(),
-            }
+            out |= _changes(logits[1:] - logits[:-1], top)
+        lse = _logsumexp_(after)  # the logits are spent from here on
+        out["top_probs"] = (values - lse).exp().numpy()
+        if token is not None:
+            out["token_probs"] = (own - lse)[..., 0].exp().numpy()
     return out
+
+
+def _changes(delta: torch.Tensor, top: int) -> dict:
+    up, down = delta.topk(top, -1), delta.topk(top, -1, largest=False)
+    return {
+        "promoted_ids": up.indices.numpy(),
+        "promoted_by": up.values.numpy(),
+        "suppressed_ids": down.indices.numpy(),
+        "suppressed_by": down.values.numpy(),
+    }
+
+
+def _logsumexp_(x: torch.Tensor) -> torch.Tensor:
+    """``logsumexp(x, -1)`` without a second tensor of x's size: x is overwritten."""
+    high = x.amax(-1, keepdim=True)
+    return x.sub_(high).exp_().sum(-1, keepdim=True).log_().add_(high)
 
 
 # -- from text --------------------------------------------------------------------------------------

@@ -196,3 +196,28 @@ def test_smollm2_every_layer_and_its_own_output():
     assert np.allclose(grid.top_probs, top.values.numpy(), atol=1e-5)
     assert (grid.top_ids[-1] == top.indices[-1].numpy()).all()
     assert ln.readout(model).norm is model.model.norm
+
+
+def test_another_sessions_forward_meanwhile_is_not_recorded():
+    """The model is shared: a forward another thread runs while ours is inside block 0 passes the
+    same hooks, and must not land in our residual stream."""
+    import threading
+
+    model = build("llama")
+    alone = ln.top_tokens(ln.residuals(model, IDS), top=5)
+    fired = []
+
+    def meanwhile(module, args, out):
+        if not fired:
+            fired.append(True)
+            other = threading.Thread(target=lambda: model(input_ids=IDS[:, :4]))
+            other.start()
+            other.join()
+
+    hook = model.model.layers[0].register_forward_hook(meanwhile)
+    try:
+        shared = ln.top_tokens(ln.residuals(model, IDS), top=5)
+    finally:
+        hook.remove()
+    assert fired and (shared.top_ids == alone.top_ids).all()
+    assert np.allclose(shared.top_probs, alone.top_probs, atol=1e-6)
