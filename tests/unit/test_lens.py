@@ -149,6 +149,14 @@ def test_a_model_whose_logits_are_scaled_after_the_head_is_refused():
     assert "\n" not in str(err.value)
 
 
+def test_a_model_without_an_output_head_is_refused():
+    from transformers import LlamaConfig, LlamaModel
+
+    with pytest.raises(ln.LensError, match="has no output head") as err:
+        ln.residuals(LlamaModel(LlamaConfig(**GQA)).eval(), IDS, "tiny-llama-base")
+    assert "\n" not in str(err.value)
+
+
 @pytest.fixture(scope="module")
 def adapters(tiny_hf_folders):
     return {f: HFAdapter(f"tiny-{f}", tiny_hf_folders[f], CPU) for f in ("encoder", "causal")}
