@@ -98,7 +98,9 @@ def payload_bytes(adapter, grid: ln.Grid) -> int:
     """The top-10 grid as JSON a page would send: 16-bit ids and probabilities, base64, and the
     text of every distinct id once."""
     distinct = np.unique(grid.top_ids)
-    ids = grid.top_ids.astype("<u2") if adapter.model.config.vocab_size <= 65536 else grid.top_ids.astype("<u4")
+    ids = (
+        grid.top_ids.astype("<u2") if adapter.model.config.vocab_size <= 65536 else grid.top_ids.astype("<u4")
+    )
     body = {
         "shape": list(grid.top_ids.shape),
         "ids": base64.b64encode(ids.tobytes()).decode(),
@@ -141,17 +143,21 @@ def main(argv: list[str] | None = None) -> None:
     t_find, _, _ = timed(lambda: ln.readout(model))
     ids, short = ids_of(args.tokens), ids_of(args.baseline_tokens)
     first_screen(model, ids)  # warm: kernels, allocator
+    forward = measure(lambda: ln.residuals(model, ids), args.repeat)
     screen = measure(lambda: first_screen(model, ids), args.repeat)
     grid_t = measure(lambda: whole_grid(model, ids), args.repeat)
     grid = whole_grid(model, ids)
     mem_lens = peak_above(lambda: whole_grid(model, ids))
     size = payload_bytes(adapter, grid)
-    lens_short, naive_short = paired(lambda: whole_grid(model, short), lambda: naive(model, short), args.repeat)
+    lens_short, naive_short = paired(
+        lambda: whole_grid(model, short), lambda: naive(model, short), args.repeat
+    )
     mem_lens_short = peak_above(lambda: whole_grid(model, short))
     mem_naive_short = peak_above(lambda: naive(model, short))
     ok = np.allclose(whole_grid(model, short).top_probs, naive(model, short)[1], atol=1e-5)
     end_load = os.getloadavg()[0]
     n, m = args.tokens, args.baseline_tokens
+    unembed = 2 * 30 * n * model.config.hidden_size * model.config.vocab_size
     lines = [
         f"## Logit lens (bench_lens.py, {date.today()})",
         "",
@@ -166,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         f"| {screen[0]:.2f} | {screen[1]:.2f} | ≤ 2 s |",
         f"| whole grid at {n} tokens: forward + {n} positions × 30 layers, top {TOP} "
         f"| {grid_t[0]:.2f} | {grid_t[1]:.2f} | ≤ 10 s |",
+        f"| of which the forward at {n} tokens, every block's output kept | {forward[0]:.2f} | {forward[1]:.2f} | |",
         f"| lens, whole grid at {m} tokens | {lens_short[0]:.2f} | {lens_short[1]:.2f} | |",
         f"| baseline at {m} tokens: full [30, {m}, 49,152] logits, softmax, top {TOP} "
         f"| {naive_short[0]:.2f} | {naive_short[1]:.2f} | |",
@@ -174,6 +181,9 @@ def main(argv: list[str] | None = None) -> None:
         f"tokens {mem_lens:,.0f} MB; at {m} tokens the lens {mem_lens_short:,.0f} MB, the baseline "
         f"{mem_naive_short:,.0f} MB (its logits alone are {30 * m * 49152 * 4 / 2**20:,.0f} MB; at {n} tokens "
         f"they would be {30 * n * 49152 * 4 / 2**30:.1f} GB, with the softmax twice that).",
+        f"- The unembedding of the whole grid ({unembed / 1e12:.2f} TFLOP) ran at "
+        f"{unembed / (grid_t[0] - forward[0]) / 1e9:.0f} GFLOP/s of wall time "
+        f"({unembed / (grid_t[1] - forward[1]) / 1e9:.0f} per CPU second).",
         f"- Lens / baseline at {m} tokens: {lens_short[0] / naive_short[0]:.2f}× the wall time; the same top-10 "
         f"probabilities to 1e-5: {'yes' if ok else 'NO'}.",
         f"- Payload of the top-{TOP} grid at {n} tokens (16-bit ids and probabilities, base64 JSON, each "
