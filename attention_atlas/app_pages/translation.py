@@ -120,13 +120,20 @@ if both:
     )
     difference_chart(a, b, (a_id, b_id), FONT, K + "diff", "translation_difference")
 
-with st.expander("The Bahdanau tutorial's four sentences, translated by " + ", ".join(shown), expanded=False):
-    for sentence in SEED_SENTENCES:
-        for col, m in zip(st.columns(len(shown)), shown, strict=True):
-            r = run(m, sentence, "", 1)
-            with col:
-                st.markdown(f"**{plain(sentence)}** → {plain(r.output)}  \n`{m}`")
-                alignment_chart(r.records["cross"], FONT, AXES, K + "seed_" + m + sentence, m)
+# Drawn only while open (opening it reruns the page): four charts a model that most visits never unfold.
+seeds = st.expander(
+    "The Bahdanau tutorial's four sentences, translated by " + ", ".join(shown),
+    key=K + "seeds_" + "_".join(shown),
+    on_change="rerun",
+)
+if seeds.open:
+    with seeds:
+        for sentence in SEED_SENTENCES:
+            for col, m in zip(st.columns(len(shown)), shown, strict=True):
+                r = run(m, sentence, "", 1)
+                with col:
+                    st.markdown(f"**{plain(sentence)}** → {plain(r.output)}  \n`{m}`")
+                    alignment_chart(r.records["cross"], FONT, AXES, K + "seed_" + m + sentence, m)
 
 st.header("Additive or dot product: what does the swap cost?")
 bundled = card_table(tuple(ids))

@@ -97,3 +97,14 @@ def test_a_forced_french_sentence_cut_at_fifty_words_is_shown_cut():
     assert any("only the first 50" in w.value for w in at.warning)
     (heading,) = headings(at)
     assert len(heading[4:].split()) == 50  # the 50 words the model was forced with, not the 600 typed
+
+
+def test_the_tutorials_four_sentences_are_drawn_only_while_their_expander_is_open():
+    """Folded, they cost nothing (four charts a model on every rerun before); opened, each is drawn."""
+    at = run()
+    closed = len(charts(at))
+    at.session_state[K + "seeds_" + MODELS[0]] = True  # what a click on the expander sets
+    at = run(at)
+    assert not at.exception
+    assert len(charts(at)) == closed + 4
+    assert any(m.value.startswith("**He's calm.** → ") for m in at.markdown)
