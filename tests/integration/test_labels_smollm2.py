@@ -8,7 +8,7 @@ import pytest
 from attention_atlas.viz_core.derive import merge_words
 from attention_atlas.viz_core.export import record_frame, to_csv
 from attention_atlas.viz_core.figures import head_view
-from attention_atlas.viz_core.tokens import clean_tokens
+from attention_atlas.viz_core.tokens import clean_tokens, tick_label
 from tests.support import CPU
 from tests.support import run_cli as cli
 
@@ -42,8 +42,10 @@ def test_smollm2_labels_are_the_text_their_bytes_stand_for(smollm2, text, labels
     assert shown[: len(labels)] == labels
     assert set("".join(shown)) <= set(text) | FRAGMENT  # no Ã©, ä¸, ðŁ, Ð½: only the text's own characters
     assert clean_tokens(merge_words(rec).query_tokens) == words
-    fig = head_view(rec, 0, 0)  # axes and hover
-    assert list(fig.layout.xaxis.ticktext) == shown and fig.data[0].y[0] == f"0 · {shown[0]}"
+    fig = head_view(rec, 0, 0)  # axes (a split character upright: 两 〃) and hover (两(1/2))
+    assert list(fig.layout.xaxis.ticktext) == [tick_label(t) for t in shown]
+    assert set("".join(fig.layout.xaxis.ticktext)) <= set(text) | {"〃"}
+    assert fig.data[0].y[0] == f"0 · {shown[0]}"
     frame = record_frame(rec)
     assert set("".join(frame.query_token) + "".join(frame.key_token)) <= set(text) | FRAGMENT
     assert labels[0] in to_csv(frame).decode("utf-8-sig")
