@@ -73,37 +73,49 @@ def fit_ticks(
 # -- a whole figure ---------------------------------------------------------------------------------
 
 
-def _tokens(axis) -> list[str]:
-    """The axis's tick labels: its categories' tokens as ``tokens.tick_label`` writes them."""
-    return [tick_label(str(c).split(SEPARATOR, 1)[-1]) for c in axis.categoryarray]
+@dataclass
+class _Axis:
+    """One axis of a figure as plain values, read once (a Plotly property read parses its path
+    and walks the figure's tree each time: fit_axes used to spend most of its time there)."""
+
+    name: str  # its layout key: xaxis, yaxis2, …
+    names: list[str]  # its categories (empty: not a categorical axis)
+    tokens: list[str]  # their tick labels, as ``tokens.tick_label`` writes them
+    span: float  # the share of the plot area it spans
+    shown: bool  # whether its tick labels are shown
+    titled: bool
+    side: str | None
+    labelled: int  # positions with a tick label
+
+    @classmethod
+    def of(cls, axis) -> _Axis:
+        spec = axis.to_plotly_json()
+        names = list(spec.get("categoryarray") or ()) if spec.get("type") == "category" else []
+        lo, hi = spec.get("domain") or (0.0, 1.0)
+        return cls(
+            axis.plotly_name,
+            names,
+            [tick_label(str(c).split(SEPARATOR, 1)[-1]) for c in names],
+            hi - lo,
+            spec.get("showticklabels") is not False,
+            bool((spec.get("title") or {}).get("text")),
+            spec.get("side"),
+            len(spec.get("tickvals") or ()),
+        )
 
 
-def _span(axis) -> float:
-    lo, hi = axis.domain if axis.domain is not None else (0.0, 1.0)
-    return hi - lo
-
-
-def _shows_labels(axis) -> bool:
-    return axis.showticklabels is not False
-
-
-def _is_category(axis) -> bool:
-    return axis.type == "category" and axis.categoryarray is not None and len(axis.categoryarray) > 0
-
-
-def _band(axes: list, sizes: dict, across: bool) -> float:
+def _band(axes: list[_Axis], sizes: dict, across: bool) -> float:
     """px the labels and title of the shown ``axes`` take beside the plot (left for y, above/below for x)."""
     band = 0.0
     for axis in axes:
-        if not _shows_labels(axis):
+        if not axis.shown:
             continue
-        title = TITLE if axis.title.text else 0
-        if not _is_category(axis):
+        title = TITLE if axis.titled else 0
+        if not axis.names:
             band = max(band, (0 if across else NUMBERS) + title + (LINE * TICK_FONT if across else 0))
             continue
-        size = sizes.get(id(axis), TICK_FONT)
-        tokens = _tokens(axis)
-        widest = max(text_em(t) for t in tokens)
+        size = sizes.get(axis.name, TICK_FONT)
+        widest = max(text_em(t) for t in axis.tokens)
         turned = across and widest > 1.0
         extent = min(widest * size, 180) if (turned or not across) else LINE * size
         band = max(band, extent + title + PAD)
@@ -123,50 +135,64 @@ def fit_axes(
     its share of a ``width`` × ``fig.layout.height`` figure: font from ``smallest`` up to ``largest``,
     stride, angle. The width is kept on the figure (``planned_width``) for a later refit."""
     fig._planned_width = width
-    xs, ys = list(fig.select_xaxes()), list(fig.select_yaxes())
-    margin = fig.layout.margin
-    height = fig.layout.height or 450
+    xs, ys = [_Axis.of(a) for a in fig.select_xaxes()], [_Axis.of(a) for a in fig.select_yaxes()]
+    layout = fig.layout.to_plotly_json()
+    margin = layout.get("margin") or {}
+    height = layout.get("height") or 450
     right = COLORBAR if _has_colorbar(fig) else 0
-    on_top = [a for a in xs if a.side == "top"] if fig.layout.title.text else []
-    top = title_room(fig) if on_top else (margin.t or 0)  # a title goes above the axes drawn on top
-    sizes: dict[int, int] = {}
-    chosen: dict[int, Ticks] = {}
+    titled = bool((layout.get("title") or {}).get("text"))
+    on_top = [a for a in xs if a.side == "top"] if titled else []
+    top = (
+        _title_room(layout) if on_top else (margin.get("t") or 0)
+    )  # a title goes above the axes drawn on top
+    sizes: dict[str, int] = {}
+    chosen: dict[str, Ticks] = {}
     for _ in range(2):  # the y labels' width narrows the x axes, the x labels' height shortens the y axes
-        plot_w = width - (margin.l or 0) - (margin.r or 0) - right - _band(ys, sizes, across=False)
-        for axis in filter(_is_category, xs):
-            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_w * _span(axis), largest, True, smallest)
-            sizes[id(axis)] = chosen[id(axis)].size
-        plot_h = height - top - (margin.b or 0) - _band(xs, sizes, across=True)
-        for axis in filter(_is_category, ys):
-            chosen[id(axis)] = fit_ticks(_tokens(axis), plot_h * _span(axis), largest, False, smallest)
-            sizes[id(axis)] = chosen[id(axis)].size
-    for axis in filter(_is_category, xs + ys):
-        ticks, names = chosen[id(axis)], list(axis.categoryarray)
-        axis.update(
-            tickmode="array",
-            tickvals=names[:: ticks.stride],
-            ticktext=_tokens(axis)[:: ticks.stride],
-            tickfont_size=ticks.size,
+        plot_w = (
+            width - (margin.get("l") or 0) - (margin.get("r") or 0) - right - _band(ys, sizes, across=False)
         )
-        if ticks.angle is not None:
-            axis.tickangle = None if ticks.angle == "auto" else ticks.angle  # unset: Plotly's own "auto"
+        for axis in (a for a in xs if a.names):
+            chosen[axis.name] = fit_ticks(axis.tokens, plot_w * axis.span, largest, True, smallest)
+            sizes[axis.name] = chosen[axis.name].size
+        plot_h = height - top - (margin.get("b") or 0) - _band(xs, sizes, across=True)
+        for axis in (a for a in ys if a.names):
+            chosen[axis.name] = fit_ticks(axis.tokens, plot_h * axis.span, largest, False, smallest)
+            sizes[axis.name] = chosen[axis.name].size
+    update = {a.name: _tick_spec(a, chosen[a.name]) for a in xs + ys if a.names}
     if on_top:
-        margin.t = top + _band(on_top, sizes, across=True)
+        update["margin"] = {"t": top + _band(on_top, sizes, across=True)}
+    fig.update_layout(update)
     return fig
+
+
+def _tick_spec(axis: _Axis, ticks: Ticks) -> dict:
+    spec = dict(
+        tickmode="array",
+        tickvals=axis.names[:: ticks.stride],
+        ticktext=axis.tokens[:: ticks.stride],
+        tickfont={"size": ticks.size},
+    )
+    if ticks.angle is not None:
+        spec["tickangle"] = None if ticks.angle == "auto" else ticks.angle  # unset: Plotly's own "auto"
+    return spec
 
 
 def title_room(fig: go.Figure) -> float:
     """px a figure's title takes at the top of the figure (its line and the pad around it)."""
-    title = fig.layout.title
-    size = title.font.size or fig.layout.font.size or TICK_FONT
-    return LINE * size + (title.pad.t or 0) + PAD
+    return _title_room(fig.layout.to_plotly_json())
+
+
+def _title_room(layout: dict) -> float:
+    title = layout.get("title") or {}
+    size = (title.get("font") or {}).get("size") or (layout.get("font") or {}).get("size") or TICK_FONT
+    return LINE * size + ((title.get("pad") or {}).get("t") or 0) + PAD
 
 
 def every_label_shown(fig: go.Figure) -> bool:
     """Whether ``fit_axes`` gave each position of every shown categorical axis of ``fig`` its own
     label (stride 1, so at ``smallest`` px or more): the test of whether a width is enough."""
-    axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a) and _shows_labels(a)]
-    return all(len(a.tickvals or ()) == len(a.categoryarray) for a in axes)
+    axes = [*fig.select_xaxes(), *fig.select_yaxes()]
+    return all(a.labelled == len(a.names) for a in map(_Axis.of, axes) if a.names and a.shown)
 
 
 # -- figures side by side ---------------------------------------------------------------------------
@@ -308,8 +334,8 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
     only because projector mode collapses the sidebar."""
     width = width or int(planned_width(fig) * PROJECTOR_WIDTH)
     fig = go.Figure(fig)
-    axes = [a for a in [*fig.select_xaxes(), *fig.select_yaxes()] if _is_category(a)]
-    size = PROJECTOR_CJK if any(has_cjk(_tokens(a)) for a in axes) else PROJECTOR_FONT
+    axes = [a for a in map(_Axis.of, [*fig.select_xaxes(), *fig.select_yaxes()]) if a.names]
+    size = PROJECTOR_CJK if any(has_cjk(a.tokens) for a in axes) else PROJECTOR_FONT
     if fig.layout.title.text:  # before the ticks are fitted: the title's room above them depends on it
         fig.update_layout(title_font_size=PROJECTOR_TITLE)
     if axes:
