@@ -20,6 +20,8 @@ import statistics
 import time
 from datetime import date
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 from attention_atlas.paths import DATA
 from bench.results import machine, write_section
 from harness.browser import PLOT_DRAWN, browser_page, hover_tile, streamlit_server
@@ -93,15 +95,26 @@ def wait_summaries(page, timeout: float = 900) -> float:
     return time.perf_counter() - start
 
 
-def click_tile(page, layer: int, head: int, title: str) -> float:
+def click_tile(page, layer: int, head: int, title: str, timeout: float = 60) -> float:
     """Seconds from a click on tile (layer, head) of the first chart (the model view) to a chart
-    title starting ``title``."""
+    title starting ``title``; past ``timeout`` s, an error that says what the page showed."""
     hover_tile(page, layer, head, HEADS)
     start = time.perf_counter()
     page.mouse.down()
     page.mouse.up()
-    page.locator(".gtitle", has_text=title).first.wait_for(timeout=60_000)
+    try:
+        page.locator(".gtitle", has_text=title).first.wait_for(timeout=timeout * 1000)
+    except PlaywrightTimeout as err:
+        raise AssertionError(
+            f"no “{title}” {timeout:.0f} s after the click; the page showed: {shown(page)}"
+        ) from err
     return time.perf_counter() - start
+
+
+def shown(page) -> str:
+    """What a page shows, for an error message: its chart titles and the start of its text."""
+    titles = page.evaluate("() => [...document.querySelectorAll('.gtitle')].map(e => e.textContent)")
+    return f"chart titles {titles}; text: {page.evaluate('() => document.body.innerText')[:1500]!r}"
 
 
 def draw_box(page, fraction: tuple[float, float] = (0.45, 0.55), size: float = 0.05) -> None:

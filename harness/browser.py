@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from attention_atlas.paths import APP
-from attention_atlas.serve.launcher import serve
+from attention_atlas.serve.launcher import default_log, serve
 
 CHROMIUM = os.environ.get("ATLAS_CHROMIUM", "/usr/bin/chromium")
 # Offline machine: without these, chromium keeps trying to reach Google's services.
@@ -38,6 +38,11 @@ def streamlit_server(
     process's environment; yields its base URL once it answers."""
     with serve(timeout=timeout, script=script, env=env) as server:
         yield server.url
+
+
+def server_log(url: str) -> Path:
+    """Where ``serve.launcher`` writes the output of the server at ``url`` (its default log path)."""
+    return default_log(url.rsplit(":", 1)[1].split("/")[0])
 
 
 def chromium_missing() -> str | None:

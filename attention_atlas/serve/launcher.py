@@ -92,13 +92,18 @@ class Server:
             return ""
 
 
+def default_log(port: int | str) -> Path:
+    """Where a server on ``port`` writes its output unless told otherwise."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"atlas-streamlit-{port}.log"
+
+
 def launch(
     port: int | None = None, env: dict | None = None, log: Path | None = None, script: Path | str = APP
 ) -> Server:
     """Start a server on 127.0.0.1 (a free port unless given), its output in ``log`` (a file, so a
     long run never blocks on a full pipe); returns at once (see ``wait_healthy``)."""
     port = port or free_port()
-    log = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"atlas-streamlit-{port}.log"
+    log = log or default_log(port)
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             command(port, "127.0.0.1", script), stdout=out, stderr=subprocess.STDOUT, env=environment(env)

@@ -15,10 +15,11 @@ own with ``own_server`` and says why.
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 
 import pytest
 
-from harness.browser import chromium_browser, chromium_missing, streamlit_server
+from harness.browser import chromium_browser, chromium_missing, server_log, streamlit_server
 
 
 @pytest.fixture(scope="package")
@@ -30,11 +31,30 @@ def chromium():
         yield browser
 
 
+SERVER_LOGS: list[Path] = []  # the shared server's log, appended to the report of a failed test
+
+
 @pytest.fixture(scope="package")
 def app_url():
     """The base URL of the app served once for the browser tests, with this process's environment."""
     with streamlit_server() as url:
+        SERVER_LOGS.append(server_log(url))
         yield url
+        SERVER_LOGS.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed browser test's report ends with the last lines of the shared server's log: what the
+    server said while a page did not come (CI shows the report, not the machine)."""
+    report = yield
+    if report.failed and SERVER_LOGS:
+        try:
+            tail = SERVER_LOGS[-1].read_text(encoding="utf-8", errors="replace")[-3000:]
+        except OSError as err:
+            tail = f"(no server log: {err})"
+        report.sections.append(("shared server's log, last 3,000 characters", tail))
+    return report
 
 
 @pytest.fixture(scope="package")

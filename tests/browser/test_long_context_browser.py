@@ -15,6 +15,7 @@ from harness.browser import EXCEPTION_BOX
 from tests.support import SHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+CLICK = 180  # s for a click to draw its head: generous, since thumbnails are still computed meanwhile
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def test_the_first_text_is_about_2000_tokens_and_every_head_is_a_tile(page):
     assert page.locator(EXCEPTION_BOX).count() == 0
 
 
+@pytest.mark.timeout(900)  # four clicks of up to CLICK s each
 def test_clicks_while_the_thumbnails_are_computed_are_not_lost(page):
     """The heads' fragment reruns every 2 s until every thumbnail is in; a click during those
     reruns still opens its head (a pick used to ride on one rerun request, and was lost when a
@@ -40,16 +42,17 @@ def test_clicks_while_the_thumbnails_are_computed_are_not_lost(page):
     during = []  # whether the fragment was still polling when each click went out
     for layer, head in [(5, 1), (9, 6), (2, 3), (7, 0)]:  # rows inside the 900-pixel window
         during.append(computing(page))
-        click_tile(page, layer, head, f"layer {layer}, head {head}: 2,042 tokens")  # or times out
+        click_tile(page, layer, head, f"layer {layer}, head {head}: 2,042 tokens", timeout=CLICK)
     assert page.locator(EXCEPTION_BOX).count() == 0
     if not during[0]:  # a fast machine may finish the 270 thumbnails first (6 s here when quiet)
         pytest.skip("the thumbnails were all in before the first click: the clicks raced nothing")
-    # The tests below draw boxes and click queries: they wait for the thumbnails, not to race a redraw.
-    wait_summaries(page, timeout=600)
 
 
+@pytest.mark.timeout(900)  # a loaded machine takes minutes over the thumbnails
 def test_a_click_on_a_thumbnail_draws_that_head(page):
-    click_tile(page, 3, 4, "layer 3, head 4: 2,042 tokens, max-pooled to 512 × 512 cells")
+    # From here on every thumbnail is in: boxes and clicks below do not race a redraw.
+    wait_summaries(page, timeout=600)
+    click_tile(page, 3, 4, "layer 3, head 4: 2,042 tokens, max-pooled to 512 × 512 cells", timeout=CLICK)
     assert page.get_by_role("combobox", name="head").first.input_value() == "4"  # Python moved the widgets
     assert page.locator(EXCEPTION_BOX).count() == 0
     SHOTS.mkdir(exist_ok=True)
