@@ -73,9 +73,10 @@ def window(n: int, link: Link) -> tuple[int, int]:
         )
     )
     width = min(width, n)
-    start = c2.slider(
-        "first position shown", 0, n - width, key=link.number("from", K + "from", 0, n - width, n - width)
-    )
+    if width == n:
+        return 0, n
+    last = n - width
+    start = c2.slider("first position shown", 0, last, key=link.number("from", K + "from", 0, last, last))
     return start, start + width
 
 

@@ -8,7 +8,7 @@ from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS, click_tile
 
 pytestmark = pytest.mark.browser
-PAGES = ["scoring", "positional", "pooling", "transformer", "couplets", "translation"]
+PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "couplets", "translation"]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,7 @@ def test_home_page_lists_every_page(page):
         "Couplets",
         "Translation",
         "Corpus",
+        "Inside a prediction",
         "Watch attention learn",
     ):
         assert page.get_by_text(title).first.is_visible()
