@@ -25,13 +25,15 @@ from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, tick_l
 
 CELL_FONT = 11  # px: a cell's top token
 HOVER_TOP = 10  # tokens listed in a cell's hover
-ROW_PX = 22  # px per block in the grid
+ROW_PX = 24  # px per block in the grid (a projector's 20 px cell text still fits)
 
 
 def shown(label: str) -> str:
-    """A vocabulary entry as a cell or a hover shows it: line breaks and tabs visible, nothing else
-    changed (a leading space is part of the token: ' Paris' and 'Paris' differ)."""
-    return label.replace("\n", "⏎").replace("\t", "⇥") or "∅"
+    """A vocabulary entry as a cell or a hover shows it: line breaks and tabs visible, a token of spaces
+    only as ␣ (one per space); nothing else changed (a leading space is part of the token: ' Paris' and
+    'Paris' differ)."""
+    label = label.replace("\n", "⏎").replace("\t", "⇥")
+    return (label if label.strip() else label.replace(" ", "␣")) or "∅"
 
 
 def position_names(tokens: list[str], positions) -> list[str]:
@@ -70,6 +72,10 @@ def _hover(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
     return out
 
 
+def _title(text: str) -> dict:
+    return dict(text=text, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad_t=8)
+
+
 def lens_grid(
     labels: np.ndarray,
     probs: np.ndarray,
@@ -100,6 +106,7 @@ def lens_grid(
             xgap=1 if n <= 64 else 0,
             ygap=1,
             colorbar=dict(title=dict(text="top-1 prob.")),
+            hoverlabel=dict(align="left"),
         )
     )
     fig.update_xaxes(
@@ -111,7 +118,7 @@ def lens_grid(
         height=height,
         font=dict(family=FONT, size=TICK_FONT),
         margin=dict(l=10, r=10, t=50, b=10),
-        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad_t=8),
+        title=_title(title),
         title_automargin=True,
     )
     return fit_axes(fig, width=width)
@@ -151,8 +158,8 @@ def follow_figure(probs: np.ndarray, ranks: np.ndarray, token: str, where: str) 
     fig.update_layout(
         height=460,
         font=dict(family=FONT, size=TICK_FONT),
-        margin=dict(l=10, r=10, t=50, b=10),
-        title=dict(text=f"{name} at {as_plotly_text([where])[0]}", x=0.01, xanchor="left"),
+        margin=dict(l=10, r=10, t=90, b=10),
+        title=_title(f"{name} at {as_plotly_text([where])[0]}"),
     )
     return legend_on_top(fig)
 
