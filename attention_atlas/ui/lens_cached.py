@@ -9,8 +9,10 @@ block promoted and suppressed are read for one position at a time, cheap once th
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +24,15 @@ from attention_atlas.ui import cached
 TOP = 10  # tokens kept per cell (the hover lists them)
 FIRST = 64  # positions computed while the page waits: the last ones, every block
 IDLE = 30.0  # s: a fill nobody has looked at for this long stops (and goes on when looked at)
+_RUNS: weakref.WeakSet = weakref.WeakSet()  # every fill of this process, stopped at its exit
+
+
+@atexit.register
+def _stop_fills() -> None:
+    """A fill still running when the process exits is stopped between two chunks first: torch's
+    threads torn down under a running matrix product abort the process ("terminate called …")."""
+    for run in list(_RUNS):
+        run.job.stop(wait=10)
 
 
 class LensRun:
@@ -44,6 +55,7 @@ class LensRun:
         self._first = range(start, n)
         self._lock = threading.Lock()
         self.job = Job(self._next, name="atlas-lens-fill", idle=idle)
+        _RUNS.add(self)
 
     @property
     def n(self) -> int:

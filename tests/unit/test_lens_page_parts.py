@@ -56,7 +56,9 @@ def test_the_fill_stops_when_nobody_looks(stream):
 
 def grid_arrays(blocks: int, n: int, k: int = 10, seed: int = 0):
     rng = np.random.default_rng(seed)
-    words = np.array([" Paris", " the", "\n", "两", "<0xE4>", " antidisestablishment", "&<b>", " a"], dtype=object)
+    words = np.array(
+        [" Paris", " the", "\n", "两", "<0xE4>", " antidisestablishment", "&<b>", " a"], dtype=object
+    )
     labels = words[rng.integers(0, len(words), (blocks, n, k))]
     probs = np.sort(rng.dirichlet(np.ones(50), (blocks, n))[..., :k], -1)[..., ::-1].astype(np.float32)
     return labels, probs
@@ -99,7 +101,11 @@ def test_the_tables():
         "probability",
     ]
     row = frame[(frame.block == 1) & (frame.position == 6) & (frame["rank"] == 2)].iloc[0]
-    assert row.token == labels[1, 1, 2] and np.isclose(row.probability, probs[1, 1, 2]) and row.input_token == "b"
+    assert (
+        row.token == labels[1, 1, 2]
+        and np.isclose(row.probability, probs[1, 1, 2])
+        and row.input_token == "b"
+    )
     up = np.array([[" Paris", " Rome"]], dtype=object)
     table = lf.changes_table(up, np.array([[3.14, 1.0]]), up[:, ::-1], np.array([[-2.0, -0.5]]), top=2)
     assert table.iloc[0].to_dict() == {
@@ -107,3 +113,29 @@ def test_the_tables():
         "promoted (logit change)": "' Paris' +3.14, ' Rome' +1.00",
         "suppressed (logit change)": "' Rome' -2.00, ' Paris' -0.50",
     }
+
+
+EXITING = """
+import time, torch
+from transformers import GPT2Config, GPT2LMHeadModel
+from attention_atlas.models import lens as ln
+from attention_atlas.ui import lens_cached as lc
+torch.manual_seed(0)
+config = GPT2Config(vocab_size=49152, n_embd=64, n_layer=8, n_head=2, n_positions=1024, eos_token_id=0, bos_token_id=0)
+stream = ln.residuals(GPT2LMHeadModel(config).eval(), torch.randint(0, 49152, (1, 900)), "tiny")
+run = lc.LensRun(stream, lambda ids: ids).first()
+run.ask()
+time.sleep(1)
+print("exits with", run.done(), "of 900 read")
+"""
+
+
+def test_a_process_that_exits_while_the_fill_runs_exits_cleanly():
+    """Without the stop at exit, torch's threads torn down under a running chunk abort the process
+    ("terminate called without an active exception", status 134): a test run or a server would end so."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "exits with" in done.stdout, done.stderr[-500:]
+    assert "terminate called" not in done.stderr
