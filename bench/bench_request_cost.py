@@ -10,6 +10,8 @@ of their own) and, for the Transformer page, layer and head switches on the text
 cached path: no model run).
 
     python -m bench.bench_request_cost --n 20 --baseline "spinning threads:OMP_WAIT_POLICY="
+    git worktree add /tmp/before HEAD~1   # the code before a change, as the baseline's server
+    python -m bench.bench_request_cost --n 20 --baseline "before:" --baseline-tree /tmp/before
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+from attention_atlas.paths import APP
 from attention_atlas.serve.launcher import serve
 from attention_atlas.serve.process import launch_env
 from bench.bench_load import Texts
@@ -179,16 +182,26 @@ def main(argv: list[str] | None = None) -> None:
         help="first a server with this environment on top of launch_env's, kept under LABEL "
         "(e.g. 'spinning threads:OMP_WAIT_POLICY='), then the current one",
     )
+    p.add_argument(
+        "--baseline-tree",
+        type=Path,
+        metavar="DIR",
+        help="the baseline's server runs the code of this checkout (e.g. a git worktree of the commit before)",
+    )
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
-    variants = [(args.label, {})]
+    variants = [(args.label, {}, APP)]
     if args.baseline:
         label, _, pairs = args.baseline.partition(":")
         env = dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
-        variants.insert(0, (label, env))
+        script = APP
+        if args.baseline_tree:
+            env["PYTHONPATH"] = str(args.baseline_tree.resolve())
+            script = args.baseline_tree.resolve() / APP.relative_to(APP.parents[1])
+        variants.insert(0, (label, env, script))
     runs = {}
-    for label, env in variants:
-        with serve(env={**launch_env(), **env}) as server:
+    for label, env, script in variants:
+        with serve(env={**launch_env(), **env}, script=script) as server:
             rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed))
         runs[label] = summarise(rows, label, env)
         print(label, json.dumps(runs[label]["requests"], indent=1))

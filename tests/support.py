@@ -304,6 +304,13 @@ def qk_weights(q, k, causal: bool) -> np.ndarray:
     return torch.softmax(scores, -1).numpy()
 
 
+def values(v) -> np.ndarray:
+    """A trace's 1-D array as sent (plotly writes numpy arrays as base64 with their dtype)."""
+    if isinstance(v, dict):
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).astype(float)
+    return np.asarray(v, dtype=float)
+
+
 def z_of(trace: dict) -> np.ndarray:
     """A heatmap trace's z as an array (plotly sends typed arrays as base64 with dtype and shape)."""
     z = trace["z"]
@@ -330,11 +337,44 @@ def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
 FUZZ_PIECES = [
     *"\u202e\u202d\u202a\u202b\u202c\u2066\u2067\u2068\u2069\u200e\u200f\u061c",
     *"\u200b\u200c\u200d\u2060\ufeff\x00\x07\x08\x0b\x0c\x1c\x1f\x7f\x85\u2028\u2029\u3000\t\r\n",
-    "\r\n", "\x1b[31m", "\ud800", "\udfff", "\udcff", "\ud83d", "\ude00", "\ud83d\ude00",
-    "👨\u200d👩\u200d👧\u200d👦", "🏳️\u200d🌈", "👍🏽", "🇫🇷", "e\u0301", "\u0301\u0302\u0303\u0304",
-    "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇", "两个黄鹂鸣翠柳", "，。！？；：", "مرحبا بالعالم", "שלום", "Привет", "I'm home.",
-    "<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "{{7*7}}", "%s%n", "../../etc/passwd",
-    "\uffff", "\ufffe", "\U0010ffff", "\ufffd", "ﬁ", "İ", "ß", "<s>", "</s>", "[CLS]", "<unk>", "<pad>",
+    "\r\n",
+    "\x1b[31m",
+    "\ud800",
+    "\udfff",
+    "\udcff",
+    "\ud83d",
+    "\ude00",
+    "\ud83d\ude00",
+    "👨\u200d👩\u200d👧\u200d👦",
+    "🏳️\u200d🌈",
+    "👍🏽",
+    "🇫🇷",
+    "e\u0301",
+    "\u0301\u0302\u0303\u0304",
+    "Z̤͔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇",
+    "两个黄鹂鸣翠柳",
+    "，。！？；：",
+    "مرحبا بالعالم",
+    "שלום",
+    "Привет",
+    "I'm home.",
+    "<img src=x onerror=alert(1)>",
+    "<script>alert(1)</script>",
+    "{{7*7}}",
+    "%s%n",
+    "../../etc/passwd",
+    "\uffff",
+    "\ufffe",
+    "\U0010ffff",
+    "\ufffd",
+    "ﬁ",
+    "İ",
+    "ß",
+    "<s>",
+    "</s>",
+    "[CLS]",
+    "<unk>",
+    "<pad>",
 ]
 FUZZ_MAX = 100_000  # the longest input generated
 
@@ -347,7 +387,9 @@ def fuzz_texts(max_pieces: int = 12):
     char = st.characters(codec=None, exclude_categories=())
     piece = st.one_of(st.text(char, max_size=8), st.sampled_from(FUZZ_PIECES))
     short = st.lists(piece, max_size=max_pieces).map("".join)
-    big = st.tuples(short, st.integers(0, FUZZ_MAX)).map(lambda tn: (tn[0] * (tn[1] // max(len(tn[0]), 1) + 1))[: tn[1]])
+    big = st.tuples(short, st.integers(0, FUZZ_MAX)).map(
+        lambda tn: (tn[0] * (tn[1] // max(len(tn[0]), 1) + 1))[: tn[1]]
+    )
     return st.one_of(short, short, short, big)
 
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from attention_atlas.ui.cached import first_index, model_choices, run_model
 from attention_atlas.ui.live_heads import HINT, model_view_chart
+from attention_atlas.ui.neuron import upload_neuron
 from attention_atlas.ui.uploads import (
     chosen_file,
     how_to,
@@ -94,6 +95,7 @@ else:
     )
     head = c2.selectbox("head", [str(h) for h in range(rec.n_heads)] + ["average"], key=head_key)
     head_view_block(rec, K + "heads", rid, layer, head, (K + "headview", "upload_head"))
+upload_neuron(cache_key, s.model_id, upload.adapter, text, kind, rec)
 
 st.subheader("Beside the bundled model")
 registered = set(model_choices())

@@ -122,7 +122,9 @@ tab_heads, tab_stats, tab_flow, tab_pos, tab_cmp, tab_mask, tab_neuron, tab_abla
 with tab_heads:
     heads_tab()
 
-with tab_stats:
+
+def stats_tab():
+    """Every head's statistics and, for a causal model, its induction scores."""
     head_stats_block(view.table, K + "stats", f"{model_id}_head_stats")
     if model.causal:
         st.markdown(
@@ -139,7 +141,9 @@ with tab_stats:
         frame = matrix_frame(scores, "layer", "head", "induction_score")
         chart(fig, frame, K + "induction", f"{model_id}_induction")
 
-with tab_flow:
+
+def flow_tab():
+    """Rollout through the layers, and exact attention flow where the input is short enough."""
     limit = int((FLOW_BUDGET / L) ** 0.5)
     n = len(record.key_tokens)
     if view.rollout is None:
@@ -161,7 +165,9 @@ with tab_flow:
             fig = heatmap(flow, *tokens, title=title, label="share")
             chart(fig, token_matrix_frame(flow, *tokens, "flow"), K + "flowchart", f"{model_id}_flow")
 
-with tab_pos:
+
+def positions_tab():
+    """Each head's mean attention by relative offset, beside the sinusoids' similarity."""
     layer = st.slider("layer", 0, L - 1, min(L - 1, L // 2), key=K + "pos_layer")
     offsets, profile = view.offsets, view.profile
     series = {f"head {h}": profile[layer, h] for h in range(H)}
@@ -174,21 +180,21 @@ with tab_pos:
         "sinusoidal positions are at each offset (d = 64), the signal a head can use to find offsets."
     )
 
-# Each of these runs the model again: only for a visitor who opened the tab (tabs rerun the page).
-if tab_cmp.open:
-    with tab_cmp:
-        compare.compare_tab(model_id, text, options)
 
-if tab_mask.open:
-    with tab_mask:
-        compare.mask_tab(model_id, text, options, link)
-
-if tab_neuron.open:
-    with tab_neuron:
-        neuron.neuron_tab(model_id, text, kind)
-
-if tab_ablate.open:
-    with tab_ablate:
-        ablation.ablation_tab(model_id, text, options)
+# A tab is drawn only for a visitor who opened it (tabs rerun the page): a rerun of the heads' tab
+# builds no figure it does not show, and the last four run the model again.
+LAZY = (
+    (tab_stats, stats_tab),
+    (tab_flow, flow_tab),
+    (tab_pos, positions_tab),
+    (tab_cmp, lambda: compare.compare_tab(model_id, text, options)),
+    (tab_mask, lambda: compare.mask_tab(model_id, text, options, link)),
+    (tab_neuron, lambda: neuron.neuron_tab(model_id, text, kind)),
+    (tab_ablate, lambda: ablation.ablation_tab(model_id, text, options)),
+)
+for tab, draw in LAZY:
+    if tab.open:
+        with tab:
+            draw()
 
 link.done()

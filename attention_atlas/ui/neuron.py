@@ -1,9 +1,12 @@
-"""The Transformer page's neuron view: one head's query vector, each key vector, their elementwise
-product, the scores and the weights, for one query token (BertViz's third view, for every model
-that hands over its queries and keys: ``models.neuron``; numbers and figure: ``viz_core.neuron``).
+"""The neuron view: one head's query vector, each key vector, their elementwise product, the
+scores and the weights, for one query token (BertViz's third view, for every model that hands over
+its queries and keys: ``models.neuron``; numbers and figure: ``viz_core.neuron``). A tab of the
+Transformer page for bundled models, a folded panel of the Checkpoint inspector for uploads.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -15,18 +18,17 @@ from attention_atlas.viz_core.neuron import HeadVectors, neuron
 from attention_atlas.viz_core.neuron_figure import neuron_figure, neuron_frame
 from attention_atlas.viz_core.tokens import clean_token
 
-N = "tf_neuron_"  # widget keys (the page's prefix is tf_)
-
 
 # A resource, not data: every layer's float32 queries and keys (SmolLM2 at 500 tokens: ~40 MB) are
 # shared and never pickled on each rerun; a click on another query or head only slices them.
+# ``key`` names the model: a bundled model's id, or an upload's key (its SHA-256 and answers).
 @st.cache_resource(show_spinner=False, max_entries=4)
-def vectors(model_id: str, text: str, kind: str) -> HeadVectors:
+def vectors(key: str, _adapter, text: str, kind: str) -> HeadVectors:
     from attention_atlas.models.neuron import head_vectors
 
     cached.janitor().on_quiet(vectors.clear)
-    with cached.lane_for(model_id, text).turn():
-        return head_vectors(cached.adapter(model_id), text, kind)
+    with cached.lane_for(key, text).turn():
+        return head_vectors(_adapter, text, kind)
 
 
 def query_choices(hv: HeadVectors) -> list[int]:
@@ -36,16 +38,50 @@ def query_choices(hv: HeadVectors) -> list[int]:
 
 
 def neuron_tab(model_id: str, text: str, kind: str) -> None:
-    """Pick a layer, a head and a query token; see how q and each k make the head's weights."""
+    """The Transformer page's tab: the neuron view of a bundled model."""
     if not cached.capabilities(model_id).queries_keys:
         able = ", ".join(cached.model_choices(queries_keys=True))
         st.info(
             f"The neuron view needs a model's queries and keys; {model_id} does not hand them over ({able} do)."
         )
         return
+    record = cached.run_model(model_id, text).records[kind]
+    neuron_view(Source(model_id, model_id, cached.adapter(model_id), "tf_neuron_"), text, kind, record)
+
+
+def upload_neuron(key: str, name: str, adapter, text: str, kind: str, record) -> None:
+    """The Checkpoint inspector's neuron view of an upload (``key``: its cache key, ``name``: its
+    model id), folded until opened (it runs the model again); nothing for an upload that has no
+    queries and keys to show (an RNN)."""
+    from attention_atlas.models.neuron import supports
+
+    if supports(adapter):
+        return
+    panel = st.expander(
+        "Neuron view: how q and k make one head's weights", key="ckpt_neuron", on_change="rerun"
+    )
+    if panel.open:
+        with panel:
+            neuron_view(Source(key, name, adapter, "ckpt_neuron_"), text, kind, record)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The model a neuron view reads: its cache key, the name its files carry, its adapter, and
+    the prefix of the view's widget keys (the page's own prefix, then ``neuron_``)."""
+
+    key: str
+    name: str
+    adapter: object
+    prefix: str
+
+
+def neuron_view(source: Source, text: str, kind: str, record) -> None:
+    """Pick a layer, a head and a query token; see how q and each k make the head's weights
+    (``record``: the model's attention record of this kind, to say how close the view comes)."""
     try:
         with st.spinner("Capturing every layer's queries and keys…"):
-            hv = vectors(model_id, text, kind)
+            hv = vectors(source.key, source.adapter, text, kind)
     except ValueError as err:
         st.warning(f"The neuron view cannot read this input: {plain(err)}")
         return
@@ -54,25 +90,25 @@ def neuron_tab(model_id: str, text: str, kind: str) -> None:
         st.info("Every token of this input is a special token: type some words to pick a query from.")
         return
     c1, c2 = st.columns(2)
-    layer = c1.slider("layer", 0, hv.n_layers - 1, 0, key=N + "layer")
-    head = c2.selectbox("head", list(range(hv.n_heads)), key=N + "head")
+    n = source.prefix
+    layer = c1.slider("layer", 0, hv.n_layers - 1, 0, key=n + "layer")
+    head = c2.selectbox("head", list(range(hv.n_heads)), key=n + "head")
     labels = pill_labels(hv.query_tokens, positions)
-    query = st.pills("query token (click one)", positions, format_func=labels.get, key=N + f"query_{kind}")
+    query = st.pills("query token (click one)", positions, format_func=labels.get, key=n + f"query_{kind}")
     if query is None:
         st.info("Click a query token above to see how its weights are made.")
         return
-    _draw(model_id, text, kind, hv, (layer, head, query))
+    _draw(source, kind, hv, record, (layer, head, query))
 
 
-def _draw(model_id: str, text: str, kind: str, hv: HeadVectors, where: tuple[int, int, int]) -> None:
+def _draw(source: Source, kind: str, hv: HeadVectors, record, where: tuple[int, int, int]) -> None:
     layer, head, query = where
     n = neuron(hv, layer, head, query)
     label = hv.query_tokens[query]
     st.subheader(f"Layer {layer}, head {head}: query {query} · {plain(clean_token(label))}")
     fig = neuron_figure(n, hv.key_tokens, label)
-    name = f"{model_id}_neuron_{kind}_layer{layer}_head{head}_query{query}"
-    chart(fig, neuron_frame(n, hv.key_tokens), N + "chart", name)
-    record = cached.run_model(model_id, text).records[kind]
+    name = f"{source.name}_neuron_{kind}_layer{layer}_head{head}_query{query}"
+    chart(fig, neuron_frame(n, hv.key_tokens), source.prefix + "chart", name)
     gap = float(np.abs(n.weights - record.weights[layer, head, query]).max())
     q_heads, k_heads = hv.queries[layer].shape[0], hv.keys[layer].shape[0]
     shared = (

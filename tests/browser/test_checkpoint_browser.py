@@ -62,3 +62,24 @@ def test_a_refused_file_type_is_said_on_the_page_and_sizes_match_the_uploader(
         (uploader_size,) = re.findall(r"([\d.,]+)\s*KB", shown)
         caption = page.get_by_text("model id upload:").first.inner_text()
         assert f"{uploader_size} kB" in caption, (shown, caption)
+
+
+def test_an_uploaded_causal_lm_opens_its_neuron_view(app_url, new_page, tiny_hf_folders, tmp_path):
+    from tests.support import folder_zip
+
+    upload = tmp_path / "tiny-gpt2.zip"
+    upload.write_bytes(folder_zip(tiny_hf_folders["causal"], "tiny-gpt2"))
+    SHOTS.mkdir(exist_ok=True)
+    with new_page(height=2400) as page:
+        page.goto(f"{app_url}/checkpoint")
+        page.get_by_text("No checkpoint yet").wait_for(timeout=60_000)
+        page.locator('input[type="file"]').first.set_input_files(str(upload))
+        panel = page.get_by_text("Neuron view: how q and k make one head's weights")
+        panel.wait_for(timeout=90_000)
+        panel.click()
+        page.get_by_text("Click a query token above").wait_for(timeout=60_000)
+        page.locator("[data-testid=stButtonGroup] button").nth(1).click(timeout=60_000)
+        page.get_by_text("Layer 0, head 0: query 2").wait_for(timeout=60_000)
+        page.locator(".annotation-text", has_text="q ∘ K").first.wait_for(timeout=60_000)
+        assert page.locator(EXCEPTION_BOX).count() == 0
+        page.screenshot(path=SHOTS / "checkpoint_neuron.png", full_page=True)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -23,8 +25,11 @@ from tests.support import (
     charts,
     folder_zip,
     page_runner,
+    qk_weights,
     tiny_vocab,
     torch_bytes,
+    values,
+    z_of,
 )
 
 PAGE = "app_pages/checkpoint.py"
@@ -227,3 +232,30 @@ def test_sizes_and_the_limit_are_in_the_uploaders_megabytes(rnn_bytes):
     assert cap <= server
     assert uploader.max_upload_size_mb == cap and f"up to {cap:,} MB" in uploader.label
     assert any(f"{len(rnn_bytes) / 1000:,.1f} kB" in c.value for c in at.caption)  # as the uploader shows it
+
+
+NEURON_PANEL = "Neuron view: how q and k make one head's weights"
+
+
+def test_an_uploaded_transformer_gets_the_neuron_view_when_its_panel_opens(tiny_hf_folders):
+    at = upload(run(), "tiny-bert.zip", folder_zip(tiny_hf_folders["encoder"], "tiny-bert"))
+    assert NEURON_PANEL in [e.label for e in at.expander]
+    assert not at.get("button_group")  # folded: nothing captured until a visitor opens it
+    at.session_state["ckpt_neuron"] = True  # what a click on the panel sets
+    at = run(at)
+    pills = next(b for b in at.get("button_group") if b.key == "ckpt_neuron_query_self")
+    pills.set_value(1)  # the first word after [CLS]
+    at = run(at)
+    spec = next(
+        c.proto.spec for c in at.get("plotly_chart") if c.proto.id.endswith("-ckpt_neuron_chart_chart")
+    )
+    fig = json.loads(spec)
+    q, k = z_of(fig["data"][0]), z_of(fig["data"][1])
+    assert np.allclose(values(fig["data"][4]["x"]), qk_weights(q, k, causal=False)[0], atol=2e-2)
+    gap = re.search(r"by at most ([0-9.e+-]+)\.", " ".join(c.value for c in at.caption))
+    assert gap and float(gap.group(1)) < 1e-4  # the view's weights are the upload's own record
+
+
+def test_an_uploaded_rnn_offers_no_neuron_view(rnn_bytes):
+    at = upload(run(), "tiny.safetensors", rnn_bytes)
+    assert NEURON_PANEL not in [e.label for e in at.expander]

@@ -10,7 +10,7 @@ import streamlit.testing.v1.app_test as app_test
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from tests.support import charts, page_runner, z_of
+from tests.support import PACKAGE, charts, page_runner, z_of
 
 
 class KeptStorage(MemoryMediaFileStorage):
@@ -82,8 +82,12 @@ def test_head_view_csv_has_tokens_and_the_heads_numbers(transformer):
     np.testing.assert_allclose(grid, z_of(head["data"][0]), atol=2e-3)
 
 
-def test_rollout_csv_has_tokens(transformer):
-    frame = download(transformer, "tf_rollout_csv")
+def test_rollout_csv_has_tokens():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(PACKAGE / "app_pages/transformer.py", default_timeout=300)
+    at.query_params["tab"] = "Rollout & flow"  # drawn only when its tab is open
+    frame = download(page_runner("app_pages/transformer.py", 300)(at), "tf_rollout_csv")
     assert {"query_token", "key_token"} <= set(frame.columns)
     assert frame["key_token"].iloc[0] == "[CLS]"
 

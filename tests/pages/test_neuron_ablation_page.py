@@ -2,7 +2,6 @@
 SmolLM2 for the next token, slow): the charts' numbers are those of the model run directly or of a
 copy of it built by hand without the head, and bad input is a one-line message."""
 
-import base64
 import copy
 import json
 
@@ -12,7 +11,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_atlas.ui.compare import row_change
-from tests.support import PACKAGE, page_runner, qk_weights, z_of
+from tests.support import PACKAGE, page_runner, qk_weights, values, z_of
 
 PAGE = "app_pages/transformer.py"
 TEXT = "The cat sat on the mat because it was tired."
@@ -31,13 +30,6 @@ def chart(at: AppTest, key: str) -> dict:
     found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
     assert found, f"no chart {key}"
     return json.loads(found[0].proto.spec)
-
-
-def values(v) -> np.ndarray:
-    """A trace's 1-D array as sent (plotly writes numpy arrays as base64 with their dtype)."""
-    if isinstance(v, dict):
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).astype(float)
-    return np.asarray(v, dtype=float)
 
 
 def has_chart(at: AppTest, key: str) -> bool:

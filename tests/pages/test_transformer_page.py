@@ -6,12 +6,20 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import charts, page_runner
+from tests.support import PACKAGE, charts, page_runner
 
 PAGE = "app_pages/transformer.py"
 
 
 run = page_runner(PAGE, 300)
+STATS, FLOW = "Head statistics", "Rollout & flow"
+
+
+def opened(tab: str) -> AppTest:
+    """The page with tab ``tab`` open, as a link opens it: every tab but the first draws only when open."""
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    at.query_params["tab"] = tab
+    return run(at)
 
 
 def components(at: AppTest) -> list[dict]:
@@ -33,7 +41,7 @@ def first_load():
     return run()
 
 
-def test_first_load_shows_model_view_head_view_and_statistics(first_load):
+def test_first_load_shows_model_view_and_head_view(first_load):
     figs = charts(first_load)
     model_view = figs[0]
     assert [t["type"] for t in model_view["data"]] == ["heatmap", "scatter"]
@@ -41,7 +49,16 @@ def test_first_load_shows_model_view_head_view_and_statistics(first_load):
     head = figs[1]
     assert "layer 3, head 0" in head["layout"]["title"]["text"]
     assert "[CLS]" in head["data"][0]["x"][0]
-    table = first_load.dataframe[0].value
+
+
+def test_first_load_builds_no_figure_of_a_closed_tab(first_load):
+    """Statistics, rollout and positions are drawn when their tab opens, not on every rerun."""
+    titles = [str(f["layout"].get("title", {}).get("text", "")) for f in charts(first_load)]
+    assert not first_load.dataframe and not any("rollout" in t or "offset" in t for t in titles)
+
+
+def test_statistics_tab_lists_every_head():
+    table = opened(STATS).dataframe[0].value
     assert len(table) == 6 * 12 and set(table["pattern"]) <= {
         "previous token",
         "diagonal",
@@ -92,7 +109,7 @@ def test_html_and_odd_scripts_are_plain_labels():
 
 @pytest.mark.slow
 def test_smollm2_shows_induction_heads():
-    at = run()
+    at = opened(STATS)
     at.selectbox(key="tf_model").set_value("smollm2").run()
     assert not at.exception
     assert any("Strongest: layer" in c.value for c in at.caption)
@@ -100,7 +117,7 @@ def test_smollm2_shows_induction_heads():
 
 
 def test_couplet_transformer_shows_three_kinds_of_attention():
-    at = run()
+    at = opened(FLOW)
     at.selectbox(key="tf_model").set_value("couplet-transformer").run()
     assert not at.exception
     assert at.radio(key="tf_kind").options == ["encoder_self", "decoder_self", "cross"]
@@ -109,7 +126,7 @@ def test_couplet_transformer_shows_three_kinds_of_attention():
 
 
 def test_exact_flow_on_request_for_a_short_input():
-    at = run()
+    at = opened(FLOW)
     n_before = len(charts(at))
     at.toggle(key="tf_flow").set_value(True).run()
     assert not at.exception
@@ -144,7 +161,7 @@ def test_value_norm_weighting_changes_every_view_to_alpha_times_value_norms():
     from attention_atlas.models.registry import load
     from tests.support import z_of
 
-    at = run()
+    at = opened(FLOW)
     text = at.text_input(key="tf_text").value
     raw = z_of(charts(at)[1]["data"][0])
     at.toggle(key="tf_value_norms").set_value(True).run()
