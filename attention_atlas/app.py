@@ -28,6 +28,7 @@ PAGES = {
         st.Page("app_pages/transformer.py", title="Transformer heads", icon="🧠", url_path="transformer"),
         st.Page("app_pages/long_input.py", title="Long inputs", icon="📜", url_path="long-input"),
         st.Page("app_pages/corpus.py", title="Corpus", icon="📚", url_path="corpus"),
+        st.Page("app_pages/prediction.py", title="Inside a prediction", icon="🔬", url_path="prediction"),
     ],
     "Seq2seq": [
         st.Page("app_pages/couplets.py", title="Couplets", icon="🏮", url_path="couplets"),

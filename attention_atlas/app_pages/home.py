@@ -101,6 +101,12 @@ st.page_link(
     icon="📚",
 )
 st.page_link(
+    "app_pages/prediction.py",
+    label="**Inside a prediction**: the logit lens: what the model would predict after each block, "
+    "a token followed through the blocks, what each block promoted and suppressed.",
+    icon="🔬",
+)
+st.page_link(
     "app_pages/couplets.py",
     label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
     "character by character, with its alignment.",

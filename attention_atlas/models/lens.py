@@ -321,17 +321,18 @@ def _logsumexp_(x: torch.Tensor) -> torch.Tensor:
 # -- from text --------------------------------------------------------------------------------------
 
 
-def stream_of(adapter, text: str) -> tuple[Stream, list[str], torch.Tensor]:
-    """The residual stream of ``text`` as the adapter encodes it, its token labels and ids."""
+def stream_of(adapter, text: str):
+    """The residual stream of ``text`` as the adapter encodes it, and the encoding (``tokens``, ``ids``,
+    ``notices``: a text cut to the model's limit says so there)."""
     model = getattr(adapter, "model", None)
     if getattr(adapter, "family", None) != "causal" or not isinstance(model, torch.nn.Module):
         raise LensError(f"{adapter.model_id} is not a causal language model: it predicts no next token")
     readout(model, adapter.model_id)  # refuse before tokenizing
     src = adapter.encode(text)
-    return residuals(model, src.ids, adapter.model_id), list(src.tokens), src.ids[0]
+    return residuals(model, src.ids, adapter.model_id), src
 
 
 def lens(adapter, text: str, top: int = 10, **options) -> tuple[Grid, list[str]]:
     """The logit lens of ``text`` (``options`` as ``top_tokens``) and its token labels."""
-    stream, tokens, _ = stream_of(adapter, text)
-    return top_tokens(stream, top, **options), tokens
+    stream, src = stream_of(adapter, text)
+    return top_tokens(stream, top, **options), list(src.tokens)

@@ -23,6 +23,7 @@ PAGES = [
     "transformer",
     "long-input",
     "corpus",
+    "prediction",
     "couplets",
     "translation",
     "watch-learn",

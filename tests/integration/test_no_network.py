@@ -101,6 +101,7 @@ PAGES = [
     "app_pages/translation.py",
     "app_pages/checkpoint.py",
     "app_pages/corpus.py",
+    "app_pages/prediction.py",
     "app_pages/watch_learn.py",
 ]
 

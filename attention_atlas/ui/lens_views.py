@@ -1,0 +1,159 @@
+"""The "Inside a prediction" page's logit-lens tab (``app_pages/prediction.py``): the grid of blocks ×
+positions (the last ``FIRST`` positions drawn first, the rest filled in by a background job under a
+progress bar, ``ui.lens_cached``), a window of at most 64 positions on screen, one position's
+followed token through the blocks, and what each block promoted and suppressed there.
+
+Widget keys start with ``lens_``; the window, the position and the followed token are in the URL.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from attention_atlas.ui import lens_cached as lc
+from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.views import show_notices
+from attention_atlas.ui.widgets import chart, csv_button, fact, plain, plural
+from attention_atlas.viz_core import lens_figures as lf
+
+K = "lens_"
+WIDTHS = ("16", "32", "64")  # positions on screen at once: 64 at most keeps the page's payload small
+POLL = 2.0  # s between two looks at the background fill
+FOLLOW_CHARS = 100
+ABOUT = (
+    "The **logit lens** reads the model's residual stream after every block through the model's own "
+    "final norm and output head, as if the model stopped there and had to predict the next token. "
+    "Each cell is the top token after that block at that position, coloured by its probability; "
+    "the top row is the model's real prediction. Watch where the right answer first appears, and "
+    "follow any token to see its rank climb through the blocks."
+)
+
+
+def computed(model_id: str, text: str) -> lc.LensInput | None:
+    """The input's stream and first screen, behind a spinner; a refusal is one line, and None."""
+    try:
+        with st.spinner(f"Reading every block's output (the last {lc.FIRST} positions first)…"):
+            return lc.shared(model_id, text)
+    except ValueError as err:  # LensError (a model the lens cannot read), InputError (no tokens)
+        st.warning(plain(err))
+    except (OSError, RuntimeError) as err:  # missing weights or package
+        st.error(f"{model_id} cannot run here: {plain(err)}")
+    return None
+
+
+def lens_tab(model_id: str, text: str, link: Link) -> None:
+    if not text.strip():
+        st.info("Type a text to see what the model predicts after each block.")
+        return
+    got = computed(model_id, text)
+    if got is None:
+        return
+    show_notices(got.notices)
+    run = got.run
+    fact(
+        f"{plural(run.n, 'token')} × {plural(run.stream.layers, 'block')}; the forward and the last "
+        f"{min(lc.FIRST, run.n)} positions took {got.seconds:.1f} s."
+    )
+    a, b = window(run.n, link)
+    st.fragment(grid_view, run_every=None if run.complete else POLL)(model_id, got, a, b)
+    position_view(model_id, text, got, link)
+
+
+def window(n: int, link: Link) -> tuple[int, int]:
+    """Positions ``a``–``b − 1`` on screen: the last ones at first; a width and a first position to pick."""
+    if n <= int(WIDTHS[0]):
+        return 0, n
+    c1, c2 = st.columns([1, 3])
+    width = int(
+        c1.radio(
+            "positions shown",
+            WIDTHS,
+            horizontal=True,
+            key=link.choice("width", K + "width", WIDTHS, WIDTHS[-1]),
+        )
+    )
+    width = min(width, n)
+    if width == n:
+        return 0, n
+    last = n - width
+    start = c2.slider("first position shown", 0, last, key=link.number("from", K + "from", 0, last, last))
+    return start, start + width
+
+
+def grid_view(model_id: str, got: lc.LensInput, a: int, b: int) -> None:
+    """The progress of the fill and the grid of positions ``a``–``b − 1`` (a fragment that polls while
+    the fill goes on; a poll that finds it done reruns the page once, so that it stops polling)."""
+    run = got.run
+    run.ask()
+    done = run.done()
+    if run.error:
+        st.error(f"Reading the earlier positions failed: {plain(run.error)}")
+    elif done < run.n:
+        st.progress(done / run.n, text=f"Every position, from the end back: {done:,} of {run.n:,} read…")
+    elif st.session_state.get(K + "polling"):
+        st.session_state[K + "polling"] = False
+        st.rerun()
+    st.session_state[K + "polling"] = done < run.n
+    shown = run.window(a, b)
+    if shown is None:
+        st.info(f"Positions {a:,}–{b - 1:,} are still being read: they appear here when they are.")
+        return
+    labels, probs, positions = shown
+    tokens = got.tokens[a:b]
+    title = f"Top token after each block, positions {a:,}–{b - 1:,}"
+    fig = lf.lens_grid(labels, probs, tokens, positions, title)
+    chart(
+        fig, lf.grid_frame(labels, probs, tokens, positions), K + "grid", f"{model_id}_logit_lens_{a}_{b - 1}"
+    )
+    st.caption(
+        "Hover a cell for its top 10 tokens. Block 0 is at the bottom; the top row is the model's own "
+        "next-token distribution. A cell's colour is its top token's probability."
+    )
+
+
+def followed(model_id: str, link: Link) -> tuple[int | None, str | None]:
+    """The token to follow, typed (its first token, with a note when it has more), or None: the model's
+    own prediction at the position; and a one-line problem."""
+    word = st.text_input(
+        "token to follow (empty: the model's own prediction there)",
+        key=link.text("follow", K + "follow", FOLLOW_CHARS),
+        help="Mid-sentence words start with a space: ' Paris', not 'Paris'. A word of several tokens is "
+        "followed by its first.",
+    )
+    if not word:
+        return None, None
+    ids = lc.token_ids(model_id, word)
+    if not ids:
+        return None, f"{word!r} gives no token; following the model's own prediction instead."
+    if len(ids) > 1:
+        st.caption(plain(f"{word!r} is {len(ids)} tokens for {model_id}; following the first."))
+    return ids[0], None
+
+
+def position_view(model_id: str, text: str, got: lc.LensInput, link: Link) -> None:
+    run, n = got.run, got.run.n
+    st.subheader("One position: a token through the blocks")
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        pos = (
+            st.slider("position", 0, n - 1, key=link.number("pos", K + "pos", 0, n - 1, n - 1))
+            if n > 1
+            else 0
+        )
+    with c2:
+        token, problem = followed(model_id, link)
+    if problem:
+        st.warning(plain(problem))
+    at = lc.at_position(model_id, text, pos, token, run)
+    where = lf.position_names([got.tokens[pos]], [pos])[0]
+    fig = lf.follow_figure(at["probs"], at["ranks"], at["label"], f"position {where}")
+    frame = lf.follow_frame(at["probs"], at["ranks"])
+    chart(fig, frame, K + "follow", f"{model_id}_follow_{at['token']}_at_{pos}")
+    st.subheader("What each block promoted and suppressed there")
+    st.caption(
+        "The tokens whose logit each block raised and lowered most: the logits read through the final "
+        "norm and head before the block and after it."
+    )
+    table = lf.changes_table(at["promoted"], at["promoted_by"], at["suppressed"], at["suppressed_by"])
+    st.dataframe(table, hide_index=True, key=K + "changes")
+    csv_button(table, K + "changes", f"{model_id}_changes_at_{pos}")

@@ -1,0 +1,181 @@
+"""The "Inside a prediction" page (issue 24, item 2: the logit lens) under AppTest, with SmolLM2 and
+with tiny random causal LMs registered for the test (one the lens reads, one it refuses): the grid's
+top row is the model's own next-token distribution computed here with torch, the followed token's
+probability and rank are the model's own at the last block, the settings travel in the URL, and bad
+input is a one-line message."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from attention_atlas.models import registry
+from attention_atlas.models.adapters.hf import HFAdapter
+from tests.support import PACKAGE, hf_folder, page_runner
+
+PAGE = "app_pages/prediction.py"
+run = page_runner(PAGE, 300)
+K = "lens_"
+
+
+def opened(**params) -> AppTest:
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    at.query_params.update(params)
+    return run(at)
+
+
+def chart(at: AppTest, key: str) -> dict | None:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
+    return json.loads(found[0].proto.spec) if found else None
+
+
+def values(v) -> np.ndarray:
+    """An array as plotly sent it (base64 with its dtype, or a list)."""
+    if isinstance(v, dict):
+        data = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).astype(float)
+        return data.reshape([int(s) for s in str(v["shape"]).split(",")]) if "shape" in v else data
+    return np.asarray(v, dtype=float)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return registry.load("smollm2", torch.device("cpu"))
+
+
+def own_probs(adapter, text: str) -> torch.Tensor:
+    """The model's own next-token distribution at every position: ``[positions, vocab]``."""
+    with torch.no_grad():
+        return torch.softmax(adapter.model(input_ids=adapter.encode(text).ids).logits[0].float(), -1)
+
+
+@pytest.fixture(scope="module")
+def first_load():
+    return run()
+
+
+def test_first_load_draws_the_grid_whose_top_row_is_the_models_own_prediction(first_load, smollm2):
+    at = first_load
+    assert at.text_input(key=K + "text").value == "The capital of France is"
+    grid = chart(at, K + "grid")
+    trace = grid["data"][0]
+    z = values(trace["z"])
+    assert z.shape == (smollm2.n_layers, 5)  # 30 blocks × 5 tokens (SmolLM2 adds no bos)
+    own = own_probs(smollm2, "The capital of France is")
+    top = own.max(-1)
+    assert np.allclose(z[-1], top.values.numpy(), rtol=2e-3)
+    assert trace["text"][-1][-1] == smollm2.tokenizer.decode([int(top.indices[-1])]) == " Paris"
+    hover = trace["customdata"][-1][-1].split("<br>")
+    assert len(hover) == 10 and hover[0].startswith("' Paris' ")
+    assert grid["layout"]["xaxis"]["ticktext"][-1] == "is"
+
+
+def test_the_followed_prediction_climbs_to_rank_one_in_the_last_block(first_load, smollm2):
+    fig = chart(first_load, K + "follow")
+    probs, ranks = values(fig["data"][0]["y"]), values(fig["data"][1]["y"])
+    own = own_probs(smollm2, "The capital of France is")[-1]
+    paris = smollm2.tokenizer(" Paris", add_special_tokens=False)["input_ids"][0]
+    assert np.isclose(probs[-1], own[paris].item(), rtol=2e-3) and ranks[-1] == 1
+    assert ranks[0] > ranks[-1]  # it climbs through the blocks
+    assert "' Paris'" in fig["layout"]["title"]["text"]
+
+
+def test_following_a_typed_token_at_another_position_and_the_link_keeps_both(first_load, smollm2):
+    at = first_load
+    at.slider(key=K + "pos").set_value(2)  # "of"
+    at.text_input(key=K + "follow").set_value(" France")
+    at = run(at)
+    assert at.query_params["pos"] == "2" and at.query_params["follow"] == " France"
+    fig = chart(at, K + "follow")
+    own = own_probs(smollm2, "The capital of France is")[2]
+    france = smollm2.tokenizer(" France", add_special_tokens=False)["input_ids"][0]
+    probs, ranks = values(fig["data"][0]["y"]), values(fig["data"][1]["y"])
+    assert np.isclose(probs[-1], own[france].item(), rtol=2e-3)
+    assert ranks[-1] == 1 + int((own > own[france]).sum())
+    table = at.dataframe[0].value
+    assert len(table) == smollm2.n_layers and list(table["block"]) == list(range(smollm2.n_layers))
+
+    again = opened(pos="2", follow=" France")  # a link opened afresh shows the same view
+    assert at.slider(key=K + "pos").value == again.slider(key=K + "pos").value == 2
+    assert chart(again, K + "follow")["data"] == fig["data"]
+
+
+def test_a_window_of_a_longer_text_from_the_link():
+    text = " ".join(["one two three four five six seven eight nine ten"] * 4)  # 40 tokens
+    at = opened(text=text, width="16", **{"from": "8"})
+    grid = chart(at, K + "grid")
+    x = grid["data"][0]["x"]
+    assert len(x) == 16 and x[0].startswith("8 · ") and x[-1].startswith("23 · ")
+    assert at.radio(key=K + "width").value == "16"
+
+
+def test_bad_input_is_one_line():
+    at = opened(text="   ")
+    assert [i.value for i in at.info] == ["Type a text to see what the model predicts after each block."]
+    assert not at.get("plotly_chart")
+
+    at = run()
+    at.text_input(key=K + "text").set_value("word " * 1200)  # 6,000 characters: cut to 4,000
+    at = run(at)
+    assert any("keeps the first 4,000" in w.value for w in at.warning)
+    assert any(
+        "first 512" in str(getattr(c, "value", ""))
+        for c in [*at.caption, *at.info, *at.warning, *at.markdown]
+    )
+    assert len(chart(at, K + "grid")["data"][0]["x"]) == 64
+
+    at = opened(text="两个黄鹂鸣翠柳 🙃 Ωmega", follow="\u200b")
+    ticks = chart(at, K + "grid")["layout"]["xaxis"]["ticktext"]
+    assert "〃" in ticks and "两" in ticks
+    assert any("gives no token" in w.value for w in at.warning) or chart(at, K + "follow")
+
+
+# -- models registered for the test: any causal LM, and one the lens refuses -------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory, tiny_hf_folders):
+    from transformers import AutoModelForCausalLM, CohereConfig
+
+    torch.manual_seed(0)
+    cohere = CohereConfig(
+        vocab_size=30522,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=64,
+        logit_scale=0.5,  # the logits are scaled after the head: the lens cannot read the blocks alike
+        pad_token_id=0,
+    )
+    folders = {
+        "tiny-gpt2-lens": tiny_hf_folders["causal"],
+        "tiny-cohere-lens": hf_folder(
+            AutoModelForCausalLM.from_config(cohere), tmp_path_factory.mktemp("cohere")
+        ),
+    }
+    for model_id, folder in folders.items():
+        registry.register(
+            model_id, "causal", "a tiny test model", layers=2, heads=2, kinds=("self",), example="a"
+        )(lambda device, m=model_id, f=folder: HFAdapter(m, f, torch.device("cpu")))
+    yield list(folders)
+    for model_id in folders:
+        registry._REGISTRY.pop(model_id)
+
+
+def test_every_causal_model_is_offered_and_a_refused_one_is_one_line(tiny_models):
+    at = run()
+    assert {"smollm2", *tiny_models} <= set(at.selectbox(key=K + "model").options)
+    assert "minilm" not in at.selectbox(key=K + "model").options
+
+    at = opened(model="tiny-gpt2-lens", text="the cat sat on the mat")
+    z = values(chart(at, K + "grid")["data"][0]["z"])
+    assert z.shape == (2, 8)  # 2 blocks × [CLS] the cat sat on the mat [SEP]
+
+    at = opened(model="tiny-cohere-lens")
+    assert not at.get("plotly_chart")
+    (warning,) = at.warning
+    assert "its logits are not its output head applied to its final norm" in warning.value
+    assert "\n" not in warning.value
