@@ -40,7 +40,8 @@ PAGES = {
     ],
 }
 
-page = st.navigation(PAGES)
+# Every page listed: a folded "View 3 more" hid Translation and Watch attention learn from a class.
+page = st.navigation(PAGES, expanded=True)
 
 # A fresh server's first run imports PyTorch, Plotly and pandas here (seconds): say so, instead of a
 # blank page. Later runs find them imported and finish before the spinner's half-second delay.

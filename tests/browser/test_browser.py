@@ -45,8 +45,9 @@ def test_home_page_lists_every_page(page):
         "Inside a prediction",
         "Watch attention learn",
     ):
-        # on the page itself: the sidebar's menu folds the pages past the first ten under "View 3 more"
         page.locator('[data-testid="stMain"]').get_by_text(title).first.wait_for(timeout=60_000)  # visible
+        # and in the menu: Streamlit folds a menu past ten pages under "View 3 more" unless told not to
+        assert page.locator('[data-testid="stSidebarNav"]').get_by_text(title).first.is_visible(), title
     assert page.get_by_text("Device:").first.is_visible()
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SHOTS / "home.png")
