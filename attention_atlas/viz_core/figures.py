@@ -51,16 +51,20 @@ def display_precision(values: np.ndarray) -> np.ndarray:
     return np.where(np.abs(rounded) < TINY, np.float32(0), rounded)
 
 
-def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad_t=8)
+def _base(title: str, height: int | None = None) -> dict:
+    """The layout every figure starts from: its title at the top left, the app's font, thin margins."""
+    return dict(
+        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad=dict(t=8))
         if title
         else None,
         font=dict(family=FONT, size=TICK_FONT),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         height=height,
     )
-    return fig
+
+
+def _base_layout(fig: go.Figure, title: str, height: int | None = None) -> go.Figure:
+    return fig.update_layout(_base(title, height))
 
 
 def _axis_ticks(tokens: list[str]) -> dict:
@@ -119,13 +123,13 @@ def heatmap(
     width: int = PLOT_WIDTH,
 ) -> go.Figure:
     """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
-    fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label))
-    fig.update_xaxes(title=x_title, side="top", **_axis_ticks(key_tokens))
-    fig.update_yaxes(title=y_title, autorange="reversed", **_axis_ticks(query_tokens))
     n = max(len(query_tokens), 4)
-    _base_layout(fig, title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
+    layout = _base(title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
+    layout["xaxis"] = dict(title=dict(text=x_title), side="top", **_axis_ticks(key_tokens))
+    layout["yaxis"] = dict(title=dict(text=y_title), autorange="reversed", **_axis_ticks(query_tokens))
     if title:  # above the key labels and their axis title, which stand on top (fit_axes makes the room)
-        fig.update_layout(title_automargin=True)
+        layout["title"]["automargin"] = True
+    fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label), layout)
     return fit_axes(fig, width=width)
 
 
