@@ -33,8 +33,8 @@ from attention_atlas.viz_core.tokens import hover_labels
 def alignment_figure(rec: AttentionRecord, font: int, axes: dict, title: str = "", width: int = PLOT_WIDTH):
     """A one-head record (rows: what was written, columns: what was read) with large tick labels,
     and dotted lines between clauses (a multi-clause couplet's "，"), planned for ``width`` px."""
-    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, width=width, **axes)
-    return clause_dividers(larger_ticks(fig, font), rec.query_tokens, rec.key_tokens)
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, title=title, width=width, ticks=font, **axes)
+    return clause_dividers(fig, rec.query_tokens, rec.key_tokens)
 
 
 def beside(build: Callable[[int], list[go.Figure]], count: int) -> tuple[list, list[go.Figure]]:
@@ -133,8 +133,8 @@ def decoding_step(
         row, labels = rec.head()[step - 1], hover_labels(rec.key_tokens)
         # one bar per position of the upper line, with its character below
         axes = ("upper line 上联", "attention weight")
-        fig = grouped_bars(rec.key_tokens, {"weight": row}, *axes, title="where the decoder looked")
-        larger_ticks(fig, font, width=PLOT_WIDTH // 2 if stacked else PLOT_WIDTH * 3 // 5)
+        width = PLOT_WIDTH // 2 if stacked else PLOT_WIDTH * 3 // 5
+        fig = grouped_bars(rec.key_tokens, {"weight": row}, *axes, "where the decoder looked", width, font)
         chart(fig, series_frame(labels, {"weight": row}, "upper"), key, filename)
     top = rec.meta.get("top_candidates")
     if top:

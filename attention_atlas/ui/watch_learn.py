@@ -18,7 +18,7 @@ import streamlit as st
 from attention_atlas.models.training import classroom as cr
 from attention_atlas.ui.widgets import chart
 from attention_atlas.viz_core.export import record_frame
-from attention_atlas.viz_core.figures import heatmap, larger_ticks
+from attention_atlas.viz_core.figures import heatmap
 from attention_atlas.viz_core.record import AttentionRecord
 
 RUN_KEY = "learn_run"  # session state: (ClassroomRun, SessionWatch)
@@ -124,8 +124,8 @@ def probe_record(probe: np.ndarray, attention: str) -> AttentionRecord:
 def probe_chart(probe: np.ndarray, attention: str, font: int, axes: dict, key: str) -> None:
     """The probe couplet's attention on a fixed 0–1 scale, so the film shows the weights sharpen."""
     rec = probe_record(probe, attention)
-    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, zmax=1.0, **axes)
-    chart(larger_ticks(fig, font), record_frame(rec), key, f"learn_probe_{attention}")
+    fig = heatmap(rec.head(), rec.query_tokens, rec.key_tokens, zmax=1.0, ticks=font, **axes)
+    chart(fig, record_frame(rec), key, f"learn_probe_{attention}")
 
 
 def history_frame(histories: dict[str, list[cr.Point]]) -> pd.DataFrame:

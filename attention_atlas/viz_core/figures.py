@@ -121,8 +121,10 @@ def heatmap(
     y_title: str = "query",
     label: str = "weight",
     width: int = PLOT_WIDTH,
+    ticks: int = TICK_FONT,
 ) -> go.Figure:
-    """One ``[query, key]`` matrix; queries run top to bottom, keys left to right."""
+    """One ``[query, key]`` matrix; queries run top to bottom, keys left to right; token labels up to
+    ``ticks`` px (``larger_ticks``), fitted to ``width``."""
     n = max(len(query_tokens), 4)
     layout = _base(title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
     layout["xaxis"] = dict(title=dict(text=x_title), side="top", **_axis_ticks(key_tokens))
@@ -130,7 +132,7 @@ def heatmap(
     if title:  # above the key labels and their axis title, which stand on top (fit_axes makes the room)
         layout["title"]["automargin"] = True
     fig = go.Figure(_heatmap_trace(matrix, query_tokens, key_tokens, zmax=zmax, label=label), layout)
-    return fit_axes(fig, width=width)
+    return fit_axes(fig, largest=ticks, width=width)
 
 
 def record_heatmap(record: AttentionRecord, layer: int = 0, head: int = 0, title: str = "") -> go.Figure:
@@ -234,26 +236,27 @@ def grouped_bars(
     y_title: str,
     title: str = "",
     width: int = PLOT_WIDTH,
+    ticks: int = TICK_FONT,
 ) -> go.Figure:
     """Bars per token position, one colour per series (e.g. entropy per query, per scorer); a token
-    that repeats keeps one group of bars per position."""
+    that repeats keeps one group of bars per position; token labels up to ``ticks`` px."""
     positions = as_plotly_text(hover_labels(tokens))
-    fig = go.Figure(
-        [
-            go.Bar(
-                x=positions,
-                y=np.asarray(v),
-                name=name,
-                hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
-            )
-            for name, v in series.items()
-        ]
+    bars = [
+        go.Bar(
+            x=positions,
+            y=np.asarray(v),
+            name=name,
+            hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
+        )
+        for name, v in series.items()
+    ]
+    layout = _base(title, height=380)
+    layout.update(
+        barmode="group",
+        xaxis=dict(title=dict(text=x_title), **_axis_ticks(tokens)),
+        yaxis=dict(title=dict(text=y_title)),
     )
-    fig.update_xaxes(title=x_title, **_axis_ticks(tokens))
-    fig.update_yaxes(title=y_title)
-    fig.update_layout(barmode="group")
-    legend_on_top(_base_layout(fig, title, height=380))
-    return fit_axes(fig, width=width)
+    return fit_axes(legend_on_top(go.Figure(bars, layout)), largest=ticks, width=width)
 
 
 def matrix_heatmap(
