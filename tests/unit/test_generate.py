@@ -75,7 +75,9 @@ def test_a_sliding_window_keeps_the_rows_right_aligned():
     from transformers import AutoModelForCausalLM, MistralConfig
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(MistralConfig(**GQA, sliding_window=4), attn_implementation="eager")
+    model = AutoModelForCausalLM.from_config(
+        MistralConfig(**GQA, sliding_window=4), attn_implementation="eager"
+    )
     steps = list(g.steps(model.eval(), IDS, 8))
     assert [s.id for s in steps] == own_generate(model, IDS, 8)
     assert_rows_match([s.attention for s in steps], full_rows(model, IDS, [s.id for s in steps]))
@@ -149,7 +151,10 @@ def test_bad_requests_are_one_line():
         (lambda: g.steps(llama, IDS, 3, g.Sampling(temperature=0)), "temperature 0 must be above 0"),
         (lambda: g.steps(llama, IDS, 3, g.Sampling(top_p=0)), r"top-p 0 must be in \(0, 1\]"),
         (lambda: g.steps(llama, IDS, 3, g.Sampling(top_p=1.5)), "top-p 1.5"),
-        (lambda: g.steps(gpt2, torch.ones(1, 70, dtype=torch.long), 3), "the prompt is 70 tokens; .* at most 64"),
+        (
+            lambda: g.steps(gpt2, torch.ones(1, 70, dtype=torch.long), 3),
+            "the prompt is 70 tokens; .* at most 64",
+        ),
         (lambda: g.steps(gpt2, IDS, 60), "ask for at most 53 new tokens, not 60"),
     ]
     for call, words in cases:
@@ -207,7 +212,11 @@ def test_adapter_refusals_are_one_line(adapters):
         (lambda: g.start(adapters["encoder"], "the cat"), g.GenerateError, "tiny-encoder is not a causal"),
         (lambda: g.start(gpt2, "   "), InputError, "the text is empty"),
         (lambda: g.start(gpt2, "the cat", max_new_tokens=-1), g.GenerateError, "max new tokens -1"),
-        (lambda: g.start(gpt2, "the cat " * 40), g.GenerateError, r"the prompt is 8\d tokens; tiny-causal reads at most 64"),
+        (
+            lambda: g.start(gpt2, "the cat " * 40),
+            g.GenerateError,
+            r"the prompt is 8\d tokens; tiny-causal reads at most 64",
+        ),
         (lambda: g.start(gpt2, "the cat", 3, g.Sampling(-1.0)), g.GenerateError, "temperature -1.0"),
     ]
     for call, error, words in cases:
@@ -218,14 +227,29 @@ def test_adapter_refusals_are_one_line(adapters):
 
 @pytest.mark.slow
 def test_smollm2_continues_as_transformers_does():
+    """Token for token as ``model.generate``; each row equal to the attention ``generate`` itself
+    returns for that step to 1e-5. Against one forward over the whole sequence the 30 float32 layers
+    drift further: ``generate``'s own rows are up to ~1.3e-5 from it (one value in thousands at this
+    prompt, seen on this CPU), so that comparison allows 5e-5."""
     from attention_atlas.models.registry import load
 
     adapter = load("smollm2", CPU)
     text = "The capital of France is Paris. The capital of Italy is"
     done = g.generate(adapter, text, max_new_tokens=24)
-    ids = adapter.encode(text).ids
-    n = done.prompt_len
-    assert done.ids[n:].tolist() == own_generate(adapter.model, ids, 24)
-    rows = full_rows(adapter.model, ids, done.ids[n:].tolist())
-    assert_rows_match([done.attention[:, :, k, : n + k] for k in range(len(rows))], rows)
+    ids, n = adapter.encode(text).ids, done.prompt_len
     assert done.attention.shape[:2] == (30, 9)
+    with torch.no_grad():
+        out = adapter.model.generate(
+            ids,
+            max_new_tokens=24,
+            do_sample=False,
+            attention_mask=torch.ones_like(ids),
+            output_attentions=True,
+            return_dict_in_generate=True,
+        )
+    assert done.ids.tolist() == out.sequences[0].tolist()
+    ours = [done.attention[:, :, k, : n + k] for k in range(len(done.ids) - n)]
+    theirs = [torch.stack([a[0, :, -1] for a in step]).numpy() for step in out.attentions]
+    assert_rows_match(ours, theirs)
+    full = full_rows(adapter.model, ids, done.ids[n:].tolist())
+    assert all(np.allclose(a, b, atol=5e-5, rtol=0) for a, b in zip(ours, full, strict=True))
