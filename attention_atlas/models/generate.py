@@ -211,6 +211,16 @@ def stack_rows(rows: list[np.ndarray], prompt_len: int) -> np.ndarray:
 # -- from text ---------------------------------------------------------------------------------------
 
 
+def new_text(tokenizer, ids: list[int], said: str) -> tuple[str, str]:
+    """What ``ids`` decoded add to ``said`` (the text handed out so far), and the new ``said``:
+    nothing while the text ends inside a character (a byte-level piece holding part of its bytes)."""
+    text = tokenizer.decode(ids)
+    if text.endswith("\ufffd") or not text.startswith(said):
+        return "", said
+    return text[len(said) :], text
+
+
+
 @dataclass
 class Generation:
     """One continuation of a prompt, stepped as it is iterated; ``result()`` at any time after a step."""
@@ -236,15 +246,8 @@ class Generation:
         for step in steps(model, ids, self.max_new_tokens, self.sampling, self.adapter.model_id):
             self.new_ids.append(step.id)
             self.rows.append(step.attention)
-            yield Token(len(self.new_ids) - 1, step.id, self._piece(), step.attention)
-
-    def _piece(self) -> str:
-        """The text the newest token adds; held back while it ends inside a character."""
-        text = self.adapter.tokenizer.decode(self.new_ids)
-        if text.endswith("\ufffd") or not text.startswith(self._said):
-            return ""
-        piece, self._said = text[len(self._said) :], text
-        return piece
+            piece, self._said = new_text(self.adapter.tokenizer, self.new_ids, self._said)
+            yield Token(len(self.new_ids) - 1, step.id, piece, step.attention)
 
     def result(self) -> Result:
         ids = [*self.prompt_ids, *self.new_ids]

@@ -253,3 +253,20 @@ def test_smollm2_continues_as_transformers_does():
     assert_rows_match(ours, theirs)
     full = full_rows(adapter.model, ids, done.ids[n:].tolist())
     assert all(np.allclose(a, b, atol=5e-5, rtol=0) for a, b in zip(ours, full, strict=True))
+
+
+@pytest.mark.slow
+def test_a_character_split_over_pieces_streams_whole():
+    """SmolLM2's byte-level BPE writes 两 as two pieces: the first adds no text, the second adds 两."""
+    from transformers import AutoTokenizer
+
+    from attention_atlas.models.adapters.smollm2 import converted_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(converted_folder(), local_files_only=True)
+    ids = tokenizer("两个 cats", add_special_tokens=False)["input_ids"]
+    pieces, said = [], ""
+    for k in range(len(ids)):
+        piece, said = g.new_text(tokenizer, ids[: k + 1], said)
+        pieces.append(piece)
+    assert len(ids) > 3 and pieces[0] == "" and pieces[1] == "两"
+    assert "".join(pieces) == said == "两个 cats"
