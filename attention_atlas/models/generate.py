@@ -220,7 +220,6 @@ def new_text(tokenizer, ids: list[int], said: str) -> tuple[str, str]:
     return text[len(said) :], text
 
 
-
 @dataclass
 class Generation:
     """One continuation of a prompt, stepped as it is iterated; ``result()`` at any time after a step."""
