@@ -266,10 +266,10 @@ def start(adapter, text: str, max_new_tokens: int = 32, sampling: Sampling | Non
         raise GenerateError(f"{adapter.model_id} is not a causal language model: it generates no text")
     if sampling is not None:
         sampling.check()
-    context = min(c for c in (context_of(model), getattr(adapter, "max_tokens", None)) if c)
+    context = min((c for c in (context_of(model), getattr(adapter, "max_tokens", None)) if c), default=None)
     prompt = adapter.encode(text)  # refuses an empty text; cut at the adapter's limit, so:
     length = prompt.ids.shape[1]
-    if length >= context:  # perhaps cut: the whole prompt's length, for the refusal
+    if context and length >= context:  # perhaps cut: the whole prompt's length, for the refusal
         length = len(adapter.tokenizer(well_formed(text)[0])["input_ids"])
     check_request(adapter.model_id, length, max_new_tokens, context)
     return Generation(adapter, prompt.ids[0].tolist(), list(prompt.tokens), max_new_tokens, sampling)
