@@ -17,6 +17,9 @@
                           [--column C] [--ray ADDRESS|auto]
     python cli.py lens    (--model ID | --checkpoint FILE) --text TEXT [--top K] [--token ID]
                           [--json | --out FILE.npz]     (the logit lens of a causal LM)
+    python cli.py generate (--model ID | --checkpoint FILE) --text TEXT --max-new-tokens N
+                          [--temperature X --top-p P --seed S] [--json | --out FILE.npz]
+                          (a causal LM continues TEXT; each new token's attention over all before it)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -712,6 +715,74 @@ def _add_lens(sub) -> None:
     p.set_defaults(func=cmd_lens)
 
 
+# -- generate ----------------------------------------------------------------------------------------
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from attention_atlas.models.generate import Sampling, generate
+
+    text = _from_argv(args.text)
+    if args.out and Path(args.out).suffix != ".npz":
+        raise CliError(f"generate: --out writes .npz files, got {Path(args.out).name}")
+    given = {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
+    options = {k: v for k, v in given.items() if v is not None}
+    sampling = Sampling(**options) if options else None  # any of the three samples; none is greedy
+    if sampling is not None:
+        sampling.check()  # before loading the model
+    adapter = _adapter(args)
+    done = generate(adapter, text, max_new_tokens=args.max_new_tokens, sampling=sampling)
+    arrays = {
+        "model": adapter.model_id,
+        "ids": done.ids,
+        "tokens": done.tokens,
+        "prompt_len": done.prompt_len,
+        "attention": done.attention,
+        "text": done.text,
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
+        new = len(done.ids) - done.prompt_len
+        print(f"wrote {out} ({new} new tokens; attention {list(done.attention.shape)})")
+    elif args.json:
+        obj = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}
+        print(json.dumps(obj, ensure_ascii=False))
+    else:
+        _print_generated(adapter, done)
+    return 0
+
+
+def _print_generated(adapter, done) -> None:
+    """The continuation, then each new token with the earlier token its query attended to most
+    (averaged over layers and heads)."""
+    print(f"model   {adapter.model_id}; {done.text!r}")
+    mean = done.attention.mean(axis=(0, 1))  # [new, all]
+    for k, row in enumerate(mean):
+        pos = done.prompt_len + k
+        top = int(row.argmax())
+        seen = f"looked most at {top} · {done.tokens[top]!r} ({row[top]:.2f})"
+        print(f"{pos:>5}  {done.tokens[pos]!r:<16} {seen}")
+
+
+def _add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="continue a text with a causal LM, keeping each new token's attention")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a registry id of a causal LM (see: cli.py models)")
+    which.add_argument("--checkpoint", help="an uploadable file or zipped Hugging Face folder of a causal LM")
+    p.add_argument("--text", required=True, help="the prompt")
+    p.add_argument("--max-new-tokens", type=int, required=True, help="stop after this many (or at EOS)")
+    p.add_argument("--temperature", type=float, help="sample at this temperature (> 0; default greedy)")
+    p.add_argument("--top-p", type=float, help="sample from the tokens whose probability reaches P (0 < P ≤ 1)")
+    p.add_argument("--seed", type=int, help="the sampling seed (0): one seed, one continuation")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument(
+        "--out", help="write FILE.npz: ids, tokens, prompt_len, attention [layers, heads, new, all tokens]"
+    )
+    p.set_defaults(func=cmd_generate)
+
+
 def _add_serve(sub) -> None:
     p = sub.add_parser("serve", help="start the dashboard (Streamlit) in the foreground")
     p.add_argument("--port", type=int, default=8501, help="the port to listen on (8501)")
@@ -779,6 +850,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval(sub)
     _add_corpus(sub)
     _add_lens(sub)
+    _add_generate(sub)
     _add_serve(sub)
     return parser
 

@@ -1,0 +1,109 @@
+"""``cli.py generate`` as a user runs it (subprocess), on a tiny GPT-2 uploaded as a zipped folder: the
+npz and JSON contract (ids, tokens, prompt_len, attention [layers, heads, new, all tokens]; the ids are
+transformers' own greedy continuation, row k the eager attention of the query at prompt_len + k − 1),
+seeded sampling, and one-line refusals."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.support import folder_zip
+from tests.support import run_cli as cli
+
+TEXT = "the cat sat on the mat"
+NEW = 6
+
+
+@pytest.fixture(scope="module")
+def gpt2_zip(tiny_hf_folders, tmp_path_factory):
+    path = tmp_path_factory.mktemp("generate") / "tiny-gpt2.zip"
+    path.write_bytes(folder_zip(tiny_hf_folders["causal"], "tiny-gpt2"))
+    return path
+
+
+def own(folder) -> tuple[list[int], torch.Tensor]:
+    """transformers' own greedy continuation of TEXT, and the eager attention over all of it."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"]
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        full = model.generate(ids, max_new_tokens=NEW, do_sample=False, attention_mask=torch.ones_like(ids))
+        att = torch.cat(model(input_ids=full, output_attentions=True).attentions)  # [layers, heads, n, n]
+    return full[0].tolist(), ids.shape[1], att
+
+
+def test_npz_and_json_hold_the_same_continuation(gpt2_zip, tiny_hf_folders, tmp_path):
+    out = tmp_path / "gen.npz"
+    done = cli("generate", "--checkpoint", gpt2_zip, "--text", TEXT, "--max-new-tokens", NEW, "--out", out)
+    assert done.returncode == 0, done.stderr
+    saved = np.load(out)
+    ids, n, att = own(tiny_hf_folders["causal"])
+    new = len(ids) - n
+    assert saved["ids"].tolist() == ids and int(saved["prompt_len"]) == n
+    assert len(saved["tokens"]) == len(ids)
+    assert saved["attention"].shape == (2, 2, new, len(ids))
+    for k in range(new):
+        q = n + k - 1
+        assert np.allclose(saved["attention"][:, :, k, : q + 1], att[:, :, q, : q + 1].numpy(), atol=1e-5)
+        assert (saved["attention"][:, :, k, q + 1 :] == 0).all()
+
+    done = cli("generate", "--checkpoint", gpt2_zip, "--text", TEXT, "--max-new-tokens", NEW, "--json")
+    assert done.returncode == 0, done.stderr
+    obj = json.loads(done.stdout)
+    assert obj["ids"] == ids and obj["prompt_len"] == n and obj["tokens"] == list(saved["tokens"])
+    assert np.allclose(obj["attention"], saved["attention"], atol=1e-7)
+
+
+def test_a_seed_samples_one_continuation(gpt2_zip):
+    def sample(seed):
+        args = ("--max-new-tokens", 12, "--temperature", 2.0, "--top-p", 0.95, "--seed", seed, "--json")
+        done = cli("generate", "--checkpoint", gpt2_zip, "--text", TEXT, *args)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["ids"]
+
+    first = sample(1)
+    assert sample(1) == first and sample(2) != first
+
+
+def test_plain_output_names_what_each_new_token_looked_at(gpt2_zip):
+    done = cli("generate", "--checkpoint", gpt2_zip, "--text", TEXT, "--max-new-tokens", 3)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("model   ") and len(lines) == 4 and "looked most at" in lines[1]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--text", "   ", "--max-new-tokens", "3"], "the text is empty"),
+        (["--text", TEXT, "--max-new-tokens", "0"], "max new tokens 0: give 1 to 1024"),
+        (["--text", TEXT, "--max-new-tokens", "100"], "ask for at most"),
+        (["--text", TEXT, "--max-new-tokens", "3", "--temperature", "0"], "temperature 0.0 must be above 0"),
+        (["--text", TEXT, "--max-new-tokens", "3", "--top-p", "1.5"], "top-p 1.5 must be in (0, 1]"),
+        (["--text", TEXT, "--max-new-tokens", "3", "--out", "x.csv"], "writes .npz"),
+        (["--text", TEXT], "the following arguments are required: --max-new-tokens"),
+    ],
+)
+def test_bad_input_is_one_line(gpt2_zip, args, words):
+    done = cli("generate", "--checkpoint", gpt2_zip, *args)
+    assert done.returncode != 0 and "Traceback" not in done.stderr and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
+
+
+def test_a_model_that_is_not_a_causal_lm_is_refused(tiny_rnn_checkpoint):
+    done = cli("generate", "--checkpoint", tiny_rnn_checkpoint, "--text", "两个黄鹂", "--max-new-tokens", 3)
+    assert done.returncode != 0 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and "not a causal language model" in done.stderr
+
+
+@pytest.mark.slow
+def test_smollm2_answers():
+    args = ("--text", "The capital of France is", "--max-new-tokens", 4, "--json")
+    done = cli("generate", "--model", "smollm2", *args, timeout=600)
+    assert done.returncode == 0, done.stderr
+    obj = json.loads(done.stdout)
+    n, total = obj["prompt_len"], len(obj["ids"])
+    assert np.array(obj["attention"]).shape == (30, 9, total - n, total)
