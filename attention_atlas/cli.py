@@ -17,6 +17,8 @@
                           [--column C] [--ray ADDRESS|auto]
     python cli.py lens    (--model ID | --checkpoint FILE) --text TEXT [--top K] [--token ID]
                           [--json | --out FILE.npz]     (the logit lens of a causal LM)
+    python cli.py contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
+                          (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -529,7 +531,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     )
     from attention_atlas.models.corpus.run import Cancelled, run_corpus
 
-    options = Options(kind=args.kind, top_k=args.top_k, max_tokens=args.max_tokens, batch_size=args.batch_size)
+    options = Options(
+        kind=args.kind, top_k=args.top_k, max_tokens=args.max_tokens, batch_size=args.batch_size
+    )
     report = _progress_printer()
     try:
         store = run_corpus(
@@ -573,7 +577,9 @@ def _progress_printer():
 
 
 def _add_corpus(sub) -> None:
-    p = sub.add_parser("corpus", help="statistics of every head over many texts (DuckDB store, Parquet export)")
+    p = sub.add_parser(
+        "corpus", help="statistics of every head over many texts (DuckDB store, Parquet export)"
+    )
     p.add_argument("--model", required=True, help="a registry id (see: cli.py models)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--input-file", help="one text a line (.txt), or a .csv / .jsonl with a text column")
@@ -585,7 +591,10 @@ def _add_corpus(sub) -> None:
     p.add_argument("--batch-size", type=int, default=128, help="texts per forward at most (128)")
     p.add_argument("--out", help="write the statistics to FILE.parquet")
     p.add_argument(
-        "--ray", nargs="?", const="auto", help="run on Ray: auto (local) or a cluster address (ATLAS_RAY_ADDRESS)"
+        "--ray",
+        nargs="?",
+        const="auto",
+        help="run on Ray: auto (local) or a cluster address (ATLAS_RAY_ADDRESS)",
     )
     p.add_argument("--store-dir", type=Path, help="folder of the DuckDB stores (default $ATLAS_CACHE/corpus)")
     p.set_defaults(func=cmd_corpus)
@@ -675,7 +684,12 @@ def cmd_lens(args: argparse.Namespace) -> int:
         raise CliError(f"lens: --out writes .npz files, got {Path(args.out).name}")
     adapter = _adapter(args)
     grid, tokens = lens(adapter, text, top=args.top, token=args.token)
-    arrays = {"model": adapter.model_id, "tokens": tokens, "top_ids": grid.top_ids, "top_probs": grid.top_probs}
+    arrays = {
+        "model": adapter.model_id,
+        "tokens": tokens,
+        "top_ids": grid.top_ids,
+        "top_probs": grid.top_probs,
+    }
     if args.token is not None:
         arrays |= {"token": args.token, "token_probs": grid.token_probs, "token_ranks": grid.token_ranks}
     if args.out:
@@ -694,12 +708,16 @@ def _print_lens(adapter, grid, tokens: list[str]) -> None:
     """The top token after every block at the last position, with its probability."""
     print(f"model   {adapter.model_id}; after each block, the top tokens at the last position {tokens[-1]!r}")
     for layer, (ids, probs) in enumerate(zip(grid.top_ids[:, -1], grid.top_probs[:, -1], strict=True)):
-        best = ", ".join(f"{adapter.tokenizer.decode([int(i)])!r} {p:.3f}" for i, p in zip(ids[:3], probs[:3], strict=True))
+        best = ", ".join(
+            f"{adapter.tokenizer.decode([int(i)])!r} {p:.3f}" for i, p in zip(ids[:3], probs[:3], strict=True)
+        )
         print(f"{layer:>5}  {best}")
 
 
 def _add_lens(sub) -> None:
-    p = sub.add_parser("lens", help="the logit lens: each block's output read through the model's final norm and head")
+    p = sub.add_parser(
+        "lens", help="the logit lens: each block's output read through the model's final norm and head"
+    )
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="a registry id of a causal LM (see: cli.py models)")
     which.add_argument("--checkpoint", help="an uploadable file or zipped Hugging Face folder of a causal LM")
@@ -710,6 +728,51 @@ def _add_lens(sub) -> None:
     fmt.add_argument("--json", action="store_true", help="print one JSON object")
     fmt.add_argument("--out", help="write FILE.npz: top_ids, top_probs [layers, positions, K], tokens")
     p.set_defaults(func=cmd_lens)
+
+
+# -- contributions -----------------------------------------------------------------------------------
+
+CONTRIBUTIONS = ("attn", "attn_residual", "ffn", "ffn_residual")
+
+
+def cmd_contributions(args: argparse.Namespace) -> int:
+    from attention_atlas.models.contributions import contributions
+
+    text = _from_argv(args.text)
+    if args.out and Path(args.out).suffix != ".npz":
+        raise CliError(f"contributions: --out writes .npz files, got {Path(args.out).name}")
+    adapter = _adapter(args)
+    result = contributions(adapter, text)
+    arrays = {"model": adapter.model_id, "tokens": result.tokens} | {
+        k: getattr(result, k) for k in CONTRIBUTIONS
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
+        print(f"wrote {out} (attn {list(result.attn.shape)}, attn_residual, ffn, ffn_residual, tokens)")
+    else:
+        print(json.dumps({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}))
+    return 0
+
+
+def _add_contributions(sub) -> None:
+    p = sub.add_parser(
+        "contributions",
+        help="the contribution graph: how much each head, token and block adds to each residual",
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a registry id of a causal LM (see: cli.py models)")
+    which.add_argument("--checkpoint", help="an uploadable file or zipped Hugging Face folder of a causal LM")
+    p.add_argument("--text", required=True, help="the input")
+    fmt = p.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument(
+        "--out",
+        help="write FILE.npz: attn [layers, heads, positions, positions], attn_residual, ffn, ffn_residual"
+        " [layers, positions], tokens",
+    )
+    p.set_defaults(func=cmd_contributions)
 
 
 def _add_serve(sub) -> None:
@@ -779,6 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_eval(sub)
     _add_corpus(sub)
     _add_lens(sub)
+    _add_contributions(sub)
     _add_serve(sub)
     return parser
 

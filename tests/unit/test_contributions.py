@@ -73,7 +73,7 @@ def arch(request):
 
 
 @torch.no_grad()
-def naive(model, paths) -> dict:
+def naive(model, paths, ids: torch.Tensor = IDS) -> dict:
     """The definition, directly: every part ``A[h,i,j] (v_j + b_V) W_O[h]`` built in full."""
     blocks, attn_path, value_path, value_slice, out_path, ffn_path = paths
     layers = model.get_submodule(blocks)
@@ -97,7 +97,7 @@ def naive(model, paths) -> dict:
                 with_kwargs=True,
             )
         )
-    out = model(input_ids=IDS, output_attentions=True)
+    out = model(input_ids=ids, output_attentions=True)
     for h in hooks:
         h.remove()
     result = {k: [] for k in ("attn", "attn_residual", "ffn", "ffn_residual")}
@@ -166,3 +166,80 @@ def test_blocks_that_do_not_add_linearly_are_refused_by_what_they_do(arch_name):
     with pytest.raises(cb.ContributionError, match=words) as err:
         cb.contributions_of(build(name, options), IDS, name=arch_name)
     assert "\n" not in str(err.value) and str(err.value).startswith(arch_name)
+
+
+# -- the routes graph and the per-head views --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def result():
+    name, options, _ = ARCHS["llama"]
+    return cb.contributions_of(build(name, options), IDS, keep_attention=True)
+
+
+def test_routes_keep_the_edges_above_the_threshold_renormalised(result):
+    graph = cb.routes(result, position=-1, threshold=0.05)
+    n = IDS.shape[1]
+    assert graph.nodes[0] == cb.Node("x", result.layers, n - 1)
+    assert graph.edges and all(e.contribution >= 0.05 for e in graph.edges)
+    by_target = {}
+    for e in graph.edges:
+        by_target.setdefault(e.target, []).append(e)
+    for target, edges in by_target.items():
+        assert abs(sum(e.weight for e in edges) - 1) < 1e-6  # renormalised per node
+        every = cb.incoming(result, target)  # and nothing at or above the threshold left out
+        assert sorted(w for *_, w in every if w >= 0.05) == sorted(e.contribution for e in edges)
+    reached = set(graph.nodes)
+    assert all(e.source in reached and e.target in reached for e in graph.edges)
+    layer, i = result.layers - 1, n - 1  # the first step down is the last block's feed-forward and residual
+    assert {e.kind for e in by_target[graph.nodes[0]]} <= {"ffn", "residual"}
+    assert all(e.source == cb.Node("mid", layer, i) for e in by_target[graph.nodes[0]])
+
+
+def test_an_attention_edge_is_the_sum_of_its_heads(result):
+    node = cb.Node("mid", 1, 6)
+    edges = {(s, k): w for s, k, w in cb.incoming(result, node)}
+    assert edges[(cb.Node("x", 1, 6), "residual")] == pytest.approx(result.attn_residual[1, 6])
+    for j in range(7):
+        assert edges[(cb.Node("x", 1, j), "attention")] == pytest.approx(
+            result.attn[1, :, 6, j].sum(), abs=1e-6
+        )
+    assert sum(edges.values()) == pytest.approx(1, abs=1e-5)
+    everything = cb.routes(result, position=3, threshold=0)
+    assert max(x.position for x in everything.nodes) == 3  # a causal model: nothing after the token
+    assert len([e for e in everything.edges if e.target == node]) == 0  # token 6 is not on token 3's routes
+
+
+def test_a_higher_threshold_gives_a_subgraph(result):
+    low, high = cb.routes(result, -1, 0.02), cb.routes(result, -1, 0.2)
+    assert set(high.nodes) <= set(low.nodes) and len(high.edges) < len(low.edges)
+    json_ready = high.as_dict()
+    assert json_ready["edges"][0]["source"]["kind"] in ("x", "mid")
+
+
+def test_heads_ranked_by_contribution_to_an_edge_and_maps(result):
+    ranked = cb.heads_of_edge(result, 2, 8, 3)
+    assert sorted(h for h, _ in ranked) == list(range(result.heads))
+    values = [c for _, c in ranked]
+    assert values == sorted(values, reverse=True) and values[0] == pytest.approx(
+        result.attn[2, :, 8, 3].max()
+    )
+    contrib, attention = cb.head_maps(result, 2, 1)
+    assert contrib.shape == attention.shape == (IDS.shape[1],) * 2
+    assert np.allclose(attention.sum(-1), 1, atol=1e-5) and (np.triu(contrib, 1) == 0).all()
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda r: cb.routes(r, position=11), "position 11 is out of range"),
+        (lambda r: cb.routes(r, threshold=1.0), "threshold 1.0"),
+        (lambda r: cb.heads_of_edge(r, 3, 2, 1), "layer 3 is out of range"),
+        (lambda r: cb.heads_of_edge(r, 0, 2, 5), "comes after"),
+        (lambda r: cb.head_maps(r, 0, 4), "head 4 is out of range"),
+    ],
+)
+def test_bad_requests_are_one_line(result, call, words):
+    with pytest.raises(cb.ContributionError, match=words) as err:
+        call(result)
+    assert "\n" not in str(err.value)
