@@ -243,3 +243,17 @@ def test_bad_requests_are_one_line(result, call, words):
     with pytest.raises(cb.ContributionError, match=words) as err:
         call(result)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_smollm2_equals_the_definition_and_routes_reach_the_input():
+    from attention_atlas.models.registry import load
+
+    adapter = load("smollm2", torch.device("cpu"))
+    got = cb.contributions(adapter, "The capital of France is Paris, and the capital of Italy is")
+    ids = adapter.encode("The capital of France is Paris, and the capital of Italy is").ids
+    want = naive(adapter.model, LLAMA, ids)
+    for key, expected in want.items():
+        assert np.abs(getattr(got, key) - expected).max() < 1e-4, key
+    graph = cb.routes(got, -1, threshold=0.04)
+    assert any(node.layer == 0 and node.kind == "x" for node in graph.nodes)  # some route reaches the input
