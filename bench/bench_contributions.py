@@ -26,6 +26,7 @@ import torch
 
 from attention_atlas.models import contributions as cb
 from attention_atlas.models.registry import load
+from attention_atlas.serve.process import trim
 from bench.bench_lens import ids_of, paired, peak_above, timed
 from bench.results import machine, write_section
 
@@ -57,6 +58,13 @@ def llm_transparency_tool(model, ids) -> np.ndarray:
     return np.stack(out)
 
 
+def fresh_peak(fn) -> float:
+    """Peak resident memory above the start while ``fn`` runs, after freed memory went back (glibc
+    would otherwise hand a later run the heap an earlier one left, and it would read as 0 MB)."""
+    trim()
+    return peak_above(fn)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=512)
@@ -68,15 +76,15 @@ def main(argv: list[str] | None = None) -> None:
     model = adapter.model
     t_plan, _, _ = timed(lambda: cb.plan(model, "smollm2"))
     ids, short = ids_of(args.tokens), ids_of(args.baseline_tokens)
+    mem = fresh_peak(lambda: cb.contributions_of(model, ids))
+    mem_ours = fresh_peak(lambda: ours(model, short))
+    mem_tool = fresh_peak(lambda: llm_transparency_tool(model, short))
     full = [timed(lambda: cb.contributions_of(model, ids))[:2] for _ in range(args.repeat)]
     wall, cpu = (float(np.median([r[k] for r in full])) for k in (0, 1))
-    mem = peak_above(lambda: cb.contributions_of(model, ids))
     forward, _, _ = timed(lambda: cb._capture(cb.plan(model), ids))
     (ours_t, ours_cpu), (tool_t, tool_cpu) = paired(
         lambda: ours(model, short), lambda: llm_transparency_tool(model, short), args.repeat
     )
-    mem_ours = peak_above(lambda: ours(model, short))
-    mem_tool = peak_above(lambda: llm_transparency_tool(model, short))
     diff = float(np.abs(ours(model, short).attn - llm_transparency_tool(model, short)).max())
     end_load = os.getloadavg()[0]
     n, m, d = args.tokens, args.baseline_tokens, model.config.hidden_size

@@ -368,7 +368,8 @@ def attention_contributions(
     """``(attn [H, n, n], residual [n])``: each part ``probs[h, i, j] · parts[h, j]`` (j ≤ i) and the
     residual ``x_in`` into ``mid``, normalised per query position ``i``."""
     heads, n, _ = parts.shape
-    raw = torch.stack([_head_raw(mid, probs[h], parts[h]) for h in range(heads)])
+    sign, absy = torch.where(mid >= 0, 1.0, -1.0), mid.abs()  # shared by every head
+    raw = torch.stack([_head_raw(sign, absy, probs[h], parts[h]) for h in range(heads)])
     causal = torch.ones(n, n, dtype=torch.bool, device=mid.device).tril()
     raw = torch.where(causal, raw.clamp_min(EPS), torch.zeros((), device=mid.device))
     res = _raw(mid, x_in)
@@ -378,25 +379,30 @@ def attention_contributions(
     return raw / total[None, :, None], res / total
 
 
-def _head_raw(y: torch.Tensor, a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """``‖y_i‖₁ − ‖y_i − a_ij p_j‖₁`` for every ``i, j`` of one head (before the floor), exactly:
-    ``a (s·p) − 2 Σ_d relu(a s_d p_d − |y_d|)``, the second sum only over dimensions where
-    ``max_j a_ij |p_jd|`` may exceed ``|y_id|``."""
-    s = torch.where(y >= 0, 1.0, -1.0)
-    absy = y.abs()
+def _fourth(x: torch.Tensor) -> torch.Tensor:
+    x = x * x
+    return x.mul_(x)
+
+
+def _head_raw(s: torch.Tensor, absy: torch.Tensor, a: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``‖y_i‖₁ − ‖y_i − a_ij p_j‖₁`` for every ``i, j`` of one head (before the floor), exactly, from
+    ``s = sign(y)`` and ``|y|``: ``a (s·p) − 2 Σ_d relu(a s_d p_d − |y_d|)``, the second sum only over
+    dimensions where ``max_j a_ij |p_jd|`` may exceed ``|y_id|``."""
     linear = a * (s @ p.T)
-    scale = p.abs().amax().clamp_min(torch.finfo(p.dtype).tiny)
-    bound = (a.pow(4) @ (p.abs() / scale).pow(4)).pow(0.25) * scale  # ≥ max_j a_ij |p_jd|
-    ratio = absy / bound.clamp_min(torch.finfo(p.dtype).tiny)
-    n, d = y.shape
+    tiny = torch.finfo(p.dtype).tiny
+    scale = p.abs().amax().clamp_min(tiny)
+    bound = (_fourth(a) @ _fourth(p / scale)).sqrt_().sqrt_().mul_(scale)  # ≥ max_j a_ij |p_jd|
+    ratio = absy / bound.clamp_min_(tiny)
+    active = (ratio <= 1.001).sum(1)  # [n]: dimensions that may need the correction, per row
+    n = absy.shape[0]
     pt = p.T.contiguous()  # [d, n]: a dimension's values over the keys, gathered per row
-    rows = max(1, MAX_FLOATS // (n * d))
+    rows = max(1, MAX_FLOATS // (n * absy.shape[1]))  # small blocks: each k fits its own rows
     for i0 in range(0, n, rows):
         i1 = min(n, i0 + rows)
-        active = int((ratio[i0:i1] <= 1.001).sum(1).max())
-        if active:
+        k = int(active[i0:i1].max())
+        if k:
             linear[i0:i1, :i1] -= 2 * _correction(
-                absy[i0:i1], s[i0:i1], a[i0:i1, :i1], pt[:, :i1], ratio[i0:i1], active
+                absy[i0:i1], s[i0:i1], a[i0:i1, :i1], pt[:, :i1], ratio[i0:i1], k
             )
     return linear
 
