@@ -13,6 +13,8 @@ Measured in one run (issue 24's goals in brackets):
 Wall-clock seconds depend on the machine's load (printed); CPU seconds of the process less so.
 
 Run: python -m bench.bench_contributions [--tokens 512] [--baseline-tokens 128] [--repeat 1]
+(``ATLAS_THREADS=1`` as the app runs on this shared machine: with two torch threads under a load
+above the core count, each of the many small per-head operations waits for both threads.)
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
         "",
         f"SmolLM2-135M (30 layers, {heads} heads, d_model {d}), float32 on the CPU; {where}; "
         f"1-min load average {end_load:.1f} at the end. Medians of {args.repeat}; wall-clock seconds "
-        "(CPU seconds of the process in brackets: on a free machine with 2 threads, wall ≈ CPU / 2).",
+        "(CPU seconds of the process beside them: with one torch thread, wall ≈ CPU on a free machine, with two about CPU / 2).",
         "",
         "| what | wall s | CPU s | goal |",
         "| --- | ---: | ---: | --- |",
