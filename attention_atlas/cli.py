@@ -20,6 +20,8 @@
     python cli.py generate (--model ID | --checkpoint FILE) --text TEXT --max-new-tokens N
                           [--temperature X --top-p P --seed S] [--json | --out FILE.npz]
                           (a causal LM continues TEXT; each new token's attention over all before it)
+    python cli.py contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
+                          (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -783,6 +785,51 @@ def _add_generate(sub) -> None:
     p.set_defaults(func=cmd_generate)
 
 
+# -- contributions -----------------------------------------------------------------------------------
+
+CONTRIBUTIONS = ("attn", "attn_residual", "ffn", "ffn_residual")
+
+
+def cmd_contributions(args: argparse.Namespace) -> int:
+    from attention_atlas.models.contributions import contributions
+
+    text = _from_argv(args.text)
+    if args.out and Path(args.out).suffix != ".npz":
+        raise CliError(f"contributions: --out writes .npz files, got {Path(args.out).name}")
+    adapter = _adapter(args)
+    result = contributions(adapter, text)
+    arrays = {"model": adapter.model_id, "tokens": result.tokens} | {
+        k: getattr(result, k) for k in CONTRIBUTIONS
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
+        print(f"wrote {out} (attn {list(result.attn.shape)}, attn_residual, ffn, ffn_residual, tokens)")
+    else:
+        print(json.dumps({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}))
+    return 0
+
+
+def _add_contributions(sub) -> None:
+    p = sub.add_parser(
+        "contributions",
+        help="the contribution graph: how much each head, token and block adds to each residual",
+    )
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="a registry id of a causal LM (see: cli.py models)")
+    which.add_argument("--checkpoint", help="an uploadable file or zipped Hugging Face folder of a causal LM")
+    p.add_argument("--text", required=True, help="the input")
+    fmt = p.add_mutually_exclusive_group(required=True)
+    fmt.add_argument("--json", action="store_true", help="print one JSON object")
+    fmt.add_argument(
+        "--out",
+        help="write FILE.npz: attn [layers, heads, positions, positions], attn_residual, ffn, ffn_residual"
+        " [layers, positions], tokens",
+    )
+    p.set_defaults(func=cmd_contributions)
+
+
 def _add_serve(sub) -> None:
     p = sub.add_parser("serve", help="start the dashboard (Streamlit) in the foreground")
     p.add_argument("--port", type=int, default=8501, help="the port to listen on (8501)")
@@ -851,6 +898,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_corpus(sub)
     _add_lens(sub)
     _add_generate(sub)
+    _add_contributions(sub)
     _add_serve(sub)
     return parser
 

@@ -48,6 +48,8 @@ KEYS = "keys"
 VALUES = "values"
 SCALING = "scaling"
 MASKED = "masked"
+PROBS = "probs"
+HEAD_VALUES = "head_values"
 
 # name: what one report holds (one layer's, or one attention module's, for one forward)
 POINTS = {
@@ -56,6 +58,8 @@ POINTS = {
     VALUES: "[key, key heads · d_head]: the value projection's output, heads not yet split",
     SCALING: "float: what q·kᵀ is multiplied by before the softmax",
     MASKED: "bool: whether the attention call was handed a mask",
+    PROBS: "[heads, query, key]: the attention probabilities the eager attention computed; batch item 0",
+    HEAD_VALUES: "[key heads, key, d_head]: the values the attention function is handed (bias in); batch item 0",
 }
 
 

@@ -78,18 +78,20 @@ def _register() -> None:
         _REGISTERED = True
 
 
-def _twin(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """The capture twin of ``model`` on ``device``: its parameters shared when on the same device."""
+def _twin(model: torch.nn.Module, device: torch.device, attention: str = ATTENTION) -> torch.nn.Module:
+    """The twin of ``model`` on ``device`` that runs the registered attention function ``attention``
+    (the capture's, or another module's): its parameters shared when on the same device."""
     with _LOCK:
         _register()
         twins = _TWINS.setdefault(model, {})
-        if str(device) not in twins:
+        key = str(device) if attention == ATTENTION else f"{device}|{attention}"
+        if key not in twins:
             same = next(model.parameters()).device == device
             memo = {id(p): p for p in model.parameters()} if same else {}
             twin = copy.deepcopy(model, memo).to(device).eval()
-            twin.set_attn_implementation(ATTENTION)
-            twins[str(device)] = twin
-        return twins[str(device)]
+            twin.set_attn_implementation(attention)
+            twins[key] = twin
+        return twins[key]
 
 
 # -- limits ------------------------------------------------------------------------------------------
