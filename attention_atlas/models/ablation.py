@@ -151,6 +151,22 @@ def next_token(adapter, text: str, heads: Iterable[tuple[int, int]] = ()) -> np.
     return torch.softmax(logits.float(), -1).cpu().numpy()
 
 
+def lens_at_last(adapter, text: str, heads: Iterable[tuple[int, int]] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """The logit lens (``models.lens``) at the last position of ``text`` with ``heads`` of a causal
+    LM's self-attention switched off: each block's top token id and its probability, ``[layers]``
+    each; the last is the model's own next token."""
+    from attention_atlas.models import lens
+
+    if getattr(adapter, "family", None) != "causal":
+        raise AblationError(f"{adapter.model_id} is not a causal language model: it predicts no next token")
+    ids = adapter.encode(text).ids.to(adapter.device)
+    lens.readout(adapter.model, adapter.model_id)  # found on the whole model, before any head is off
+    with heads_off(adapter, "self", heads):
+        stream = lens.residuals(adapter.model, ids, adapter.model_id)
+    grid = lens.top_tokens(stream, 1, positions=range(stream.positions - 1, stream.positions))
+    return grid.top_ids[:, 0, 0], grid.top_probs[:, 0, 0]
+
+
 def token_text(adapter, token_id: int) -> str:
     """One vocabulary entry as the text it stands for (byte-level pieces decoded)."""
     return adapter.tokenizer.decode([int(token_id)])

@@ -56,6 +56,25 @@ def next_tokens(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) ->
     return frame.sort_values("before", ascending=False, kind="stable").reset_index(drop=True)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def lens_rows(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> pd.DataFrame:
+    """The logit lens at the last position, block by block, with every head on and with ``heads`` off."""
+    from attention_atlas.models.ablation import lens_at_last, token_text
+
+    adapter = cached.adapter(model_id)
+    with cached.lane_for(model_id, text).turn():
+        (ids_b, p_b), (ids_a, p_a) = lens_at_last(adapter, text), lens_at_last(adapter, text, heads)
+    return pd.DataFrame(
+        {
+            "after block": range(len(ids_b)),
+            "top token before": [token_text(adapter, i) for i in ids_b],
+            "probability before": p_b,
+            "top token after": [token_text(adapter, i) for i in ids_a],
+            "probability after": p_a,
+        }
+    )
+
+
 def head_label(lh: tuple[int, int]) -> str:
     return f"layer {lh[0]} · head {lh[1]}"
 
@@ -129,5 +148,23 @@ def _next_tokens(model_id: str, text: str, heads: tuple) -> None:
         plain(
             f"Most likely next token before: {top_b['token']!r} ({top_b['before']:.1%}); after: "
             f"{top_a['token']!r} ({top_a['after']:.1%}). The {TOP} most likely of each run are shown."
+        )
+    )
+    _lens(model_id, text, heads)
+
+
+def _lens(model_id: str, text: str, heads: tuple) -> None:
+    """Where in the stack the next token changes: the logit lens at the last position, before and after."""
+    frame = lens_rows(model_id, text, heads)
+    st.markdown("**Block by block: the logit lens at the last position, before and after**")
+    changed = frame["top token before"] != frame["top token after"]
+    st.dataframe(frame.iloc[::-1], hide_index=True, width="stretch", height=320)
+    where = f"at {int(changed.sum())} of {len(frame)} blocks, first after block {int(changed.idxmax())}"
+    st.caption(
+        plain(
+            "Each row reads the residual stream after that block through the model's own final norm and "
+            f"output head (Inside a prediction shows the whole grid); the top token differs "
+            f"{where if changed.any() else 'at no block'}. "
+            "The last block's row is the model's own next token."
         )
     )

@@ -195,3 +195,20 @@ def test_ablation_of_smollm2_layers_and_its_zeroed_output_projection():
         twin.model.layers[4].self_attn.o_proj.weight.zero_()
         logits = twin(input_ids=adapter.encode(text).ids).logits[0, -1]
     assert np.allclose(np.log(ablated), torch.log_softmax(logits, -1).numpy(), atol=1e-4)
+
+
+def test_the_lens_at_the_last_position_before_and_after_heads_are_off(tiny):
+    from attention_atlas.models import lens
+
+    adapter, off = tiny["causal"], [(1, 0), (1, 1)]  # the last layer's heads, all of them
+    top, probs = ablation.lens_at_last(adapter, TEXT)
+    grid = lens.top_tokens(lens.residuals(adapter.model, adapter.encode(TEXT).ids), 1)
+    assert np.array_equal(top, grid.top_ids[:, -1, 0]) and np.allclose(probs, grid.top_probs[:, -1, 0])
+    off_top, off_probs = ablation.lens_at_last(adapter, TEXT, off)
+    assert off_top[0] == top[0] and np.isclose(off_probs[0], probs[0], rtol=1e-6)  # block 0 comes before
+    assert not np.isclose(off_probs[-1], probs[-1], rtol=1e-4, atol=0)  # after the switched-off layer: moved
+    nxt = ablation.next_token(adapter, TEXT, off)  # the last row is the model's own next token
+    assert off_top[-1] == nxt.argmax() and np.isclose(off_probs[-1], nxt.max(), rtol=1e-4)
+    assert ablation.hooks_installed() == 0
+    with pytest.raises(ablation.AblationError, match="not a causal language model"):
+        ablation.lens_at_last(tiny["encoder"], TEXT)
