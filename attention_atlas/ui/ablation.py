@@ -19,6 +19,7 @@ from attention_atlas.ui.compare import (
 from attention_atlas.ui.widgets import chart, plain, plural
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.figures import grouped_bars
+from attention_atlas.viz_core.lens_figures import shown
 
 A = "tf_ablate_"  # widget keys (the page's prefix is tf_)
 TOP = 10  # next tokens listed, from before and after together
@@ -58,7 +59,8 @@ def next_tokens(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) ->
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def lens_rows(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> pd.DataFrame:
-    """The logit lens at the last position, block by block, with every head on and with ``heads`` off."""
+    """The logit lens at the last position, block by block, with every head on and with ``heads`` off
+    (line breaks and spaces made visible, as Inside a prediction shows them)."""
     from attention_atlas.models.ablation import lens_at_last, token_text
 
     adapter = cached.adapter(model_id)
@@ -67,9 +69,9 @@ def lens_rows(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> p
     return pd.DataFrame(
         {
             "after block": range(len(ids_b)),
-            "top token before": [token_text(adapter, i) for i in ids_b],
+            "top token before": [shown(token_text(adapter, i)) for i in ids_b],
             "probability before": p_b,
-            "top token after": [token_text(adapter, i) for i in ids_a],
+            "top token after": [shown(token_text(adapter, i)) for i in ids_a],
             "probability after": p_a,
         }
     )
