@@ -90,8 +90,8 @@ class _Axis:
     @classmethod
     def of(cls, axis) -> _Axis:
         spec = axis.to_plotly_json()
-        names = list(spec.get("categoryarray") or ()) if spec.get("type") == "category" else []
-        lo, hi = spec.get("domain") or (0.0, 1.0)
+        names = list(_given(spec, "categoryarray", ())) if spec.get("type") == "category" else []
+        lo, hi = _given(spec, "domain", (0.0, 1.0))
         return cls(
             axis.plotly_name,
             names,
@@ -100,8 +100,14 @@ class _Axis:
             spec.get("showticklabels") is not False,
             bool((spec.get("title") or {}).get("text")),
             spec.get("side"),
-            len(spec.get("tickvals") or ()),
+            len(_given(spec, "tickvals", ())),
         )
+
+
+def _given(spec: dict, name: str, default):
+    """``spec[name]`` where it is set (a list, a tuple or a numpy array: never tested for truth)."""
+    value = spec.get(name)
+    return default if value is None else value
 
 
 def _band(axes: list[_Axis], sizes: dict, across: bool) -> float:
