@@ -15,7 +15,10 @@ DEFAULT = "The capital of France is"
 TABS = ["Logit lens", "Generate", "Contributions"]
 
 st.title("🔬 Inside a prediction")
-intro(lens_views.ABOUT)
+intro(
+    lens_views.ABOUT + " **Generate** lets the model continue the text and shows what each new token "
+    "looked at; **Contributions** traces where a prediction came from, head by head and token by token."
+)
 
 link = Link("prediction")
 models = cached.model_choices(causal=True)
