@@ -1,20 +1,24 @@
 """Inside a prediction: what a causal language model's residual stream predicts after each block (the
-logit lens, ``ui.lens_views``), for every causal LM the app offers. Built to take more tabs beside
-the lens (generation, the contribution graph)."""
+logit lens, ``ui.lens_views``) and the text it goes on to write with each new token's attention
+(``ui.generate_views``), and where the prediction came from (the contribution graph,
+``ui.contribution_views``), for every causal LM the app offers."""
 
 import streamlit as st
 
-from attention_atlas.ui import cached, lens_views
+from attention_atlas.ui import cached, contribution_views, generate_views, lens_views
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.widgets import intro, text_box
 
 K = lens_views.K
 TEXT_LIMIT = 4_000  # characters: SmolLM2 reads about 512 tokens of them (the adapter's limit)
 DEFAULT = "The capital of France is"
-TABS = ["Logit lens"]
+TABS = ["Logit lens", "Generate", "Contributions"]
 
 st.title("🔬 Inside a prediction")
-intro(lens_views.ABOUT)
+intro(
+    lens_views.ABOUT + " **Generate** lets the model continue the text and shows what each new token "
+    "looked at; **Contributions** traces where a prediction came from, head by head and token by token."
+)
 
 link = Link("prediction")
 models = cached.model_choices(causal=True)
@@ -26,8 +30,17 @@ first = models[cached.first_index(models)]
 model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
 text_key = link.text("text", K + "text", TEXT_LIMIT, DEFAULT)
 text = text_box(c2, "text", text_key, TEXT_LIMIT, DEFAULT)
-(tab_lens,) = st.tabs(TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun")
-with tab_lens:
-    lens_views.lens_tab(model_id, text, link)
+tab_lens, tab_generate, tab_contrib = st.tabs(
+    TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
+)
+if tab_lens.open:  # each tab runs the model: only the one a visitor opened
+    with tab_lens:
+        lens_views.lens_tab(model_id, text, link)
+if tab_generate.open:
+    with tab_generate:
+        generate_views.generate_tab(model_id, text, text_key)
+if tab_contrib.open:
+    with tab_contrib:
+        contribution_views.contributions_tab(model_id, text)
 
 link.done()

@@ -1,0 +1,138 @@
+"""The "Inside a prediction" page's Contributions tab (``app_pages/prediction.py``): the contribution
+graph of the page's text (``models.contributions``, computed once per model and text and shared by
+sessions), the routes from a chosen token back to the input above a threshold, the heads ranked by
+their contribution to one edge, and one head's contribution map beside its attention map.
+Widget keys start with ``contrib_``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from attention_atlas.ui import cached
+from attention_atlas.ui.widgets import chart, fact, plain, plural
+from attention_atlas.viz_core import contribution_figures as cf
+from attention_atlas.viz_core.figures import heatmap_row
+from attention_atlas.viz_core.tokens import clean_token
+
+K = "contrib_"
+ABOUT = (
+    "Where did the prediction come from? Each residual state is a sum of parts: the state before it, "
+    "and each head's share of each earlier token (or the feed-forward block's output). A part's "
+    "contribution is how much closer the whole gets by adding it (Ferrando & Voita 2024, as the LLM "
+    "Transparency Tool computes it). The routes keep the parts above the threshold, from the chosen "
+    "token's output back to the input tokens."
+)
+
+
+# A resource: every layer's [heads, n, n] contributions and attention are shared, never pickled per rerun.
+@st.cache_resource(show_spinner=False, max_entries=4)
+def computed(model_id: str, text: str):
+    from attention_atlas.models.contributions import contributions
+
+    cached.janitor().on_quiet(computed.clear)
+    with cached.lane_for(model_id, text).turn():
+        return contributions(cached.adapter(model_id), text, keep_attention=True)
+
+
+def contributions_tab(model_id: str, text: str) -> None:
+    if not text.strip():
+        st.info("Type a text to see where its prediction came from.")
+        return
+    st.caption(ABOUT)
+    try:
+        with st.spinner("Measuring every head's, token's and block's contribution…"):
+            result = computed(model_id, text)
+    except ValueError as err:  # ContributionError (a model whose blocks do not add up), InputError
+        st.warning(plain(err))
+        return
+    except (OSError, RuntimeError) as err:
+        st.error(f"{model_id} cannot run here: {plain(err)}")
+        return
+    fact(
+        f"{plural(result.positions, 'token')} × {plural(result.layers, 'block')} × {plural(result.heads, 'head')}."
+    )
+    graph = _routes(result)
+    _edge_heads(result, graph)
+    _head_maps(result)
+
+
+def _routes(result):
+    from attention_atlas.models.contributions import routes
+
+    tokens = [clean_token(t) for t in result.tokens]
+    c1, c2 = st.columns(2)
+    position = c1.select_slider(
+        "the token whose prediction to trace",
+        list(range(result.positions)),
+        value=result.positions - 1,
+        format_func=lambda p: f"{p} · {tokens[p]}",
+        key=K + "position",
+    )
+    threshold = c2.slider("threshold", 0.01, 0.5, 0.04, 0.01, key=K + "threshold")
+    graph = routes(result, position, threshold)
+    fig = cf.routes_figure(
+        graph, result.tokens, result.layers, f"Routes into the output at {position} · {tokens[position]}"
+    )
+    frame = pd.DataFrame(
+        [
+            {
+                "source": f"{e.source.kind} {e.source.layer} @ {e.source.position}",
+                "target": f"{e.target.kind} {e.target.layer} @ {e.target.position}",
+                "kind": e.kind,
+                "weight": e.weight,
+                "contribution": e.contribution,
+            }
+            for e in graph.edges
+        ]
+    )
+    chart(fig, frame, K + "routes", f"contributions_routes_{position}")
+    fact(
+        f"{plural(len(graph.edges), 'edge')} at or above {threshold:.2f}, each node's kept edges renormalised "
+        "to sum to 1 (line width). Blue: attention (all heads of a block, one earlier token); grey: the "
+        "residual; orange: the feed-forward block."
+    )
+    return graph
+
+
+def _edge_heads(result, graph) -> None:
+    from attention_atlas.models.contributions import heads_of_edge
+
+    attention = [e for e in graph.edges if e.kind == "attention"]
+    if not attention:
+        return
+    edges = sorted({(e.target.layer, e.target.position, e.source.position) for e in attention})
+    top = max(attention, key=lambda e: e.contribution)  # shown first: the strongest edge of the routes
+    tokens = [clean_token(t) for t in result.tokens]
+    layer, target, source = st.selectbox(
+        "an attention edge of the routes: which heads carry it?",
+        edges,
+        index=edges.index((top.target.layer, top.target.position, top.source.position)),
+        format_func=lambda e: f"block {e[0]}: {e[2]} · {tokens[e[2]]} → {e[1]} · {tokens[e[1]]}",
+        key=K + "edge",
+    )
+    ranked = heads_of_edge(result, layer, target, source)
+    title = f"block {layer}: the heads moving {tokens[source]} into {tokens[target]}"
+    frame = pd.DataFrame(ranked, columns=["head", "contribution"])
+    chart(cf.heads_figure(ranked, title), frame, K + "heads", f"contributions_heads_block{layer}")
+
+
+def _head_maps(result) -> None:
+    from attention_atlas.models.contributions import head_maps
+
+    c1, c2 = st.columns(2)
+    layer = c1.slider("block", 0, result.layers - 1, 0, key=K + "layer")
+    head = c2.selectbox("head", list(range(result.heads)), key=K + "head")
+    contrib, attention = head_maps(result, layer, head)
+    panels = {"contribution": contrib} | ({"attention weight": attention} if attention is not None else {})
+    fig = heatmap_row(
+        panels, result.tokens, result.tokens, title=f"block {layer}, head {head}", zmax=1.0, label="share"
+    )
+    frame = pd.DataFrame(contrib, columns=[f"{i} · {t}" for i, t in enumerate(result.tokens)])
+    chart(fig, frame, K + "maps", f"contributions_block{layer}_head{head}")
+    st.caption(
+        "Left, each query row: how much of its residual after attention this head brings from each "
+        "earlier token; right: where the head looked. A large weight that brings little is a head "
+        "reading a token whose value is small."
+    )

@@ -1,0 +1,142 @@
+"""The "Inside a prediction" page's Generate tab (``app_pages/prediction.py``): a causal LM continues
+the page's text token by token on the page (``models.generate``: greedy, or sampled with a
+temperature, top-p and a seed), and each new token's attention over everything before it is kept,
+every layer and head. Pick a new token to see what it looked at: every layer's heads averaged, and
+one layer's heads. The prompt and its continuation can become the page's text, so the logit lens
+(and every other tab) reads them.
+
+Stop: any click reruns the page, which ends the loop between two tokens; what was generated so far
+is kept (the session holds the ``Generation`` itself, not a copy made at the end).
+Widget keys start with ``gen_``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_atlas.ui import cached
+from attention_atlas.ui.compare import pill_labels
+from attention_atlas.ui.widgets import chart, fact, plain, plural
+from attention_atlas.viz_core.figures import heatmap
+from attention_atlas.viz_core.tokens import clean_token
+
+K = "gen_"
+MAX_NEW = 64  # new tokens a request may ask for: the attention kept grows as layers × heads × new × all
+DEFAULT_NEW = 20
+
+
+@dataclass(frozen=True)
+class Request:
+    model_id: str
+    text: str
+    max_new: int
+    sampling: tuple[float, float, int] | None  # temperature, top-p, seed; None: greedy
+
+
+def generate_tab(model_id: str, text: str, text_key: str) -> None:
+    """Controls, the Generate and Stop buttons, then the continuation and its attention."""
+    if not text.strip():
+        st.info("Type a prompt for the model to continue.")
+        return
+    request = _controls(model_id, text)
+    if st.button("Generate", type="primary", key=K + "go"):
+        _run(request)
+    held = st.session_state.get(K + "held")
+    if held is None or held[0] != request:
+        st.info("Press **Generate**: the model continues the text above, one token at a time.")
+        return
+    gen = held[1]
+    if not gen.new_ids:
+        return
+    _show(gen.result(), text, text_key)
+
+
+def _controls(model_id: str, text: str) -> Request:
+    c1, c2 = st.columns(2)
+    max_new = c1.slider("new tokens at most", 1, MAX_NEW, DEFAULT_NEW, key=K + "max")
+    sampled = c2.toggle(
+        "sample",
+        key=K + "sample",
+        help="Draw each token at random from the model's probabilities, "
+        "instead of taking the most likely one (greedy).",
+    )
+    sampling = None
+    if sampled:
+        c1, c2, c3 = st.columns(3)
+        temperature = c1.slider("temperature", 0.1, 2.0, 0.8, 0.1, key=K + "temperature")
+        top_p = c2.slider("top-p", 0.05, 1.0, 0.9, 0.05, key=K + "top_p")
+        seed = int(c3.number_input("seed", 0, 2**31 - 1, 0, key=K + "seed"))
+        sampling = (temperature, top_p, seed)
+    return Request(model_id, text, max_new, sampling)
+
+
+def _run(request: Request) -> None:
+    """Step the generation here, each new token shown as it comes; the session keeps it as it grows."""
+    from attention_atlas.models.generate import Sampling, start
+
+    adapter = cached.adapter(request.model_id)
+    try:
+        sampling = Sampling(*request.sampling) if request.sampling else None
+        gen = start(adapter, request.text, request.max_new, sampling)
+    except ValueError as err:  # GenerateError, InputError: one line
+        st.warning(plain(err))
+        return
+    st.session_state[K + "held"] = (request, gen)
+    stop = st.empty()
+    stop.button("Stop", key=K + "stop", help="Stop between two tokens; what was generated is kept.")
+    out, bar = st.empty(), st.progress(0.0)
+    said = ""
+    with cached.lane_for(request.model_id, request.text).turn():
+        for token in gen:
+            said += token.text
+            out.code(said, language=None, wrap_lines=True)
+            done = token.index + 1
+            bar.progress(done / request.max_new, text=f"{done} of at most {request.max_new} new tokens")
+    for place in (stop, out, bar):
+        place.empty()
+
+
+def _show(result, text: str, text_key: str) -> None:
+    new = len(result.ids) - result.prompt_len
+    st.markdown("**The continuation** (the prompt is the text above)")
+    st.code(result.text, language=None, wrap_lines=True)  # as written: spaces and line breaks kept
+    fact(f"{plural(new, 'new token')}; the prompt is {plural(result.prompt_len, 'token')}.")
+    st.button(
+        "Use the prompt and its continuation as the text",
+        key=K + "use",
+        on_click=lambda: st.session_state.update({text_key: text + result.text}),
+        help="The other tabs then read the whole text, the continuation included.",
+    )
+    positions = list(range(new))
+    labels = pill_labels(result.tokens[result.prompt_len :], positions)
+    k = st.pills("new token (click one)", positions, format_func=labels.get, key=K + "token", default=new - 1)
+    if k is None:
+        st.info("Click a new token above to see what it looked at.")
+        return
+    _attention(result, k)
+
+
+def _attention(result, k: int) -> None:
+    """New token ``k``'s step: every layer (heads averaged), then one layer's heads, over the keys it saw."""
+    seen = result.prompt_len + k  # the query at position seen - 1 read keys 0 … seen - 1
+    keys = result.tokens[:seen]
+    rows = result.attention[:, :, k, :seen]  # [layers, heads, keys]
+    made = plain(clean_token(result.tokens[seen]))
+    st.subheader(f"What produced “{made}”: the query at position {seen - 1}")
+    layers = [f"layer {i}" for i in range(rows.shape[0])]
+    _matrix(rows.mean(1), (layers, keys), "every layer, heads averaged", K + "layers", f"token{k}_layers")
+    layer = st.slider("layer", 0, rows.shape[0] - 1, rows.shape[0] - 1, key=K + "layer")
+    heads = [f"head {h}" for h in range(rows.shape[1])]
+    _matrix(rows[layer], (heads, keys), f"layer {layer}, each head", K + "heads", f"token{k}_layer{layer}")
+
+
+def _matrix(m: np.ndarray, labels: tuple[list[str], list[str]], title: str, key: str, name: str) -> None:
+    """``m`` ``[rows, keys]`` as a heatmap with its CSV (``name``: the file's name)."""
+    rows, keys = labels
+    fig = heatmap(m, rows, keys, title=title, x_title="earlier token (key)", y_title="", label="weight")
+    frame = pd.DataFrame(m, index=rows, columns=[f"{i} · {t}" for i, t in enumerate(keys)])
+    chart(fig, frame.rename_axis("row").reset_index(), key, f"generate_{name}")

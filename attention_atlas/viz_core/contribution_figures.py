@@ -1,0 +1,122 @@
+"""The contribution graph's figures (``models.contributions`` hands over plain nodes and edges):
+the routes from one token's output back to the input, drawn with the input tokens along x and the
+residual states up the y axis (each block's input, then the state after its attention), edges as
+lines whose width is their renormalised weight; and the heads ranked for one edge. Plain Plotly."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attention_atlas.viz_core.figures import FONT
+from attention_atlas.viz_core.layout import TICK_FONT, fit_axes
+from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_labels
+
+COLOURS = {"attention": "#0072B2", "residual": "#999999", "ffn": "#D55E00"}  # Okabe–Ito
+WIDTHS = (1.0, 2.5, 4.5, 7.0)  # px: an edge's line width by its renormalised weight's quarter
+ROW_PX = 16  # px per level (two levels a block)
+
+
+def level(node) -> int:
+    """A node's height: block l's input at 2l, the state after its attention at 2l + 1."""
+    return 2 * node.layer + (1 if node.kind == "mid" else 0)
+
+
+def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go.Figure:
+    """Every kept edge as a line from its source to its target (one trace per kind and width band,
+    so a graph of thousands of edges is a handful of traces), every reached node as a dot."""
+    labels = as_plotly_text(hover_labels(tokens))
+    traces = []
+    for kind, colour in COLOURS.items():
+        for band, width in enumerate(WIDTHS):
+            chosen = [e for e in routes.edges if e.kind == kind and _band(e.weight) == band]
+            if chosen:
+                traces.append(_edges(chosen, labels, kind, colour, width, band == 0))
+    traces.append(_nodes(routes.nodes, labels))
+    height = max(320, ROW_PX * (2 * layers + 1) + 140)
+    layout = dict(
+        title=dict(text=title, x=0.01, xanchor="left") if title else None,
+        font=dict(family=FONT, size=TICK_FONT),
+        height=height,
+        margin=dict(l=10, r=10, t=60 if title else 30, b=10),
+        showlegend=True,
+        legend=dict(orientation="h", x=0, y=1, yanchor="bottom"),
+        xaxis=dict(
+            type="category",
+            categoryorder="array",
+            categoryarray=labels,
+            tickmode="array",
+            tickvals=labels,
+            ticktext=as_plotly_text(clean_tokens(tokens)),
+            title=dict(text="input token"),
+            automargin=True,
+        ),
+        yaxis=dict(
+            tickmode="array",
+            tickvals=[2 * b for b in range(layers + 1)],
+            ticktext=[f"block {b}" if b < layers else "output" for b in range(layers + 1)],
+            title=dict(text="residual stream (entering each block)"),
+            range=[-1, 2 * layers + 1],
+        ),
+        hovermode="closest",
+    )
+    return fit_axes(go.Figure(traces, layout))
+
+
+def _band(weight: float) -> int:
+    return min(int(weight * len(WIDTHS)), len(WIDTHS) - 1)
+
+
+def _edges(edges, labels: list[str], kind: str, colour: str, width: float, legend: bool) -> go.Scatter:
+    x, y, text = [], [], []
+    for e in edges:
+        x += [labels[e.source.position], labels[e.target.position], None]
+        y += [level(e.source), level(e.target), None]
+        hover = f"{kind}: {e.weight:.0%} of what was kept ({e.contribution:.3f} before the threshold)"
+        text += [hover, hover, None]
+    return go.Scatter(
+        x=x,
+        y=y,
+        mode="lines",
+        line=dict(color=colour, width=width),
+        name=kind,
+        legendgroup=kind,
+        showlegend=legend,
+        hovertext=text,
+        hoverinfo="text",
+    )
+
+
+def _nodes(nodes, labels: list[str]) -> go.Scatter:
+    names = {"x": "entering block", "mid": "after the attention of block"}
+    return go.Scatter(
+        x=[labels[n.position] for n in nodes],
+        y=[level(n) for n in nodes],
+        mode="markers",
+        marker=dict(size=7, color="#222222"),
+        name="residual state",
+        hovertext=[f"{labels[n.position]}, {names[n.kind]} {n.layer}" for n in nodes],
+        hoverinfo="text",
+        showlegend=False,
+    )
+
+
+def heads_figure(ranked: list[tuple[int, float]], title: str) -> go.Figure:
+    """The heads of one layer ranked by their contribution to one edge, as bars."""
+    heads = [f"head {h}" for h, _ in ranked]
+    values = np.asarray([c for _, c in ranked])
+    fig = go.Figure(
+        go.Bar(
+            x=heads,
+            y=values,
+            marker_color=COLOURS["attention"],
+            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+        )
+    )
+    return fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left"),
+        font=dict(family=FONT, size=TICK_FONT),
+        height=300,
+        margin=dict(l=10, r=10, t=50, b=10),
+        yaxis_title="contribution",
+    )

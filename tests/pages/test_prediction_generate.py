@@ -1,0 +1,83 @@
+"""The Generate tab of "Inside a prediction" (issue 24, item 1) under AppTest with SmolLM2: the
+continuation is the one ``models.generate`` makes on its own, the charts hold the new token's own
+attention row, the continuation can become the page's text, and a request the model cannot serve is
+one line."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from attention_atlas.models import registry
+from attention_atlas.models.generate import generate
+from tests.support import PACKAGE, page_runner, z_of
+
+PAGE = "app_pages/prediction.py"
+run = page_runner(PAGE, 300)
+TEXT = "The capital of France is"
+NEW = 5
+
+
+def opened(**params) -> AppTest:
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    at.query_params.update({"tab": "Generate", **params})
+    return run(at)
+
+
+def chart(at: AppTest, key: str) -> dict:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
+    assert found, f"no chart {key}"
+    return json.loads(found[0].proto.spec)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return registry.load("smollm2", torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def generated():
+    at = opened()
+    assert any("Press **Generate**" in i.value for i in at.info)  # nothing runs before the click
+    at.slider(key="gen_max").set_value(NEW)
+    at.button(key="gen_go").click()
+    return run(at)
+
+
+def test_the_continuation_is_the_models_own(generated, smollm2):
+    own = generate(smollm2, TEXT, NEW)
+    assert generated.code[0].value == own.text  # as written, spaces and line breaks kept
+    assert generated.get("button_group")[0].proto.default == [NEW - 1]  # the last new token is open
+
+
+def test_the_charts_hold_the_new_tokens_attention_row(generated, smollm2):
+    own = generate(smollm2, TEXT, NEW)
+    k, seen = NEW - 1, own.prompt_len + NEW - 1
+    layers = z_of(chart(generated, "gen_layers")["data"][0])
+    assert layers.shape == (smollm2.n_layers, seen)
+    assert np.allclose(layers, own.attention[:, :, k, :seen].mean(1), atol=2e-3)
+    heads = z_of(chart(generated, "gen_heads")["data"][0])
+    assert np.allclose(heads, own.attention[-1, :, k, :seen], atol=2e-3)  # the last layer first
+    assert np.allclose(heads.sum(-1), 1, atol=5e-3)  # a query's weights over the keys it saw
+
+
+def test_the_continuation_becomes_the_pages_text(generated, smollm2):
+    at = generated
+    at.button(key="gen_use").click()
+    at = run(at)
+    assert at.text_input(key="lens_text").value == TEXT + generate(smollm2, TEXT, NEW).text
+
+
+def test_an_empty_prompt_and_a_prompt_past_the_context_are_one_line():
+    at = opened()
+    at.text_input(key="lens_text").set_value("   ")
+    at = run(at)
+    assert any("Type a prompt" in i.value for i in at.info)
+    at.text_input(key="lens_text").set_value("word " * 700)  # cut at the app's 512 tokens: no room left
+    at = run(at)
+    at.button(key="gen_go").click()
+    at = run(at)
+    assert [w.value for w in at.warning] == ["the prompt is 701 tokens; smollm2 reads at most 512"]
+    assert not at.exception
