@@ -289,26 +289,26 @@ def _chunk(stream: Stream, cols: torch.Tensor, top: int, token: int | None, chan
         logits = stream.readout.logits(states)  # [layers (+1), c, vocab]
         after = logits[1:] if changes else logits
         values, ids = after.topk(top, -1)
-        out = {"top_ids": ids.numpy()}
+        out = {"top_ids": ids.cpu().numpy()}
         if token is not None:
             own = after[..., token : token + 1].clone()
-            out["token_ranks"] = (after > own).sum(-1).numpy()
+            out["token_ranks"] = (after > own).sum(-1).cpu().numpy()
         if changes:
             out |= _changes(logits[1:] - logits[:-1], top)
         lse = _logsumexp_(after)  # the logits are spent from here on
-        out["top_probs"] = (values - lse).exp().numpy()
+        out["top_probs"] = (values - lse).exp().cpu().numpy()
         if token is not None:
-            out["token_probs"] = (own - lse)[..., 0].exp().numpy()
+            out["token_probs"] = (own - lse)[..., 0].exp().cpu().numpy()
     return out
 
 
 def _changes(delta: torch.Tensor, top: int) -> dict:
     up, down = delta.topk(top, -1), delta.topk(top, -1, largest=False)
     return {
-        "promoted_ids": up.indices.numpy(),
-        "promoted_by": up.values.numpy(),
-        "suppressed_ids": down.indices.numpy(),
-        "suppressed_by": down.values.numpy(),
+        "promoted_ids": up.indices.cpu().numpy(),
+        "promoted_by": up.values.cpu().numpy(),
+        "suppressed_ids": down.indices.cpu().numpy(),
+        "suppressed_by": down.values.cpu().numpy(),
     }
 
 
