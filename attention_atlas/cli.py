@@ -144,6 +144,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise CliError("extract: --target needs --text")
     if args.beam < 1:
         raise CliError(f"extract: --beam must be at least 1, got {args.beam}")
+    _check_out(args)
     adapter = _adapter(args)
     if args.input_file:
         return _extract_lines(adapter, _read_inputs(args.input_file), args.beam)
@@ -190,18 +191,10 @@ def _extract_head(args: argparse.Namespace) -> int:
         notices = result.notices
     for notice in notices:
         print(f"notice: {notice}", file=sys.stderr)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        out,
-        weights=weights,
-        query_tokens=np.array(queries),
-        key_tokens=np.array(keys),
-        model=np.array(adapter.model_id),
-        layer=np.array(args.layer),
-        head=np.array(args.head),
-    )
-    print(f"wrote {out} (layer {args.layer}, head {args.head}: {weights.shape[0]:,} × {weights.shape[1]:,})")
+    arrays = {"weights": weights, "query_tokens": queries, "key_tokens": keys}
+    arrays |= {"model": adapter.model_id, "layer": args.layer, "head": args.head}
+    size = f"{weights.shape[0]:,} × {weights.shape[1]:,}"
+    _save_npz(Path(args.out), arrays, f"layer {args.layer}, head {args.head}: {size}")
     return 0
 
 
@@ -236,16 +229,37 @@ def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int, chun
 
 
 def _write_npz(path: Path, adapter, result) -> None:
-    if path.suffix != ".npz":
-        raise CliError(f"extract: --out writes .npz files, got {path.name}")
-    arrays = {"model": np.array(adapter.model_id), "output": np.array(result.output or "")}
+    arrays = {"model": adapter.model_id, "output": result.output or ""}
     for kind, rec in result.records.items():
         arrays[f"{kind}_weights"] = rec.weights  # [layers, heads, query, key]
-        arrays[f"{kind}_query_tokens"] = np.array(rec.query_tokens)
-        arrays[f"{kind}_key_tokens"] = np.array(rec.key_tokens)
+        arrays[f"{kind}_query_tokens"] = rec.query_tokens
+        arrays[f"{kind}_key_tokens"] = rec.key_tokens
+    _save_npz(path, arrays, ", ".join(result.records))
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """``--out`` must name a .npz file: said before the model loads."""
+    if args.out and Path(args.out).suffix != ".npz":
+        raise CliError(f"{args.command}: --out writes .npz files, got {Path(args.out).name}")
+
+
+def _save_npz(path: Path, arrays: dict, summary: str) -> None:
+    """Every value as a numpy array in one compressed ``path``, then ``wrote PATH (SUMMARY)``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
-    print(f"wrote {path} ({', '.join(result.records)})")
+    np.savez_compressed(path, **{k: np.asarray(v) for k, v in arrays.items()})
+    print(f"wrote {path} ({summary})")
+
+
+def _write_arrays(args: argparse.Namespace, arrays: dict, summary: str) -> bool:
+    """``--out FILE.npz`` or ``--json`` (the same arrays as one JSON object); False when neither was given."""
+    if args.out:
+        _save_npz(Path(args.out), arrays, summary)
+    elif args.json:
+        obj = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}
+        print(json.dumps(obj, ensure_ascii=False))
+    else:
+        return False
+    return True
 
 
 def _print_text(adapter, result) -> None:
@@ -676,21 +690,13 @@ def cmd_lens(args: argparse.Namespace) -> int:
     from attention_atlas.models.lens import lens
 
     text = _from_argv(args.text)
-    if args.out and Path(args.out).suffix != ".npz":
-        raise CliError(f"lens: --out writes .npz files, got {Path(args.out).name}")
+    _check_out(args)
     adapter = _adapter(args)
     grid, tokens = lens(adapter, text, top=args.top, token=args.token)
     arrays = {"model": adapter.model_id, "tokens": tokens, "top_ids": grid.top_ids, "top_probs": grid.top_probs}
     if args.token is not None:
         arrays |= {"token": args.token, "token_probs": grid.token_probs, "token_ranks": grid.token_ranks}
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
-        print(f"wrote {out} (top_ids, top_probs {list(grid.top_ids.shape)})")
-    elif args.json:
-        print(json.dumps({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}))
-    else:
+    if not _write_arrays(args, arrays, f"top_ids, top_probs {list(grid.top_ids.shape)}"):
         _print_lens(adapter, grid, tokens)
     return 0
 
@@ -724,8 +730,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from attention_atlas.models.generate import Sampling, generate
 
     text = _from_argv(args.text)
-    if args.out and Path(args.out).suffix != ".npz":
-        raise CliError(f"generate: --out writes .npz files, got {Path(args.out).name}")
+    _check_out(args)
     given = {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
     options = {k: v for k, v in given.items() if v is not None}
     sampling = Sampling(**options) if options else None  # any of the three samples; none is greedy
@@ -741,16 +746,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         "attention": done.attention,
         "text": done.text,
     }
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
-        new = len(done.ids) - done.prompt_len
-        print(f"wrote {out} ({new} new tokens; attention {list(done.attention.shape)})")
-    elif args.json:
-        obj = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}
-        print(json.dumps(obj, ensure_ascii=False))
-    else:
+    summary = f"{len(done.ids) - done.prompt_len} new tokens; attention {list(done.attention.shape)}"
+    if not _write_arrays(args, arrays, summary):
         _print_generated(adapter, done)
     return 0
 
@@ -794,20 +791,13 @@ def cmd_contributions(args: argparse.Namespace) -> int:
     from attention_atlas.models.contributions import contributions
 
     text = _from_argv(args.text)
-    if args.out and Path(args.out).suffix != ".npz":
-        raise CliError(f"contributions: --out writes .npz files, got {Path(args.out).name}")
+    _check_out(args)
     adapter = _adapter(args)
     result = contributions(adapter, text)
     arrays = {"model": adapter.model_id, "tokens": result.tokens} | {
         k: getattr(result, k) for k in CONTRIBUTIONS
     }
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(out, **{k: np.asarray(v) for k, v in arrays.items()})
-        print(f"wrote {out} (attn {list(result.attn.shape)}, attn_residual, ffn, ffn_residual, tokens)")
-    else:
-        print(json.dumps({k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}))
+    _write_arrays(args, arrays, f"attn {list(result.attn.shape)}, attn_residual, ffn, ffn_residual, tokens")
     return 0
 
 
