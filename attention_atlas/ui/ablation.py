@@ -19,7 +19,7 @@ from attention_atlas.ui.compare import (
 from attention_atlas.ui.widgets import chart, plain, plural
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.figures import grouped_bars
-from attention_atlas.viz_core.lens_figures import shown
+from attention_atlas.viz_core.tokens import shown
 
 A = "tf_ablate_"  # widget keys (the page's prefix is tf_)
 TOP = 10  # next tokens listed, from before and after together

@@ -21,19 +21,11 @@ from plotly.subplots import make_subplots
 
 from attention_atlas.viz_core.figures import ATTENTION_SCALE, FONT, display_precision, legend_on_top
 from attention_atlas.viz_core.layout import COLORBAR, NUMBERS, PLOT_WIDTH, SEPARATOR, TICK_FONT, fit_axes
-from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, tick_label
+from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, shown, tick_label
 
 CELL_FONT = 11  # px: a cell's top token
 HOVER_TOP = 10  # tokens listed in a cell's hover
 ROW_PX = 24  # px per block in the grid (a projector's 20 px cell text still fits)
-
-
-def shown(label: str) -> str:
-    """A vocabulary entry as a cell or a hover shows it: line breaks and tabs visible, a token of spaces
-    only as ␣ (one per space); nothing else changed (a leading space is part of the token: ' Paris' and
-    'Paris' differ)."""
-    label = label.replace("\n", "⏎").replace("\t", "⇥")
-    return (label if label.strip() else label.replace(" ", "␣")) or "∅"
 
 
 def position_names(tokens: list[str], positions) -> list[str]:

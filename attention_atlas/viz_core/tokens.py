@@ -33,9 +33,24 @@ def clean_token(token: str) -> str:
         text = text.replace(marker, replacement)
     if text.startswith("##"):
         text = text[2:]
-    stripped = text.strip()
-    if stripped:
-        return stripped
+    return text.strip() or _blank(text)
+
+
+def shown(label: str) -> str:
+    """A vocabulary entry as written, whitespace made visible: line breaks and tabs as ⏎ and ⇥, and a
+    token of whitespace only as ``clean_token`` shows it (one ␣ per space); nothing else changed (a
+    leading space is part of the token: ' Paris' and 'Paris' differ).
+
+    >>> [shown(t) for t in [" Paris", "a\\nb", "  ", "\\n", "\\n  ", ""]]
+    [' Paris', 'a⏎b', '␣␣', '⏎', '⏎␣␣', '∅']
+    """
+    if not label.strip():
+        return _blank(label)
+    return label.replace("\n", _VISIBLE["\n"]).replace("\t", _VISIBLE["\t"])
+
+
+def _blank(text: str) -> str:
+    """A text of whitespace only as marks (␣ ⏎ ⇥; ∅ for nothing)."""
     return "".join(_VISIBLE.get(ch, ch) for ch in text) or _VISIBLE[""]
 
 

@@ -152,7 +152,7 @@ def test_switching_off_a_layer_of_smollm2_shows_the_next_token_before_and_after(
     assert np.allclose(grid[:3], 0, atol=1e-6) and grid[3:].min() > 0
     lens = next(d.value for d in at.dataframe if "top token before" in d.value.columns)  # last block first
     assert list(lens["after block"]) == list(range(29, -1, -1))
-    from attention_atlas.viz_core.lens_figures import shown
+    from attention_atlas.viz_core.tokens import shown
 
     assert lens["top token before"].iloc[0] == shown(smollm2.tokenizer.decode([int(plain.argmax())]))
     assert np.isclose(lens["probability after"].iloc[0], after.max(), rtol=1e-4)

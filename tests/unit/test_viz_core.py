@@ -10,7 +10,7 @@ from attention_atlas.viz_core.export import record_frame, records_frame, to_csv
 from attention_atlas.viz_core.figures import heatmap, heatmap_row, matrix_heatmap
 from attention_atlas.viz_core.record import AttentionRecord, RecordError
 from attention_atlas.viz_core.stats import row_entropy
-from attention_atlas.viz_core.tokens import clean_token
+from attention_atlas.viz_core.tokens import clean_token, shown
 
 
 def uniform(layers=1, heads=1, q=2, k=3):
@@ -63,6 +63,26 @@ def test_record_checks_scores_shape_scoring_name_and_head_index():
 )
 def test_token_labels_are_cleaned_in_one_place(raw, label):
     assert clean_token(raw) == label
+
+
+@pytest.mark.parametrize(
+    ("entry", "label"),
+    [
+        (" Paris", " Paris"),  # a leading space is part of a vocabulary entry
+        ("a\nb\tc", "a⏎b⇥c"),
+        ("  ", "␣␣"),
+        ("\n", "⏎"),
+        ("\n  ", "⏎␣␣"),  # whitespace only: every character a mark, as clean_token shows it
+        ("", "∅"),
+    ],
+)
+def test_vocabulary_entries_show_their_whitespace(entry, label):
+    assert shown(entry) == label
+
+
+@pytest.mark.parametrize("blank", [" ", "  ", "\n", "\t", "\n\n", "\n   ", " \t", ""])
+def test_a_blank_token_reads_the_same_as_a_label_and_as_an_entry(blank):
+    assert shown(blank) == clean_token(blank)
 
 
 def test_heatmap_keeps_repeated_characters_apart_and_hovers_tokens():
