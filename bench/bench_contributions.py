@@ -29,7 +29,7 @@ import torch
 from attention_atlas.models import contributions as cb
 from attention_atlas.models.registry import load
 from attention_atlas.serve.process import trim
-from bench.bench_lens import ids_of, paired, peak_above, timed
+from bench.measure import ids_of, paired, peak_above, timed
 from bench.results import machine, write_section
 
 CPU = torch.device("cpu")

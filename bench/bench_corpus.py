@@ -36,6 +36,7 @@ from attention_atlas.models.corpus.inputs import sample
 from attention_atlas.models.corpus.ray_run import traced
 from attention_atlas.models.corpus.run import planned, run_corpus
 from attention_atlas.models.registry import load
+from bench.measure import rss_mb
 from bench.results import machine, write_section
 
 SEARCHES = [("the", ""), ("i", ""), ("you", ""), ("to", ""), ("wa*", ""), ("the", "[CLS]"), ("tom", "")]
@@ -90,11 +91,6 @@ def floors(adapter, corpus, options: Options) -> dict[str, float]:
         "model": cpu["model"] - cpu["python"],
         "ray_data": cpu["ray_data"] - cpu["ray"],
     }
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def bare_forward(adapter, texts: list[str], options: Options) -> float:

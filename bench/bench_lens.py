@@ -23,9 +23,6 @@ import argparse
 import base64
 import json
 import os
-import statistics
-import threading
-import time
 from datetime import date
 
 import numpy as np
@@ -34,45 +31,11 @@ import torch
 from attention_atlas.models import lens as ln
 from attention_atlas.models.registry import load
 from attention_atlas.viz_core.wire import pack16
+from bench.measure import ids_of, measure, paired, peak_above, timed
 from bench.results import machine, write_section
 
 CPU = torch.device("cpu")
 TOP, SCREEN = 10, 64
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-class PeakRss:
-    """The highest resident memory seen while the block runs, sampled every 5 ms."""
-
-    def __enter__(self):
-        self.peak, self._stop = rss_mb(), threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-        return self
-
-    def _watch(self):
-        while not self._stop.wait(0.005):
-            self.peak = max(self.peak, rss_mb())
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_mb())
-
-
-def timed(fn) -> tuple[float, float, object]:
-    """Wall and CPU seconds of ``fn()``, and its result."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    out = fn()
-    return time.perf_counter() - wall, time.process_time() - cpu, out
-
-
-def ids_of(n: int) -> torch.Tensor:
-    return torch.randint(100, 40_000, (1, n), generator=torch.Generator().manual_seed(n))
 
 
 def first_screen(model, ids) -> ln.Grid:
@@ -108,27 +71,6 @@ def payload_bytes(adapter, grid: ln.Grid) -> int:
         "labels": {int(i): adapter.tokenizer.decode([int(i)]) for i in distinct},
     }
     return len(json.dumps(body, ensure_ascii=False).encode())
-
-
-def measure(fn, repeat: int) -> tuple[float, float]:
-    runs = [timed(fn)[:2] for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
-
-
-def paired(fn_a, fn_b, repeat: int) -> tuple[tuple[float, float], tuple[float, float]]:
-    a, b = [], []
-    for _ in range(repeat):
-        a.append(timed(fn_a)[:2])
-        b.append(timed(fn_b)[:2])
-    med = lambda rs: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))  # noqa: E731
-    return med(a), med(b)
-
-
-def peak_above(fn) -> float:
-    base = rss_mb()
-    with PeakRss() as peak:
-        fn()
-    return peak.peak - base
 
 
 def main(argv: list[str] | None = None) -> None:

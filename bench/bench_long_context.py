@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import resource
-import time
 from datetime import date
 
 import plotly.io as pio
@@ -28,19 +26,11 @@ from attention_atlas.models.adapters import capture as cp
 from attention_atlas.models.registry import load
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core.long_figures import long_model_view
+from bench.measure import ids_of, peak_mb, rss_mb, timed
 from bench.results import machine, write_section
 
 CPU = torch.device("cpu")
 LAYER, HEAD = 15, 4  # "any head": one in the middle
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def sdpa_twin(model):
@@ -48,16 +38,6 @@ def sdpa_twin(model):
     twin = copy.deepcopy(model, {id(p): p for p in model.parameters()}).eval()
     twin.set_attn_implementation("sdpa")
     return twin
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
-
-
-def ids_of(n: int) -> torch.Tensor:
-    return torch.randint(100, 40_000, (1, n), generator=torch.Generator().manual_seed(n))
 
 
 def capture_of(adapter, ids) -> bw.QKCapture:
@@ -72,9 +52,9 @@ def forward_ratio(adapter, plain, n: int) -> tuple[float, float, bw.QKCapture, f
     right after the capture (before the plain forward's activations come and go)."""
     ids = ids_of(n)
     with torch.no_grad():
-        t_cap, cap = timed(lambda: capture_of(adapter, ids))
+        t_cap, _, cap = timed(lambda: capture_of(adapter, ids))
         held = rss_mb()
-        t_plain, _ = timed(lambda: plain.base_model(input_ids=ids))
+        t_plain, _, _ = timed(lambda: plain.base_model(input_ids=ids))
     return t_cap, t_plain, cap, held
 
 
@@ -102,10 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     caps = {}
     for n in args.sizes:
         t_cap, t_plain, cap, held = forward_ratio(adapter, plain, n)
-        t_over, red = timed(lambda cap=cap: bw.reduce_head(cap, LAYER, HEAD))
+        t_over, _, red = timed(lambda cap=cap: bw.reduce_head(cap, LAYER, HEAD))
         side = min(512, n // 2)  # a window below the diagonal: queries [n/2, n/2 + side), keys before them
         box = ((n // 2, n // 2 + side), (n // 2 - side, n // 2))
-        t_zoom, _ = timed(lambda cap=cap, box=box: bw.window(cap, LAYER, HEAD, *box))
+        t_zoom, _, _ = timed(lambda cap=cap, box=box: bw.window(cap, LAYER, HEAD, *box))
         lines.append(
             f"| {n:,} | {t_cap:.2f} s | {t_plain:.2f} s | {t_cap / t_plain:.2f}× | "
             f"{t_over:.2f} s ({red.values.shape[0]}² cells) | {t_zoom * 1000:.0f} ms |"
@@ -122,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         "during the forwards).",
     ]
     print(lines[-1], flush=True)
-    t_all, (thumbs, table) = timed(lambda: bw.all_heads(cap))
+    t_all, _, (thumbs, table) = timed(lambda: bw.all_heads(cap))
     payload = len(pio.to_json(long_model_view(thumbs), validate=False).encode())
     lines += [
         "",

@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from datetime import date
-from pathlib import Path
 
 import torch
 
@@ -40,6 +38,7 @@ from attention_atlas.models.tasks.translation import (
 from attention_atlas.models.training.loop import loss_fn
 from attention_atlas.paths import DATA, WEIGHTS
 from bench.bench_couplet import cli_rate
+from bench.measure import rss_mb
 from bench.results import machine, write_section
 
 OUT = DATA / "translation_cost.json"  # the Translation page shows it
@@ -69,15 +68,6 @@ def train_step(model, opt, batch, device, probe=None) -> tuple[float, int]:
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     return float(loss.detach()), n
-
-
-def rss_mb() -> float:
-    """Resident memory now (Linux /proc; elsewhere the peak so far)."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-        return pages * resource.getpagesize() / 2**20
-    except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def peak_memory(name: str, steps: int) -> dict:

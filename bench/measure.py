@@ -1,0 +1,83 @@
+"""What the benches measure with, in one place: resident memory (now, its peak while a block runs),
+wall and CPU seconds of a call, their medians (alone and timed alternately), and seeded token ids."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+
+def rss_mb() -> float:
+    """Resident memory of this process now, MB (Linux /proc; elsewhere the peak so far)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text(encoding="ascii").split()[1])
+        return pages * resource.getpagesize() / 2**20
+    except OSError:
+        return peak_mb()
+
+
+def peak_mb() -> float:
+    """The highest resident memory of this process so far, MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PeakRss:
+    """The highest resident memory seen while the block runs, sampled every 5 ms."""
+
+    def __enter__(self):
+        self.peak, self._stop = rss_mb(), threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self):
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, rss_mb())
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def peak_above(fn) -> float:
+    """MB of resident memory above the start at the highest point while ``fn()`` runs."""
+    base = rss_mb()
+    with PeakRss() as peak:
+        fn()
+    return peak.peak - base
+
+
+def timed(fn) -> tuple[float, float, object]:
+    """Wall and CPU seconds of ``fn()``, and its result."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, out
+
+
+def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def measure(fn, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``fn()`` over ``repeat`` runs."""
+    return _medians([timed(fn)[:2] for _ in range(repeat)])
+
+
+def paired(fn_a, fn_b, repeat: int) -> tuple[tuple[float, float], tuple[float, float]]:
+    """``measure`` of two functions timed alternately, so load drift hits both alike."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(timed(fn_a)[:2])
+        b.append(timed(fn_b)[:2])
+    return _medians(a), _medians(b)
+
+
+def ids_of(n: int) -> torch.Tensor:
+    """``n`` token ids, the same for the same ``n`` (seeded), from the common part of a vocabulary."""
+    return torch.randint(100, 40_000, (1, n), generator=torch.Generator().manual_seed(n))
