@@ -1,6 +1,10 @@
-"""The "Inside a prediction" page (the logit lens) in chromium: its grid is drawn without an exception
-box, the top-right cell reads ' Paris', and hovering it lists the top 10 tokens with their
-probabilities; a longer text's grid fills in under a progress bar. Screenshots at 1400 × 900."""
+"""The "Inside a prediction" page in chromium. Logit lens: its grid is drawn without an exception box,
+the top-right cell reads ' Paris', and hovering it lists the top 10 tokens with their probabilities;
+a longer text's grid fills in under a progress bar (screenshots at 1400 × 900). Generate: three new
+tokens of SmolLM2's continuation and the attention of the last one, drawn. Contributions: the routes
+graph drawn, and a higher threshold keeps fewer edges (screenshots at 1280 × 720)."""
+
+import re
 
 import pytest
 
@@ -45,3 +49,61 @@ def test_a_long_text_fills_in_under_a_progress_bar(app_url, new_page):
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=SHOTS / "prediction-long.png", full_page=True)
         assert ticks[:3] == ["The", "cat", "sat"], ticks
+
+
+def settled(page) -> None:
+    """The page's run has ended with its charts drawn and no exception box."""
+    page.wait_for_selector(IDLE, timeout=240_000)
+    page.wait_for_selector(PLOT_DRAWN, timeout=60_000)
+    assert page.locator(EXCEPTION_BOX).count() == 0
+
+
+def test_generate_continues_the_text_and_draws_what_a_new_token_looked_at(app_url, new_page):
+    with new_page(1280, 720) as page:
+        page.goto(f"{app_url}/prediction?tab=Generate", timeout=120_000)
+        page.get_by_text("Press Generate").wait_for(timeout=180_000)
+        page.get_by_role("slider", name="new tokens at most").focus()
+        page.keyboard.press("Home")  # 1, then 3: a short run
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_selector(IDLE, timeout=60_000)
+        page.get_by_role("button", name="Generate", exact=True).click()
+        page.get_by_text("The continuation").wait_for(timeout=240_000)
+        settled(page)
+        assert page.get_by_text("3 new tokens").count() == 1
+        said = page.get_by_text("The continuation").locator("xpath=following::*[@data-testid='stCode'][1]")
+        assert "Paris" in said.text_content()  # greedy: the logit lens's top token comes first
+        assert page.get_by_text("What produced").count() == 1
+        titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
+        assert "every layer, heads averaged" in titles and "layer 29, each head" in titles, titles
+        page.get_by_text("What produced").scroll_into_view_if_needed()  # the shot shows the first chart
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=SHOTS / "prediction-generate.png")
+
+
+def edges(page) -> tuple[int, str]:
+    """The routes' edge count and threshold, as the caption under the graph says them."""
+    said = page.get_by_text(re.compile(r"\d+ edges? at or above")).text_content()
+    count, threshold = re.search(r"(\d+) edges? at or above (\d\.\d\d)", said).groups()
+    return int(count), threshold
+
+
+def test_contributions_draw_the_routes_and_a_higher_threshold_keeps_fewer(app_url, new_page):
+    with new_page(1280, 720) as page:
+        page.goto(f"{app_url}/prediction?tab=Contributions", timeout=120_000)
+        routes = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="Routes into"))
+        routes.locator(".scatterlayer .trace").first.wait_for(timeout=240_000)
+        settled(page)
+        before, threshold = edges(page)
+        assert threshold == "0.04" and before > 0
+        routes.scroll_into_view_if_needed()
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=SHOTS / "prediction-contributions.png")
+        page.get_by_role("slider", name="threshold").focus()
+        page.keyboard.press("End")  # 0.50
+        page.get_by_text(re.compile(r"at or above 0\.50")).wait_for(timeout=120_000)
+        settled(page)
+        after, _ = edges(page)
+        assert 0 < after < before, (before, after)
+        assert routes.locator(".scatterlayer .trace").count() >= 1  # redrawn with what is left
+        page.screenshot(path=SHOTS / "prediction-contributions-0.50.png")
