@@ -272,7 +272,8 @@ def _derive_view(model_id: str, text: str, options: ViewOptions) -> TransformerV
     if options.value_weighted:
         from attention_atlas.models.adapters.value_norms import weighted
 
-        record = replace(record, weights=weighted(record.weights, value_norms(model_id, text)))
+        norms = value_norms(model_id, text)  # a sink adds no value: shares of the output sum to 1
+        record = replace(record, weights=weighted(record.weights, norms), sink=None)
     record = merge_words(record) if options.merge else record
     share = special_share(record)
     record = hide_special(record) if options.hide else record

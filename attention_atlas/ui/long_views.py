@@ -284,6 +284,9 @@ def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, s
         f"overview to see that window at full resolution below (at most {bw.MAX_WINDOW} × {bw.MAX_WINDOW} tokens; "
         "a larger box keeps its top-left corner), or type the window."
     )
+    variant = cap.variant(layer)
+    if not variant.plain:
+        st.caption(f"Layer {layer}'s attention beyond softmax(q·k): {variant.describe()}.")
 
 
 def _boxed(key: str, red: bw.Reduced) -> None:
@@ -386,6 +389,12 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
     )
     token = cap.tokens[query]
     st.markdown(f"**Query {query}** ({plain(repr(token))}): its {len(top)} largest weights")
+    if cap.variant(layer).sinks is not None:
+        sink = float(bw.sink_mass(cap, layer, head, query, query + 1)[0])
+        st.markdown(
+            f"This head's learned **sink** takes {sink:.1%} of the query's attention: its weights over the "
+            f"keys sum to {1 - sink:.1%}."
+        )
     frame = pd.DataFrame(
         [{"key": k, "token": cap.tokens[k], "weight": w, "distance": query - k} for k, w in top]
     )

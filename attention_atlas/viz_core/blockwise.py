@@ -62,10 +62,10 @@ class Variant:
         }
 
     def describe(self) -> str:
-        """In words, for notices: "window 16, softcap 50.0, sink logits" ("plain" when none)."""
+        """In words: "a window of 16 keys, logits softcapped at 50.0, sink logits" ("plain": none)."""
         parts = [
-            f"window {self.window}" if self.window else "",
-            f"softcap {self.softcap}" if self.softcap else "",
+            f"a window of {self.window} keys" if self.window else "",
+            f"logits softcapped at {self.softcap}" if self.softcap else "",
         ]
         parts += ["sink logits" if self.sinks is not None else "", "ALiBi" if self.slopes is not None else ""]
         return ", ".join(p for p in parts if p) or "plain"

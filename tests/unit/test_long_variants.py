@@ -128,3 +128,53 @@ def test_a_mask_that_the_window_does_not_explain_is_refused(tmp_path, monkeypatc
         cp.CaptureError, match="attention mask that q·k, the causal order and its window do not hold"
     ):
         cp.capture(adapter, TEXT)
+
+
+# -- sinks shown honestly (item 2): the record's rows sum to 1 − the sink's mass ------------------------
+
+
+@pytest.fixture(scope="module")
+def gpt_oss(tmp_path_factory):
+    return build("gpt_oss", tmp_path_factory.mktemp("gpt_oss_record"))
+
+
+def test_a_sink_model_gives_a_record_whose_sink_mass_is_the_sink_logits(gpt_oss):
+    result = gpt_oss.run(TEXT)
+    record = result.records["self"]
+    cap = cp.capture(gpt_oss, TEXT)
+    assert record.weights.shape[2] == cap.n_tokens
+    for layer in range(cap.n_layers):
+        for head in range(cap.n_heads):  # the capture's sink mass comes from the sink logits and q·k
+            assert np.abs(record.sink[layer, head] - bw.sink_mass(cap, layer, head)).max() < 1e-5
+    assert record.sink.max() > 0.1
+    assert any("sink logits" in line and "sum to 1 minus" in line for line in result.notices)
+
+
+def test_derived_records_keep_the_sink_share(gpt_oss):
+    from attention_atlas.viz_core.derive import hide_special, merge_words
+
+    record = gpt_oss.run(TEXT).records["self"]
+    hidden = hide_special(record)
+    assert hidden.meta.get("special_hidden")
+    kept = ~np.asarray(record.meta["query_special"])
+    assert np.array_equal(hidden.sink, record.sink[..., kept])
+    record = gpt_oss.run(TEXT + " unbelievable tokenization").records["self"]
+    merged = merge_words(record)
+    assert merged.weights.shape[2] < record.weights.shape[2]  # words of several pieces were merged
+    assert merged.sink.shape == merged.weights.shape[:3]
+    sums = merged.weights.sum(-1) + merged.sink
+    assert np.abs(sums - 1).max() < 1e-4
+
+
+def test_the_record_rule_names_the_sink_and_holds_plain_rows_to_1():
+    from attention_atlas.viz_core.record import AttentionRecord, RecordError
+
+    weights = np.full((1, 1, 2, 2), 0.25)
+    toks = ["a", "b"]
+    AttentionRecord(weights, toks, toks, "self", "m", sink=np.full((1, 1, 2), 0.5))
+    with pytest.raises(RecordError, match=r"row \(layer 0, head 0, query 0\) sums to 0.500000, not 1$"):
+        AttentionRecord(weights, toks, toks, "self", "m")
+    with pytest.raises(RecordError, match="not 1 − its sink's 0.400000"):
+        AttentionRecord(weights, toks, toks, "self", "m", sink=np.full((1, 1, 2), 0.4))
+    with pytest.raises(RecordError, match="between 0 and 1"):
+        AttentionRecord(np.zeros((1, 1, 2, 2)), toks, toks, "self", "m", sink=np.full((1, 1, 2), 1.5))
