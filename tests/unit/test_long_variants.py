@@ -174,7 +174,21 @@ def test_the_record_rule_names_the_sink_and_holds_plain_rows_to_1():
     AttentionRecord(weights, toks, toks, "self", "m", sink=np.full((1, 1, 2), 0.5))
     with pytest.raises(RecordError, match=r"row \(layer 0, head 0, query 0\) sums to 0.500000, not 1$"):
         AttentionRecord(weights, toks, toks, "self", "m")
-    with pytest.raises(RecordError, match="not 1 − its sink's 0.400000"):
+    with pytest.raises(RecordError, match=r"not 1 − its sink's 0\.400000"):
         AttentionRecord(weights, toks, toks, "self", "m", sink=np.full((1, 1, 2), 0.4))
     with pytest.raises(RecordError, match="between 0 and 1"):
         AttentionRecord(np.zeros((1, 1, 2, 2)), toks, toks, "self", "m", sink=np.full((1, 1, 2), 1.5))
+
+
+def test_falcon_with_alibi_is_refused_in_one_line_naming_alibi(tmp_path):
+    from transformers import FalconConfig, FalconForCausalLM
+
+    config = FalconConfig(
+        vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, alibi=True
+    )
+    torch.manual_seed(0)
+    adapter = HFAdapter("tiny-falcon", hf_folder(FalconForCausalLM(config), tmp_path), CPU)
+    with pytest.raises(cp.CaptureError) as err:
+        cp.capture(adapter, TEXT)
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith("tiny-falcon: ALiBi position biases are not captured")

@@ -255,8 +255,14 @@ def supports(adapter) -> str | None:
             f"{adapter.model_id}: an encoder–decoder; long-context capture reads encoders and causal models"
         )
     cfg = adapter.config
-    if getattr(cfg, "alibi", False) or getattr(cfg, "position_embedding_type", "absolute") != "absolute":
-        return f"{adapter.model_id}: an attention bias outside q·k (ALiBi, relative positions)"
+    if getattr(cfg, "alibi", False):
+        return (
+            f"{adapter.model_id}: ALiBi position biases are not captured (this model adds them outside "
+            "transformers' attention interface)"
+        )
+    relative = getattr(cfg, "position_embedding_type", "absolute")
+    if relative != "absolute":
+        return f"{adapter.model_id}: {relative} position scores outside q·k are not captured"
     return None
 
 
