@@ -9,7 +9,7 @@ How: transformers' attention interface. ``atlas_capture`` is registered as an at
 that reports the query and key it is handed (the ``queries``, ``keys``, ``scaling``, ``variant`` and
 ``masked`` capture points of ``models.capture_points``, site: the layer index) to the recording
 open in the calling thread, and then runs SDPA (or, for a layer with logit softcapping or sink
-logits, which SDPA cannot do, the eager attention function of the module's own modeling file).
+logits, which SDPA cannot do, the same softmax a block of query rows at a time).
 
 A layer's ``Variant`` is what the module and its call say beyond q and k: the ``sliding_window``,
 ``softcap`` and ``s_aux`` (sink logits) keywords the model hands the interface (or the module's own
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import threading
 import weakref
 
@@ -119,23 +118,37 @@ def _mask_matches(mask: torch.Tensor, n: int, window: int | None, causal: bool) 
 
 
 def _attend(module, query, key, value, mask, variant: Variant, causal: bool, **kwargs):
-    """SDPA, or for softcapping and sink logits (which SDPA cannot do) the eager attention
-    function of the module's own modeling file, handed an additive mask."""
+    """SDPA, or for softcapping and sink logits (which SDPA cannot do) ``_blocked``: the same
+    softmax a block of query rows at a time, so no ``[heads, n, n]`` tensor is made at length."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if variant.softcap is None and variant.sinks is None:
         return sdpa_attention_forward(module, query, key, value, mask, **kwargs)
-    eager = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
-    if eager is None:
-        raise CaptureError(
-            f"{type(module).__name__}: {variant.describe()} with no eager attention function to run them"
-        )
-    n = query.shape[-2]
-    if mask is None or mask.dtype == torch.bool:
-        allowed = _allowed_rows(0, n, n, variant.window, causal) if mask is None else mask
-        lowest = torch.finfo(query.dtype).min
-        mask = torch.zeros(allowed.shape, dtype=query.dtype).masked_fill(~allowed.cpu(), lowest)
-    return eager(module, query, key, value, mask.to(query.device), **kwargs)
+    scaling = kwargs.get("scaling") or query.shape[-1] ** -0.5
+    return _blocked(query, key, value, variant, causal, scaling), None
+
+
+def _blocked(query, key, value, variant: Variant, causal: bool, scaling: float) -> torch.Tensor:
+    """Attention output ``[batch, seq, heads, d]`` (as eager returns it) of the layer's variant:
+    ``blockwise.rows``' softmax in torch, each row block over the keys its window reaches."""
+    groups = query.shape[1] // key.shape[1]
+    key, value = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
+    sinks = None if variant.sinks is None else torch.as_tensor(variant.sinks).to(query)[:, None, None]
+    n, out = query.shape[-2], torch.empty_like(query)
+    for start in range(0, n, BLOCK):
+        stop = min(start + BLOCK, n)
+        first = max(0, start - variant.window + 1) if variant.window else 0
+        last = stop if causal else n
+        scores = query[..., start:stop, :] @ key[..., first:last, :].transpose(-1, -2) * scaling
+        if variant.softcap:
+            scores = torch.tanh(scores / variant.softcap) * variant.softcap
+        allowed = _allowed_rows(start, stop, last, variant.window, causal)[:, first:].to(query.device)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        if sinks is not None:
+            scores = torch.cat([scores, sinks.expand(*scores.shape[:-1], 1)], dim=-1)
+        probs = torch.softmax(scores, dim=-1)
+        out[..., start:stop, :] = probs[..., : last - first] @ value[..., first:last, :]
+    return out.transpose(1, 2).contiguous()
 
 
 def _numpy(t: torch.Tensor):
