@@ -38,6 +38,11 @@ ARCHS = {
         dict(SIZES, use_sliding_window=True, sliding_window=WINDOW, max_window_layers=2),
         [None, None, WINDOW, WINDOW],
     ),
+    "qwen2_no_window": (  # use_sliding_window off (its window given): no layer reads a window
+        "Qwen2Config",
+        dict(SIZES, use_sliding_window=False, sliding_window=WINDOW),
+        [None] * 4,
+    ),
     "gemma2": ("Gemma2Config", dict(GEMMA, attn_logit_softcapping=1.5), [WINDOW, None] * 2),
     "gemma3": ("Gemma3TextConfig", dict(GEMMA, sliding_window_pattern=2), [WINDOW, None] * 2),
     "gpt_oss": (

@@ -16,10 +16,12 @@ A layer's ``Variant`` is what the module and its call say beyond q and k: the ``
 ``sinks`` parameter), and the ``scaling`` it uses. Masks are made as for SDPA (the mask function
 is registered beside the attention function); a mask is accepted only where the causal order and
 the layer's window explain it exactly (checked block-wise, once per mask), else the model is
-refused: weights recomputed from q and k would not be the model's. The adapter's own model stays on the eager path (``run()``
-unchanged); the capture runs a twin that shares every parameter tensor with it (no second copy of
-the weights) and differs only in its attention implementation. Nothing per request is kept on
-either model: the recording is a local of each call, and per thread.
+refused: weights recomputed from q and k would not be the model's.
+
+The adapter's own model stays on the eager path (``run()`` unchanged); the capture runs a twin
+that shares every parameter tensor with it (no second copy of the weights) and differs only in its
+attention implementation. Nothing per request is kept on either model: the recording is a local
+of each call, and per thread.
 
 Architectures whose attention layers do not call the interface (the check: every layer must
 have reported; Falcon and BLOOM with ALiBi compute their scores themselves), encoder–decoders, and
