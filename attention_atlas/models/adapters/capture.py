@@ -8,8 +8,8 @@ key head (grouped-query attention). Weights come from them block-wise (``viz_cor
 How: transformers' attention interface. ``atlas_capture`` is registered as an attention function
 that reports the query and key it is handed (the ``queries``, ``keys``, ``scaling``, ``variant`` and
 ``masked`` capture points of ``models.capture_points``, site: the layer index) to the recording
-open in the calling thread, and then runs SDPA (or, for a layer with logit softcapping or sink
-logits, which SDPA cannot do, the same softmax a block of query rows at a time).
+open in the calling thread, and then runs SDPA (or, for a layer with a window, logit softcapping or
+sink logits, the same softmax a block of query rows at a time).
 
 A layer's ``Variant`` is what the module and its call say beyond q and k: the ``sliding_window``,
 ``softcap`` and ``s_aux`` (sink logits) keywords the model hands the interface (or the module's own
@@ -120,11 +120,12 @@ def _mask_matches(mask: torch.Tensor, n: int, window: int | None, causal: bool) 
 
 
 def _attend(module, query, key, value, mask, variant: Variant, causal: bool, **kwargs):
-    """SDPA, or for softcapping and sink logits (which SDPA cannot do) ``_blocked``: the same
-    softmax a block of query rows at a time, so no ``[heads, n, n]`` tensor is made at length."""
+    """SDPA for a plain layer; else ``_blocked``: the same softmax a block of query rows at a time
+    over the keys each block's window reaches, so no ``[heads, n, n]`` tensor is made at length
+    (SDPA cannot softcap or take a sink, and with a window's mask it turns the mask to floats)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if variant.softcap is None and variant.sinks is None:
+    if variant.plain:
         return sdpa_attention_forward(module, query, key, value, mask, **kwargs)
     scaling = kwargs.get("scaling") or query.shape[-1] ** -0.5
     return _blocked(query, key, value, variant, causal, scaling), None
