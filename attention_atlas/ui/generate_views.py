@@ -31,20 +31,20 @@ DEFAULT_NEW = 20
 
 @dataclass(frozen=True)
 class Request:
-    model_id: str
+    key: str  # the model's cache key
     text: str
     max_new: int
     sampling: tuple[float, float, int] | None  # temperature, top-p, seed; None: greedy
 
 
-def generate_tab(model_id: str, text: str, text_key: str) -> None:
+def generate_tab(source: cached.Source, text: str, text_key: str) -> None:
     """Controls, the Generate and Stop buttons, then the continuation and its attention."""
     if not text.strip():
         st.info("Type a prompt for the model to continue.")
         return
-    request = _controls(model_id, text)
+    request = _controls(source.key, text)
     if st.button("Generate", type="primary", key=K + "go"):
-        _run(request)
+        _run(request, source)
     held = st.session_state.get(K + "held")
     if held is None or held[0] != request:
         st.info("Press **Generate**: the model continues the text above, one token at a time.")
@@ -55,7 +55,7 @@ def generate_tab(model_id: str, text: str, text_key: str) -> None:
     _show(gen.result(), text, text_key)
 
 
-def _controls(model_id: str, text: str) -> Request:
+def _controls(key: str, text: str) -> Request:
     c1, c2 = st.columns(2)
     max_new = c1.slider("new tokens at most", 1, MAX_NEW, DEFAULT_NEW, key=K + "max")
     sampled = c2.toggle(
@@ -71,26 +71,30 @@ def _controls(model_id: str, text: str) -> Request:
         top_p = c2.slider("top-p", 0.05, 1.0, 0.9, 0.05, key=K + "top_p")
         seed = int(c3.number_input("seed", 0, 2**31 - 1, 0, key=K + "seed"))
         sampling = (temperature, top_p, seed)
-    return Request(model_id, text, max_new, sampling)
+    return Request(key, text, max_new, sampling)
 
 
-def _run(request: Request) -> None:
+def _run(request: Request, source: cached.Source) -> None:
     """Step the generation here, each new token shown as it comes; the session keeps it as it grows."""
     from attention_atlas.models.generate import Sampling, start
 
-    adapter = cached.adapter(request.model_id)
     try:
+        source.ready()
+        adapter = source.adapter
         sampling = Sampling(*request.sampling) if request.sampling else None
         gen = start(adapter, request.text, request.max_new, sampling)
     except ValueError as err:  # GenerateError, InputError: one line
         st.warning(plain(err))
+        return
+    except (OSError, RuntimeError) as err:  # missing weights or package
+        st.error(f"{source.name} cannot run here: {plain(err)}")
         return
     st.session_state[K + "held"] = (request, gen)
     stop = st.empty()
     stop.button("Stop", key=K + "stop", help="Stop between two tokens; what was generated is kept.")
     out, bar = st.empty(), st.progress(0.0)
     said = ""
-    with cached.lane_for(request.model_id, request.text).turn():
+    with cached.lane_for(request.key, request.text).turn():
         for token in gen:
             said += token.text
             out.code(said, language=None, wrap_lines=True)
