@@ -20,9 +20,15 @@ import streamlit as st
 
 from attention_atlas.ui import cached
 from attention_atlas.ui.compare import pill_labels
+from attention_atlas.ui.line_view import line_view_block
+from attention_atlas.ui.live_heads import HINT, model_view_chart
+from attention_atlas.ui.views import head_view_block
 from attention_atlas.ui.widgets import chart, fact, plain, plural
 from attention_atlas.viz_core.figures import heatmap
+from attention_atlas.viz_core.model_view import model_view
+from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import clean_token
+from attention_atlas.viz_core.wire import all_heads, record_id
 
 K = "gen_"
 MAX_NEW = 64  # new tokens a request may ask for: the attention kept grows as layers × heads × new × all
@@ -52,7 +58,9 @@ def generate_tab(source: cached.Source, text: str, text_key: str) -> None:
     gen = held[1]
     if not gen.new_ids:
         return
-    _show(gen.result(), text, text_key)
+    result = gen.result()
+    _show(result, text, text_key)
+    _every_head(result, source.name)
 
 
 def _controls(key: str, text: str) -> Request:
@@ -144,3 +152,33 @@ def _matrix(m: np.ndarray, labels: tuple[list[str], list[str]], title: str, key:
     fig = heatmap(m, rows, keys, title=title, x_title="earlier token (key)", y_title="", label="weight")
     frame = pd.DataFrame(m, index=rows, columns=[f"{i} · {t}" for i, t in enumerate(keys)])
     chart(fig, frame.rename_axis("row").reset_index(), key, f"generate_{name}")
+
+
+@st.fragment
+def _every_head(result, name: str) -> None:
+    """Every new token's attention as the Transformer page shows a text's: the model view (a tile per
+    head; a click opens it), the head view and the line view, the new tokens as queries over every
+    token. A fragment: a click or another head reruns only this."""
+    record = generation_record(result, name)
+    L, H = record.n_layers, record.n_heads
+    st.subheader("Every head: the new tokens' attention")
+    st.caption(HINT)
+    layer_key, head_key = K + "every_layer", K + "every_head"
+    rid = record_id(name, result.ids.tolist())
+    model_view_chart(
+        model_view(record), K + "all", (L, H), (layer_key, head_key), heads=all_heads(record, rid)
+    )
+    c1, c2 = st.columns(2)
+    layer = c1.slider("layer", 0, L - 1, L - 1, key=layer_key)
+    head = c2.selectbox("head", [str(h) for h in range(H)] + ["average"], key=head_key)
+    head_view_block(
+        record, K + "all", rid, layer, head, (K + "all_csv", f"{name}_generated_layer{layer}_{head}")
+    )
+    st.subheader("Line view")
+    line_view_block(record, layer, head, K + "line")
+
+
+def generation_record(result, name: str) -> AttentionRecord:
+    """The new tokens (queries) over every token (keys), ``[layers, heads, new, all]``."""
+    tokens = [clean_token(t) for t in result.tokens]
+    return AttentionRecord(result.attention, tokens[result.prompt_len :], tokens, "self", name)
