@@ -90,21 +90,28 @@ class Section:
             heads["titles"] = [f"layer {layer}, head {h}" for layer in layers for h in head_ids]
 
 
-def html(sections: list[Section], title: str = "Attention Atlas") -> str:
-    """The whole file: a ``<div>`` per section, the data, the scripts and Plotly.js inline."""
+def fragment(sections: list[Section]) -> str:
+    """The views as an HTML fragment (what a notebook cell shows): a ``<div>``, the data, the
+    scripts and Plotly.js inline."""
     root = f"atlas-nb-{uuid.uuid4().hex[:12]}"
     spec = {"root": root, "sections": [s.data() for s in sections]}
     sources = {name: _text(path) for name, path in SCRIPTS.items()}
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title></head>
-<body><div id="{root}" class="atlas-notebook" style="font-family: Arial, sans-serif"></div>
+    return f"""<div id="{root}" class="atlas-notebook" style="font-family: Arial, sans-serif"></div>
 <script type="application/json" id="{root}-data">{_json(spec)}</script>
 <script type="application/json" id="{root}-js">{_json(sources)}</script>
 <script>window.__atlasPlotlyBefore = window.Plotly;</script>
 <script>{_text(PLOTLY_JS)}</script>
 <script>{_text(DRIVER)}
 atlasNotebook("{root}");</script>
-</body></html>
+"""
+
+
+def html(sections: list[Section], title: str = "Attention Atlas") -> str:
+    """The whole file: ``fragment`` in a page of its own."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title></head>
+<body>
+{fragment(sections)}</body></html>
 """
 
 
@@ -128,10 +135,10 @@ class View:
         return path
 
     def _repr_html_(self) -> str:
-        return self.to_html()
+        return fragment(self.sections)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return {"text/html": self.to_html(), "text/plain": repr(self)}
+        return {"text/html": self._repr_html_(), "text/plain": repr(self)}
 
     @property
     def record(self) -> AttentionRecord:
