@@ -7,7 +7,8 @@ run by the app's own ``ui/live_heads.js``; and the line view (``viz_core.line_vi
 ``ui/line_view.js``). The two scripts are read from the package, not copied: ``page.js`` imports
 each from a blob URL of its text and mounts it as the Streamlit component would, with the
 figures in place of the component's data. Plotly.js is the plotly package's own copy, inlined
-(``window.Plotly`` is put back as it was). Nothing is fetched from any URL.
+(``window.Plotly`` is put back as it was) and run only by the first view of a notebook page: the
+next views find it there. Nothing is fetched from any URL.
 """
 
 from __future__ import annotations
@@ -100,7 +101,9 @@ def fragment(sections: list[Section]) -> str:
 <script type="application/json" id="{root}-data">{_json(spec)}</script>
 <script type="application/json" id="{root}-js">{_json(sources)}</script>
 <script>window.__atlasPlotlyBefore = window.Plotly;</script>
-<script>{_text(PLOTLY_JS)}</script>
+<script>if (!window.__atlasPlotly) {{
+{_text(PLOTLY_JS)}
+}}</script>
 <script>{_text(DRIVER)}
 atlasNotebook("{root}");</script>
 """

@@ -97,3 +97,45 @@ def test_the_saved_head_view_isolates_a_hovered_tokens_lines(new_page, files):
         )
         assert 0 < len(visible) < total and set(visible) == {"2"}
         assert tried == []
+
+
+def test_two_views_on_one_page_each_open_their_own_heads(new_page, files, tmp_path):
+    """As a notebook shows them: two outputs' fragments in one document. Plotly.js runs once (the
+    second view finds it), and a click in the second view opens its head there, not in the first."""
+    from attention_atlas.notebook import model_view
+
+    weights = files["weights"]
+    tokens = [f"t{i}" for i in range(weights.shape[-1])]
+    first, second = model_view(weights, tokens), model_view(weights[:, :6], tokens)
+    page_file = tmp_path / "two.html"
+    page_file.write_text(
+        f"<!DOCTYPE html><html><body>{first._repr_html_()}{second._repr_html_()}</body></html>"
+    )
+    with new_page(1400, 1000) as page:
+        tried, errors = offline(page), []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(page_file.as_uri())
+        page.wait_for_function("document.querySelectorAll('.atlas-head-view .js-plotly-plot').length === 2")
+        views = page.locator(".atlas-model-view")
+        assert views.nth(0).locator(".scatterlayer .point").count() == 72
+        assert views.nth(1).locator(".scatterlayer .point").count() == 36
+        titles = page.locator(".atlas-head-view .gtitle")
+
+        def click(view: int, layer: int, head: int, heads: int) -> None:
+            tile = views.nth(view).locator(".scatterlayer .point").nth(layer * heads + head)
+            tile.scroll_into_view_if_needed()
+            box = tile.bounding_box()
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+        click(0, 1, 5, 12)
+        page.wait_for_function(
+            "document.querySelectorAll('.atlas-head-view .gtitle')[0].textContent === 'layer 1, head 5'"
+        )
+        assert titles.nth(1).text_content() == "layer 3, head 0"
+        click(1, 2, 4, 6)
+        page.wait_for_function(
+            "document.querySelectorAll('.atlas-head-view .gtitle')[1].textContent === 'layer 2, head 4'"
+        )
+        assert titles.nth(0).text_content() == "layer 1, head 5"
+        assert page.evaluate("window.Plotly") is None  # the page's own global left as it was
+        assert tried == [] and errors == []
