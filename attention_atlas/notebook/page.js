@@ -33,6 +33,7 @@ function atlasNotebook(rootId) {
           const model = block(box);
           model.className = "atlas-model-view";
           live({ data: { role: "model", group, config, ...section.model }, parentElement: model, setStateValue() {} });
+          if (section.note) block(box, section.note, "p");
           block(box, "Click a tile to open its head below; in the head view (click it first), ←/→ step through the heads and ↑/↓ through the layers.", "p").style.color = "gray";
           const head = block(box);
           head.className = "atlas-head-view";

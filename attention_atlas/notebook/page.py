@@ -33,7 +33,7 @@ SCRIPTS = {"live": PACKAGE / "ui" / "live_heads.js", "line": PACKAGE / "ui" / "l
 DRIVER = Path(__file__).resolve().parent / "page.js"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 # Every head's 16-bit weights ride in the file up to this size (minilm's 72 heads to 512 tokens;
-# SmolLM2's 270 heads to about 400); beyond it the head view keeps the head it opened with.
+# SmolLM2's 270 heads to about 270 tokens); beyond it the head view keeps the head it opened with.
 HEADS_BYTES = 40_000_000
 
 
@@ -73,6 +73,13 @@ class Section:
             if self.labels:
                 self._relabel(fig, heads)
             out["model"] = {"figure": _figure(fig), "grid": [record.n_layers, record.n_heads], "heads": heads}
+            if heads is None:
+                size = record.weights.size * 2 / 1e6
+                out["note"] = (
+                    f"Every head of this input would take {size:,.0f} MB, over the file's {HEADS_BYTES / 1e6:,.0f} MB: "
+                    "the head view stays on the head it opened with. Pick fewer with include_layers and "
+                    "include_heads, or open another with layer= and heads=."
+                )
             out["head"] = {
                 "figure": _figure(head_view(record, self.layer, self.head)),
                 "shown": f"{rid}|{self.layer}|{self.head}",

@@ -259,3 +259,41 @@ def test_bad_input_is_one_line(minilm):
         message = str(caught.value)
         assert words in message and "\n" not in message, message
         assert caught.value.__suppress_context__ or caught.value.__context__ is None  # no chained traceback
+
+
+# -- the example notebook runs top to bottom --------------------------------------------------------
+
+
+@pytest.mark.slow  # loads SmolLM2
+def test_the_example_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
+    """Every code cell of examples/atlas_in_a_notebook.ipynb in order, in one namespace, as a kernel
+    would; each cell that ends in a view gives its HTML (what Jupyter would display)."""
+    import ast
+    from pathlib import Path
+
+    notebook = json.loads(Path("examples/atlas_in_a_notebook.ipynb").read_text(encoding="utf-8"))
+    monkeypatch.chdir(tmp_path)
+    space: dict = {}
+    shown = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse("".join(cell["source"]))
+        last = tree.body.pop() if isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, "cell", "exec"), space)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), "cell", "eval"), space)
+            if isinstance(value, View):
+                shown.append(value._repr_mimebundle_()["text/html"])
+    assert len(shown) == 6 and all("atlasNotebook(" in html for html in shown)
+    assert (tmp_path / "minilm_model_view.html").stat().st_size > 1_000_000
+
+
+def test_a_file_too_big_for_every_head_says_so(monkeypatch, minilm):
+    from attention_atlas.notebook import page
+
+    monkeypatch.setattr(page, "HEADS_BYTES", 1000)
+    section = carried(model_view(minilm["attentions"], minilm["tokens"]).to_html())[0]
+    assert section["model"]["heads"] is None and "over the file's" in section["note"]
+    monkeypatch.undo()
+    assert "note" not in carried(model_view(minilm["attentions"], minilm["tokens"]).to_html())[0]
