@@ -170,6 +170,45 @@ def test_show_on_an_sdpa_gpt2_equals_its_eager_weights(minilm):
     assert np.all(view.record.weights[:, :, 0, 1:] == 0)
 
 
+def test_show_on_an_sdpa_encoder_decoder_equals_its_eager_weights(minilm):
+    """What the capture refuses (an encoder–decoder) runs an eager twin: all three records equal an
+    eager copy's ``outputs.*_attentions`` for the same input and the decoder ids ``show()`` generated."""
+    from transformers import AutoModelForSeq2SeqLM, BartConfig
+
+    tokenizer = minilm["tokenizer"]
+    sizes = dict(encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32)
+    config = BartConfig(
+        vocab_size=tokenizer.vocab_size,
+        d_model=16,
+        encoder_layers=2,
+        decoder_layers=3,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        bos_token_id=101,
+        eos_token_id=102,
+        decoder_start_token_id=101,
+        **sizes,
+    )
+
+    def bart(implementation):
+        torch.manual_seed(0)
+        return AutoModelForSeq2SeqLM.from_config(config, attn_implementation=implementation).eval()
+
+    view = show(bart("sdpa"), tokenizer, TEXT)
+    encoder, decoder, cross = (s.record for s in view.sections)
+    assert (encoder.kind, decoder.kind, cross.kind) == ("encoder_self", "decoder_self", "cross")
+    ids = tokenizer(TEXT, return_tensors="pt")["input_ids"]
+    decoder_ids = torch.tensor([tokenizer.convert_tokens_to_ids(decoder.query_tokens)])
+    with torch.no_grad():
+        out = bart("eager")(input_ids=ids, decoder_input_ids=decoder_ids, output_attentions=True)
+    for record, expected in (
+        (encoder, out.encoder_attentions),
+        (decoder, out.decoder_attentions),
+        (cross, out.cross_attentions),
+    ):
+        np.testing.assert_allclose(record.weights, stacked(expected), atol=TOL, rtol=0)
+
+
 def test_show_merges_and_hides_as_the_app_does(minilm):
     from attention_atlas.models.adapters.hf import HFAdapter
 
