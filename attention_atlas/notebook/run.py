@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from attention_atlas.notebook.inputs import NotebookError
-from attention_atlas.notebook.views import _finish, build
+from attention_atlas.notebook.views import build, finish
 from attention_atlas.viz_core.derive import ViewOptions
 
 FULL_TOKENS = 1024  # every head's full matrix up to this many tokens (SmolLM2 at 1,024: 1.1 GB float32)
@@ -124,7 +124,7 @@ def show(
         pairs.append((TITLES[kind], options.apply(record)))
     for notice in dict.fromkeys(notices):
         print(f"note: {notice}")
-    return _finish(build(view, pairs, layer=layer, heads=heads), html_action)
+    return finish(build(view, pairs, layer=layer, heads=heads), html_action)
 
 
 def _value_weighted(adapter, text: str, record):

@@ -27,25 +27,16 @@ def _records(attention, tokens, cross) -> list[tuple[str, object]]:
         if any(a is not None for a in (enc_att, dec_att, cross_att)):
             raise NotebookError("pass either attention and tokens, or the encoder–decoder keywords, not both")
         return [("", record_of(attention, tokens))]
-    out = []
-    if enc_att is not None:
-        out.append(
-            (
-                "encoder self-attention",
-                record_of(enc_att, enc_tok, kind="encoder_self", what="encoder_attention"),
-            )
-        )
-    if dec_att is not None:
-        out.append(
-            (
-                "decoder self-attention",
-                record_of(dec_att, dec_tok, kind="decoder_self", what="decoder_attention"),
-            )
-        )
-    if cross_att is not None:
-        out.append(
-            ("cross-attention", record_of(cross_att, dec_tok, enc_tok, kind="cross", what="cross_attention"))
-        )
+    parts = (  # title, kind, keyword, weights, query tokens, key tokens (None: the same)
+        ("encoder self-attention", "encoder_self", "encoder_attention", enc_att, enc_tok, None),
+        ("decoder self-attention", "decoder_self", "decoder_attention", dec_att, dec_tok, None),
+        ("cross-attention", "cross", "cross_attention", cross_att, dec_tok, enc_tok),
+    )
+    out = [
+        (title, record_of(weights, queries, keys, kind=kind, what=keyword))
+        for title, kind, keyword, weights, queries, keys in parts
+        if weights is not None
+    ]
     if not out:
         raise NotebookError("no attention given: pass attention (outputs.attentions) and tokens")
     return out
@@ -58,14 +49,14 @@ def _sentence_b(record, start) -> None:
         )
 
 
-def _finish(view: View, html_action: str):
+def finish(view: View, html_action: str):
     if html_action not in ACTIONS:
         raise NotebookError(f"html_action is 'view' or 'return', not {html_action!r}")
     return view.to_html() if html_action == "return" else view
 
 
 def _subset(record, layers: list[int], heads: list[int]):
-    if len(layers) == record.n_layers and len(heads) == record.n_heads:
+    if layers == list(range(record.n_layers)) and heads == list(range(record.n_heads)):
         return record, None
     return replace(record, weights=record.weights[layers][:, heads]), (layers, heads)
 
@@ -88,7 +79,7 @@ def model_view(
     """Every layer and head as tiles; a click opens the head below, arrow keys step through them."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     pairs = _records(attention, tokens, cross)
-    return _finish(build("model", pairs, sentence_b_start, include_layers, include_heads), html_action)
+    return finish(build("model", pairs, sentence_b_start, include_layers, include_heads), html_action)
 
 
 def head_view(
@@ -110,7 +101,7 @@ def head_view(
     the first head's matrix and every head's tile (click one, or step with the arrow keys)."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     pairs = _records(attention, tokens, cross)
-    return _finish(build("head", pairs, sentence_b_start, include_layers, None, layer, heads), html_action)
+    return finish(build("head", pairs, sentence_b_start, include_layers, None, layer, heads), html_action)
 
 
 CROSS_KEYWORDS = (
@@ -129,7 +120,7 @@ def line_view(attention=None, tokens=None, layer=0, heads=None, html_action="vie
     if unknown:
         raise NotebookError(f"line_view takes no {unknown}")
     pairs = _records(attention, tokens, tuple(encoder_decoder.get(k) for k in CROSS_KEYWORDS))
-    return _finish(build("line", pairs, layer=layer, heads=heads), html_action)
+    return finish(build("line", pairs, layer=layer, heads=heads), html_action)
 
 
 VIEWS = ("model", "head", "line")
