@@ -76,10 +76,25 @@ class HFAdapter:
         )
         self.model.to(device).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        self._read_tokenizer(max_tokens)
+
+    def _read_tokenizer(self, max_tokens: int | None) -> None:
         self.byte_level = is_byte_level(self.tokenizer)
         self.max_tokens = max_tokens or _token_limit(self.config, self.tokenizer)
         self.n_layers, self.n_heads = _layers_heads(self.config)
         self.sink_layers = sink_layers(self.model)
+
+    @classmethod
+    def loaded(cls, model, tokenizer, model_id: str = "notebook", family: str | None = None) -> HFAdapter:
+        """An adapter around a model and tokenizer the caller has already loaded (a notebook's): on
+        the model's own device and dtype, with whatever attention implementation it was loaded with;
+        nothing is moved, copied or switched to eval. ``family`` where its config does not say."""
+        self = cls.__new__(cls)
+        self.model_id, self.model, self.tokenizer, self.config = model_id, model, tokenizer, model.config
+        self.device = next(model.parameters()).device
+        self.family = family or family_of(self.config)
+        self._read_tokenizer(None)
+        return self
 
     # ------------------------------------------------------------------ input
     def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
