@@ -17,9 +17,9 @@ For each: median wall seconds of ``--repeat`` runs on each device (after one war
 largest difference between the two devices' outputs (weights, probabilities, contributions), which must
 stay within float32 rounding (``--tol``); a mismatch or an error is printed and makes the exit status 1.
 
-Run (on the GPU machine): python -m bench.bench_gpu --folder DIR [--repeat 3] [--out results.md]
-``--folder`` needs config.json and tokenizer files (``--export DIR`` writes them here from the cached
-SmolLM2 conversion).
+Run (on a GPU machine where the app is installed): python -m bench.bench_gpu [--repeat 3] [--out results.md]
+Where SmolLM2's package is not installed, ``--folder DIR`` gives config.json and tokenizer files
+(``--export DIR`` writes them from the app's cached SmolLM2 conversion, on a machine that has it).
 """
 
 from __future__ import annotations
@@ -233,7 +233,11 @@ def run_case(name, fn, n, cpu, gpu, repeat, tol, text=None) -> tuple[str, bool]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--folder", type=Path, help="config.json and tokenizer of a causal LM")
+    parser.add_argument(
+        "--folder",
+        type=Path,
+        help="config.json and tokenizer of a causal LM (default: SmolLM2's, from the app)",
+    )
     parser.add_argument("--export", type=Path, help="write SmolLM2's config and tokenizer here, and stop")
     parser.add_argument("--work", type=Path, default=Path("/tmp/atlas-gpu-model"))
     parser.add_argument("--repeat", type=int, default=3)
@@ -248,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("no CUDA device here: this bench compares the CPU with a GPU", file=sys.stderr)
         return 2
+    if args.folder is None:  # where the app is installed: SmolLM2's own config and tokenizer
+        args.folder = args.work.with_name(args.work.name + "-config")
+        export(args.folder)
     folder = with_random_weights(args.folder, args.work)
     cpu = HFAdapter("smollm2-shaped", folder, torch.device("cpu"))
     gpu = HFAdapter("smollm2-shaped", folder, torch.device(args.device))

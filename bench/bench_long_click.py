@@ -117,9 +117,11 @@ def shown(page) -> str:
     return f"chart titles {titles}; text: {page.evaluate('() => document.body.innerText')[:1500]!r}"
 
 
-def draw_box(page, fraction: tuple[float, float] = (0.45, 0.55), size: float = 0.05) -> None:
-    """Drag a box over the head overview (the chart whose title names its tokens)."""
-    over = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text=" tokens, ")).first
+def draw_box(
+    page, fraction: tuple[float, float] = (0.45, 0.55), size: float = 0.05, title: str = " tokens, "
+) -> None:
+    """Drag a box over the chart whose title holds ``title`` (default: the head overview)."""
+    over = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text=title)).first
     over.scroll_into_view_if_needed()
     drag = over.locator(".nsewdrag").first.bounding_box()
     x0, y0 = drag["x"] + drag["width"] * fraction[0], drag["y"] + drag["height"] * fraction[1]

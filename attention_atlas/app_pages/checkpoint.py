@@ -8,9 +8,10 @@ widgets → cached call → figure. Tests drive it with AppTest's
 
 import streamlit as st
 
-from attention_atlas.ui.cached import first_index, model_choices, run_model
+from attention_atlas.ui.cached import Source, first_index, model_choices, run_model
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.neuron import upload_neuron
+from attention_atlas.ui.prediction_tabs import prediction_tabs
 from attention_atlas.ui.uploads import (
     chosen_file,
     how_to,
@@ -19,7 +20,7 @@ from attention_atlas.ui.uploads import (
     show_summary,
     upload_limits,
 )
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, Unlinked
 from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, head_view_block, show_notices
 from attention_atlas.ui.widgets import chart, intro, plain, plural, text_box
 from attention_atlas.viz_core.export import record_frame
@@ -51,9 +52,8 @@ s = upload.summary
 show_summary(s)
 
 c1, c2 = st.columns([3, 2])
-text = text_box(
-    c1, "Input", link.text("text", K + "text_" + s.architecture, 5_000, s.example), 5_000, s.example
-)
+text_key = link.text("text", K + "text_" + s.architecture, 5_000, s.example)
+text = text_box(c1, "Input", text_key, 5_000, s.example)
 target = (
     c2.text_input("Force this output (optional)", key=link.text("target", K + "target", 5_000)).strip()
     if s.seq2seq
@@ -96,6 +96,16 @@ else:
     head = c2.selectbox("head", [str(h) for h in range(rec.n_heads)] + ["average"], key=head_key)
     head_view_block(rec, K + "heads", rid, layer, head, (K + "headview", "upload_head"))
 upload_neuron(cache_key, s.model_id, upload.adapter, text, kind, rec)
+if getattr(upload.adapter, "family", None) == "causal":
+    panel = st.expander(
+        "Inside a prediction: the logit lens, generation and contributions",
+        key=K + "inside",
+        on_change="rerun",
+    )
+    if panel.open:  # each tab runs the model again: only when opened
+        with panel:
+            source = Source.of_upload(cache_key, s.model_id, upload.adapter)
+            prediction_tabs(source, text, text_key, Unlinked(), K + "inside_tab")
 
 st.subheader("Beside the bundled model")
 registered = set(model_choices())

@@ -11,7 +11,7 @@ from attention_atlas.ui.views import show_notices
 from attention_atlas.ui.widgets import intro, plural
 
 K = lv.K
-TABS = ["Heads", "Head statistics", "Queries and keys"]
+TABS = ["Heads", "By sentence", "Head statistics", "Queries and keys"]
 
 st.title("📜 Long inputs")
 intro(
@@ -44,7 +44,7 @@ L, H = cap.n_layers, cap.n_heads
 lv.polled(lv.progress, long)  # the one progress bar while every head is summarised
 link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
 link.choice("head", K + "head", [str(h) for h in range(H)], "0")
-tab_heads, tab_stats, tab_qk = st.tabs(
+tab_heads, tab_sentences, tab_stats, tab_qk = st.tabs(
     TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
 )
 with tab_heads:
@@ -55,6 +55,9 @@ with tab_heads:
         "one strong key stays visible), scaled to its own maximum. Click a tile to open it below."
     )
     lv.polled(lv.heads, long, model_id, text, link)
+if tab_sentences.open:  # sums every row of a head (a layer: of every head): only when opened
+    with tab_sentences:
+        lv.by_sentence(model_id, text, cap, TABS[0])
 with tab_stats:
     lv.polled(lv.stats, long, model_id)
 with tab_qk:

@@ -5,14 +5,14 @@ logit lens, ``ui.lens_views``) and the text it goes on to write with each new to
 
 import streamlit as st
 
-from attention_atlas.ui import cached, contribution_views, generate_views, lens_views
+from attention_atlas.ui import cached, lens_views
+from attention_atlas.ui.prediction_tabs import prediction_tabs
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.widgets import intro, text_box
 
 K = lens_views.K
 TEXT_LIMIT = 4_000  # characters: SmolLM2 reads about 512 tokens of them (the adapter's limit)
 DEFAULT = "The capital of France is"
-TABS = ["Logit lens", "Generate", "Contributions"]
 
 st.title("🔬 Inside a prediction")
 intro(
@@ -30,17 +30,6 @@ first = models[cached.first_index(models)]
 model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
 text_key = link.text("text", K + "text", TEXT_LIMIT, DEFAULT)
 text = text_box(c2, "text", text_key, TEXT_LIMIT, DEFAULT)
-tab_lens, tab_generate, tab_contrib = st.tabs(
-    TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
-)
-if tab_lens.open:  # each tab runs the model: only the one a visitor opened
-    with tab_lens:
-        lens_views.lens_tab(model_id, text, link)
-if tab_generate.open:
-    with tab_generate:
-        generate_views.generate_tab(model_id, text, text_key)
-if tab_contrib.open:
-    with tab_contrib:
-        contribution_views.contributions_tab(model_id, text)
+prediction_tabs(cached.Source.of_model(model_id), text, text_key, link, K + "tab")
 
 link.done()

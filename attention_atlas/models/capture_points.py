@@ -10,7 +10,7 @@ and a shape (``POINTS``), and a caller opens one recording naming the points it 
 Three places report to it, each with the same point names:
 
 - transformers' attention interface: ``models.adapters.capture`` registers ``atlas_capture``, an
-  attention function that reports each layer's ``queries``, ``keys``, ``scaling`` and ``masked``
+  attention function that reports each layer's ``queries``, ``keys``, ``scaling``, ``variant`` and ``masked``
   (site: the layer index) and then runs SDPA; a Hugging Face model's capture twin runs it;
 - our ``MultiHeadAttention`` (``models.attention.multihead``): its projected ``queries`` and
   ``keys`` (site: the module itself);
@@ -48,6 +48,7 @@ KEYS = "keys"
 VALUES = "values"
 SCALING = "scaling"
 MASKED = "masked"
+VARIANT = "variant"
 PROBS = "probs"
 HEAD_VALUES = "head_values"
 
@@ -57,7 +58,8 @@ POINTS = {
     KEYS: "[key heads, key, d_head]: the same; grouped key heads as the model keeps them",
     VALUES: "[key, key heads · d_head]: the value projection's output, heads not yet split",
     SCALING: "float: what q·kᵀ is multiplied by before the softmax",
-    MASKED: "bool: whether the attention call was handed a mask",
+    MASKED: "bool: whether the attention call was handed a mask that its variant does not explain",
+    VARIANT: "viz_core.blockwise.Variant: window, softcap, sink logits beyond q·k (from the module and call)",
     PROBS: "[heads, query, key]: the attention probabilities the eager attention computed; batch item 0",
     HEAD_VALUES: "[key heads, key, d_head]: the values the attention function is handed (bias in); batch item 0",
 }
@@ -78,6 +80,7 @@ class Recording:
         self.points = frozenset(points)
         self._keep = keep
         self._kept: dict[str, dict[Hashable, Any]] = {p: {} for p in points}
+        self.memo: dict[Hashable, Any] = {}  # reporters' scratch for this recording (a mask checked once)
 
     def __getitem__(self, point: str) -> dict[Hashable, Any]:
         if point not in self._kept:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import astuple, dataclass, replace
+from collections.abc import Callable
+from dataclasses import astuple, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -70,6 +71,36 @@ def resident():
 def adapter(model_id: str):
     """One shared adapter per model; its weights are never mutated, so sessions can share it."""
     return resident().get(model_id)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A model a view reads: its cache key (a bundled model's id, or an upload's key: its SHA-256 and
+    answers), the name its files and messages carry, how to get its adapter (a bundled model loads on
+    first use), and the prefix of the view's widget keys."""
+
+    key: str
+    name: str
+    get: Callable[[], object] = field(compare=False, repr=False)
+    prefix: str = ""
+    bundled: bool = False
+
+    @property
+    def adapter(self):
+        return self.get()
+
+    @classmethod
+    def of_model(cls, model_id: str, prefix: str = "") -> Source:
+        return cls(model_id, model_id, lambda: adapter(model_id), prefix, bundled=True)
+
+    @classmethod
+    def of_upload(cls, key: str, name: str, loaded, prefix: str = "") -> Source:
+        return cls(key, name, lambda: loaded, prefix)
+
+    def ready(self) -> None:
+        """A bundled model loaded (under a spinner that says why, when it must load again)."""
+        if self.bundled:
+            ensure_loaded(self.key)
 
 
 def ensure_loaded(model_id: str) -> None:
@@ -272,7 +303,8 @@ def _derive_view(model_id: str, text: str, options: ViewOptions) -> TransformerV
     if options.value_weighted:
         from attention_atlas.models.adapters.value_norms import weighted
 
-        record = replace(record, weights=weighted(record.weights, value_norms(model_id, text)))
+        norms = value_norms(model_id, text)  # a sink adds no value: shares of the output sum to 1
+        record = replace(record, weights=weighted(record.weights, norms), sink=None)
     record = merge_words(record) if options.merge else record
     share = special_share(record)
     record = hide_special(record) if options.hide else record

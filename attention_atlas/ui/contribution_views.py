@@ -28,27 +28,28 @@ ABOUT = (
 
 # A resource: every layer's [heads, n, n] contributions and attention are shared, never pickled per rerun.
 @st.cache_resource(show_spinner=False, max_entries=4)
-def computed(model_id: str, text: str):
+def computed(key: str, text: str, _source: cached.Source):
     from attention_atlas.models.contributions import contributions
 
     cached.janitor().on_quiet(computed.clear)
-    with cached.lane_for(model_id, text).turn():
-        return contributions(cached.adapter(model_id), text, keep_attention=True)
+    with cached.lane_for(key, text).turn():
+        return contributions(_source.adapter, text, keep_attention=True)
 
 
-def contributions_tab(model_id: str, text: str) -> None:
+def contributions_tab(source: cached.Source, text: str) -> None:
     if not text.strip():
         st.info("Type a text to see where its prediction came from.")
         return
     st.caption(ABOUT)
     try:
         with st.spinner("Measuring every head's, token's and block's contribution…"):
-            result = computed(model_id, text)
+            source.ready()
+            result = computed(source.key, text, source)
     except ValueError as err:  # ContributionError (a model whose blocks do not add up), InputError
         st.warning(plain(err))
         return
     except (OSError, RuntimeError) as err:
-        st.error(f"{model_id} cannot run here: {plain(err)}")
+        st.error(f"{source.name} cannot run here: {plain(err)}")
         return
     fact(
         f"{plural(result.positions, 'token')} × {plural(result.layers, 'block')} × {plural(result.heads, 'head')}."

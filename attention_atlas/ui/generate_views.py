@@ -20,9 +20,15 @@ import streamlit as st
 
 from attention_atlas.ui import cached
 from attention_atlas.ui.compare import pill_labels
+from attention_atlas.ui.line_view import line_view_block
+from attention_atlas.ui.live_heads import HINT, model_view_chart
+from attention_atlas.ui.views import head_view_block
 from attention_atlas.ui.widgets import chart, fact, plain, plural
 from attention_atlas.viz_core.figures import heatmap
+from attention_atlas.viz_core.model_view import model_view
+from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import clean_token
+from attention_atlas.viz_core.wire import all_heads, record_id
 
 K = "gen_"
 MAX_NEW = 64  # new tokens a request may ask for: the attention kept grows as layers × heads × new × all
@@ -31,20 +37,20 @@ DEFAULT_NEW = 20
 
 @dataclass(frozen=True)
 class Request:
-    model_id: str
+    key: str  # the model's cache key
     text: str
     max_new: int
     sampling: tuple[float, float, int] | None  # temperature, top-p, seed; None: greedy
 
 
-def generate_tab(model_id: str, text: str, text_key: str) -> None:
+def generate_tab(source: cached.Source, text: str, text_key: str) -> None:
     """Controls, the Generate and Stop buttons, then the continuation and its attention."""
     if not text.strip():
         st.info("Type a prompt for the model to continue.")
         return
-    request = _controls(model_id, text)
+    request = _controls(source.key, text)
     if st.button("Generate", type="primary", key=K + "go"):
-        _run(request)
+        _run(request, source)
     held = st.session_state.get(K + "held")
     if held is None or held[0] != request:
         st.info("Press **Generate**: the model continues the text above, one token at a time.")
@@ -52,10 +58,12 @@ def generate_tab(model_id: str, text: str, text_key: str) -> None:
     gen = held[1]
     if not gen.new_ids:
         return
-    _show(gen.result(), text, text_key)
+    result = gen.result()
+    _show(result, text, text_key)
+    _every_head(result, source.name)
 
 
-def _controls(model_id: str, text: str) -> Request:
+def _controls(key: str, text: str) -> Request:
     c1, c2 = st.columns(2)
     max_new = c1.slider("new tokens at most", 1, MAX_NEW, DEFAULT_NEW, key=K + "max")
     sampled = c2.toggle(
@@ -71,26 +79,30 @@ def _controls(model_id: str, text: str) -> Request:
         top_p = c2.slider("top-p", 0.05, 1.0, 0.9, 0.05, key=K + "top_p")
         seed = int(c3.number_input("seed", 0, 2**31 - 1, 0, key=K + "seed"))
         sampling = (temperature, top_p, seed)
-    return Request(model_id, text, max_new, sampling)
+    return Request(key, text, max_new, sampling)
 
 
-def _run(request: Request) -> None:
+def _run(request: Request, source: cached.Source) -> None:
     """Step the generation here, each new token shown as it comes; the session keeps it as it grows."""
     from attention_atlas.models.generate import Sampling, start
 
-    adapter = cached.adapter(request.model_id)
     try:
+        source.ready()
+        adapter = source.adapter
         sampling = Sampling(*request.sampling) if request.sampling else None
         gen = start(adapter, request.text, request.max_new, sampling)
     except ValueError as err:  # GenerateError, InputError: one line
         st.warning(plain(err))
+        return
+    except (OSError, RuntimeError) as err:  # missing weights or package
+        st.error(f"{source.name} cannot run here: {plain(err)}")
         return
     st.session_state[K + "held"] = (request, gen)
     stop = st.empty()
     stop.button("Stop", key=K + "stop", help="Stop between two tokens; what was generated is kept.")
     out, bar = st.empty(), st.progress(0.0)
     said = ""
-    with cached.lane_for(request.model_id, request.text).turn():
+    with cached.lane_for(request.key, request.text).turn():
         for token in gen:
             said += token.text
             out.code(said, language=None, wrap_lines=True)
@@ -140,3 +152,33 @@ def _matrix(m: np.ndarray, labels: tuple[list[str], list[str]], title: str, key:
     fig = heatmap(m, rows, keys, title=title, x_title="earlier token (key)", y_title="", label="weight")
     frame = pd.DataFrame(m, index=rows, columns=[f"{i} · {t}" for i, t in enumerate(keys)])
     chart(fig, frame.rename_axis("row").reset_index(), key, f"generate_{name}")
+
+
+@st.fragment
+def _every_head(result, name: str) -> None:
+    """Every new token's attention as the Transformer page shows a text's: the model view (a tile per
+    head; a click opens it), the head view and the line view, the new tokens as queries over every
+    token. A fragment: a click or another head reruns only this."""
+    record = generation_record(result, name)
+    L, H = record.n_layers, record.n_heads
+    st.subheader("Every head: the new tokens' attention")
+    st.caption(HINT)
+    layer_key, head_key = K + "every_layer", K + "every_head"
+    rid = record_id(name, result.ids.tolist())
+    model_view_chart(
+        model_view(record), K + "all", (L, H), (layer_key, head_key), heads=all_heads(record, rid)
+    )
+    c1, c2 = st.columns(2)
+    layer = c1.slider("layer", 0, L - 1, L - 1, key=layer_key)
+    head = c2.selectbox("head", [str(h) for h in range(H)] + ["average"], key=head_key)
+    head_view_block(
+        record, K + "all", rid, layer, head, (K + "all_csv", f"{name}_generated_layer{layer}_{head}")
+    )
+    st.subheader("Line view")
+    line_view_block(record, layer, head, K + "line")
+
+
+def generation_record(result, name: str) -> AttentionRecord:
+    """The new tokens (queries) over every token (keys), ``[layers, heads, new, all]``."""
+    tokens = [clean_token(t) for t in result.tokens]
+    return AttentionRecord(result.attention, tokens[result.prompt_len :], tokens, "self", name)

@@ -140,32 +140,32 @@ def vocab_labels(adapter):
 
 
 # The stream of one input, shared by every session (never pickled or copied, as st.cache_data would);
-# the last two inputs kept, dropped once the server is quiet (the janitor).
+# the last two inputs kept, dropped once the server is quiet (the janitor). ``key`` names the model.
 @st.cache_resource(show_spinner=False, max_entries=2)
-def lens_input(model_id: str, text: str) -> LensInput:
+def lens_input(key: str, text: str, _source: cached.Source) -> LensInput:
     """The forward and the first screen (raises ``LensError`` or ``InputError``: one line each)."""
     from attention_atlas.models.lens import stream_of
 
     cached.janitor().on_quiet(lens_input.clear)
-    adapter = cached.adapter(model_id)
+    adapter = _source.adapter
     start = time.perf_counter()
-    with cached.lane_for(model_id, text).turn():
+    with cached.lane_for(key, text).turn():
         stream, src = stream_of(adapter, text)
         run = LensRun(stream, vocab_labels(adapter)).first()
     return LensInput(run, list(src.tokens), list(src.notices), time.perf_counter() - start)
 
 
-def shared(model_id: str, text: str) -> LensInput:
+def shared(source: cached.Source, text: str) -> LensInput:
     """``lens_input``, asked for as model work (the janitor's quiet clock starts again)."""
     cached.janitor().used()
-    cached.ensure_loaded(model_id)
-    found = lens_input(model_id, text)
+    source.ready()
+    found = lens_input(source.key, text, source)
     cached.janitor().used()
     return found
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def at_position(model_id: str, text: str, position: int, token: int | None, _run: LensRun) -> dict:
+def at_position(key: str, text: str, position: int, token: int | None, _run: LensRun) -> dict:
     """At one position: the followed ``token`` (None: the model's own prediction there), its
     probability and rank after every block, and the ``TOP`` tokens each block promoted and
     suppressed (labels and logit changes)."""
@@ -188,6 +188,6 @@ def at_position(model_id: str, text: str, position: int, token: int | None, _run
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def token_ids(model_id: str, word: str) -> list[int]:
-    """The ids ``word`` tokenizes to (no special tokens), as the model reads it mid-text."""
-    return list(cached.adapter(model_id).tokenizer(word, add_special_tokens=False)["input_ids"])
+def token_ids(key: str, word: str, _source: cached.Source) -> list[int]:
+    """The ids ``word`` tokenizes to (no special tokens), as the model ``key`` reads it mid-text."""
+    return list(_source.adapter.tokenizer(word, add_special_tokens=False)["input_ids"])

@@ -11,7 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_atlas.ui import lens_cached as lc
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.cached import Source
+from attention_atlas.ui.url_state import Link, Unlinked
 from attention_atlas.ui.views import show_notices
 from attention_atlas.ui.widgets import chart, csv_button, fact, plain, plural
 from attention_atlas.viz_core import lens_figures as lf
@@ -29,23 +30,23 @@ ABOUT = (
 )
 
 
-def computed(model_id: str, text: str) -> lc.LensInput | None:
+def computed(source: Source, text: str) -> lc.LensInput | None:
     """The input's stream and first screen, behind a spinner; a refusal is one line, and None."""
     try:
         with st.spinner(f"Reading every block's output (the last {lc.FIRST} positions first)…"):
-            return lc.shared(model_id, text)
+            return lc.shared(source, text)
     except ValueError as err:  # LensError (a model the lens cannot read), InputError (no tokens)
         st.warning(plain(err))
     except (OSError, RuntimeError) as err:  # missing weights or package
-        st.error(f"{model_id} cannot run here: {plain(err)}")
+        st.error(f"{source.name} cannot run here: {plain(err)}")
     return None
 
 
-def lens_tab(model_id: str, text: str, link: Link) -> None:
+def lens_tab(source: Source, text: str, link: Link | Unlinked) -> None:
     if not text.strip():
         st.info("Type a text to see what the model predicts after each block.")
         return
-    got = computed(model_id, text)
+    got = computed(source, text)
     if got is None:
         return
     show_notices(got.notices)
@@ -55,11 +56,11 @@ def lens_tab(model_id: str, text: str, link: Link) -> None:
         f"{min(lc.FIRST, run.n)} positions took {got.seconds:.1f} s."
     )
     a, b = window(run.n, link)
-    st.fragment(grid_view, run_every=None if run.complete else POLL)(model_id, got, a, b)
-    position_view(model_id, text, got, link)
+    st.fragment(grid_view, run_every=None if run.complete else POLL)(source, got, a, b)
+    position_view(source, text, got, link)
 
 
-def window(n: int, link: Link) -> tuple[int, int]:
+def window(n: int, link: Link | Unlinked) -> tuple[int, int]:
     """Positions ``a``–``b − 1`` on screen: the last ones at first; a width and a first position to pick."""
     if n <= int(WIDTHS[0]):
         return 0, n
@@ -80,7 +81,7 @@ def window(n: int, link: Link) -> tuple[int, int]:
     return start, start + width
 
 
-def grid_view(model_id: str, got: lc.LensInput, a: int, b: int) -> None:
+def grid_view(source: Source, got: lc.LensInput, a: int, b: int) -> None:
     """The progress of the fill and the grid of positions ``a``–``b − 1`` (a fragment that polls while
     the fill goes on; a poll that finds it done reruns the page once, so that it stops polling)."""
     run = got.run
@@ -103,7 +104,10 @@ def grid_view(model_id: str, got: lc.LensInput, a: int, b: int) -> None:
     title = f"Top token after each block, positions {a:,}–{b - 1:,}"
     fig = lf.lens_grid(labels, probs, tokens, positions, title)
     chart(
-        fig, lf.grid_frame(labels, probs, tokens, positions), K + "grid", f"{model_id}_logit_lens_{a}_{b - 1}"
+        fig,
+        lf.grid_frame(labels, probs, tokens, positions),
+        K + "grid",
+        f"{source.name}_logit_lens_{a}_{b - 1}",
     )
     st.caption(
         "Hover a cell for its top 10 tokens. Block 0 is at the bottom; the top row is the model's own "
@@ -111,7 +115,7 @@ def grid_view(model_id: str, got: lc.LensInput, a: int, b: int) -> None:
     )
 
 
-def followed(model_id: str, link: Link) -> tuple[int | None, str | None]:
+def followed(source: Source, link: Link | Unlinked) -> tuple[int | None, str | None]:
     """The token to follow, typed (its first token, with a note when it has more), or None: the model's
     own prediction at the position; and a one-line problem."""
     word = st.text_input(
@@ -122,15 +126,15 @@ def followed(model_id: str, link: Link) -> tuple[int | None, str | None]:
     )
     if not word:
         return None, None
-    ids = lc.token_ids(model_id, word)
+    ids = lc.token_ids(source.key, word, source)
     if not ids:
         return None, f"{word!r} gives no token; following the model's own prediction instead."
     if len(ids) > 1:
-        st.caption(plain(f"{word!r} is {len(ids)} tokens for {model_id}; following the first."))
+        st.caption(plain(f"{word!r} is {len(ids)} tokens for {source.name}; following the first."))
     return ids[0], None
 
 
-def position_view(model_id: str, text: str, got: lc.LensInput, link: Link) -> None:
+def position_view(source: Source, text: str, got: lc.LensInput, link: Link | Unlinked) -> None:
     run, n = got.run, got.run.n
     st.subheader("One position: a token through the blocks")
     c1, c2 = st.columns([1, 1])
@@ -141,14 +145,14 @@ def position_view(model_id: str, text: str, got: lc.LensInput, link: Link) -> No
             else 0
         )
     with c2:
-        token, problem = followed(model_id, link)
+        token, problem = followed(source, link)
     if problem:
         st.warning(plain(problem))
-    at = lc.at_position(model_id, text, pos, token, run)
+    at = lc.at_position(source.key, text, pos, token, run)
     where = lf.position_names([got.tokens[pos]], [pos])[0]
     fig = lf.follow_figure(at["probs"], at["ranks"], at["label"], f"position {where}")
     frame = lf.follow_frame(at["probs"], at["ranks"])
-    chart(fig, frame, K + "follow", f"{model_id}_follow_{at['token']}_at_{pos}")
+    chart(fig, frame, K + "follow", f"{source.name}_follow_{at['token']}_at_{pos}")
     st.subheader("What each block promoted and suppressed there")
     st.caption(
         "The tokens whose logit each block raised and lowered most: the logits read through the final "
@@ -156,4 +160,4 @@ def position_view(model_id: str, text: str, got: lc.LensInput, link: Link) -> No
     )
     table = lf.changes_table(at["promoted"], at["promoted_by"], at["suppressed"], at["suppressed_by"])
     st.dataframe(table, hide_index=True, key=K + "changes")
-    csv_button(table, K + "changes", f"{model_id}_changes_at_{pos}")
+    csv_button(table, K + "changes", f"{source.name}_changes_at_{pos}")

@@ -19,6 +19,7 @@ from attention_atlas.paths import DATA
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core import sentences as sn
 
 SAMPLE = DATA / "long_context" / "tatoeba_en.txt"  # see its SOURCE.md
 DEFAULT_TOKENS = 2048  # the first text's length at most (the model's context if shorter)
@@ -169,3 +170,15 @@ def overview(model_id: str, text: str, layer: int, head: int, cells: int, _cap: 
 @st.cache_data(show_spinner=False, max_entries=16)
 def projection(model_id: str, text: str, layer: int, head: int, normalise: bool, _cap: bw.QKCapture):
     return bw.project_qk(*_cap.head_qk(layer, head), normalise=normalise)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def spans(model_id: str, text: str, unit: str, _cap: bw.QKCapture) -> sn.Spans:
+    return sn.spans(_cap.tokens, unit)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def by_span(model_id: str, text: str, layer: int, head: int | None, unit: str, _cap: bw.QKCapture):
+    """One head's (``head`` None: the layer's average) attention between sentences or paragraphs."""
+    parts = spans(model_id, text, unit, _cap)
+    return sn.layer_by_span(_cap, layer, parts) if head is None else sn.by_span(_cap, layer, head, parts)

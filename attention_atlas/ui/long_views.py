@@ -36,6 +36,7 @@ from attention_atlas.ui.views import head_stats_block
 from attention_atlas.ui.widgets import PLOTLY_CONFIG, plain, plural, whole_number
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import long_figures as lf
+from attention_atlas.viz_core import sentences as sn
 
 K = "tfl_"
 PAGE = "app_pages/long_input.py"
@@ -284,6 +285,9 @@ def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, s
         f"overview to see that window at full resolution below (at most {bw.MAX_WINDOW} × {bw.MAX_WINDOW} tokens; "
         "a larger box keeps its top-left corner), or type the window."
     )
+    variant = cap.variant(layer)
+    if not variant.plain:
+        st.caption(f"Layer {layer}'s attention beyond softmax(q·k): {variant.describe()}.")
 
 
 def _boxed(key: str, red: bw.Reduced) -> None:
@@ -386,6 +390,12 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
     )
     token = cap.tokens[query]
     st.markdown(f"**Query {query}** ({plain(repr(token))}): its {len(top)} largest weights")
+    if cap.variant(layer).sinks is not None:
+        sink = float(bw.sink_mass(cap, layer, head, query, query + 1)[0])
+        st.markdown(
+            f"This head's learned **sink** takes {sink:.1%} of the query's attention: its weights over the "
+            f"keys sum to {1 - sink:.1%}."
+        )
     frame = pd.DataFrame(
         [{"key": k, "token": cap.tokens[k], "weight": w, "distance": query - k} for k, w in top]
     )
@@ -400,3 +410,67 @@ def _clicked_query(key: str, n: int) -> None:
         if point.get("curve_number") == 0 and index is not None and 0 <= int(index) < n:
             st.session_state[K + "query"] = int(index)
             return
+
+
+# -- documents read by sentence ------------------------------------------------------------------------
+
+
+def by_sentence(model_id: str, text: str, cap: bw.QKCapture, heads_tab: str) -> None:
+    """Sentences (or paragraphs) on both axes, for one head or a layer's average; a box drawn over cells
+    opens those sentences at token level in the zoom window of ``heads_tab``."""
+    L, H = cap.n_layers, cap.n_heads
+    c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
+    unit = c1.radio("read by", sn.UNITS, horizontal=True, key=K + "unit")
+    keep_in_range(K + "span_layer", L, st.session_state.get(K + "layer", L // 2))
+    layer = c2.slider("layer", 0, L - 1, key=K + "span_layer")
+    options = [str(h) for h in range(H)] + ["average"]
+    if st.session_state.get(K + "span_head") not in options:
+        st.session_state[K + "span_head"] = st.session_state.get(K + "head", "0")
+    head = c3.selectbox("head", options, key=K + "span_head")
+    sqrt = c4.toggle("√ colours", value=True, key=K + "span_sqrt", help="As in the head view.")
+    parts = lc.spans(model_id, text, unit, cap)
+    if len(parts) < 2:
+        st.info(
+            f"This text is one {unit}: there is nothing between {unit}s to show. Try reading by sentence."
+        )
+        return
+    with st.spinner(f"Summing layer {layer}'s attention {unit} by {unit}…"):
+        weights = lc.by_span(model_id, text, layer, None if head == "average" else int(head), unit, cap)
+    who = "heads averaged" if head == "average" else f"head {head}"
+    title = f"layer {layer}, {who}: {plural(len(parts), unit)} of {cap.n_tokens:,} tokens"
+    fig = lf.span_figure(weights, parts.labels(), unit, title)
+    if sqrt:
+        lf.sqrt_colours(fig)
+    key = K + "spans"
+    st.plotly_chart(
+        fig,
+        key=key,
+        config=PLOTLY_CONFIG,
+        on_select=functools.partial(_span_boxed, key, parts, (layer, head), heads_tab),
+        selection_mode="box",
+        width="stretch",
+    )
+    st.caption(
+        f"A cell is how much of a query {unit}'s attention, per token, goes to a key {unit}: each row sums "
+        f"to what a token's row sums to. Hover a cell for both {unit}s' first words. **Draw a box** over "
+        f"cells to open those {unit}s at token level in the zoom window of the Heads tab "
+        f"(at most {bw.MAX_WINDOW} tokens a side)."
+    )
+
+
+def _span_boxed(key: str, parts, where: tuple[int, str], heads_tab: str) -> None:
+    """A box over the sentence view → the zoom window over those sentences, on the Heads tab."""
+    boxes = getattr(getattr(st.session_state.get(key), "selection", None), "box", None)
+    if not boxes:
+        return
+    e, n = parts.edges, int(parts.edges[-1])
+    (qa, qb), (ka, kb) = bw.cell_span(e, *boxes[0]["y"]), bw.cell_span(e, *boxes[0]["x"])
+    (q0, q1), (k0, k1) = bw.fit_window(n, qa, qb), bw.fit_window(n, ka, kb)
+    cut = ((q0, q1), (k0, k1)) != ((qa, qb), (ka, kb))
+    st.session_state.update(
+        {K + "q0": q0, K + "qn": q1 - q0, K + "k0": k0, K + "kn": k1 - k0, K + "cut": cut}
+    )
+    layer, head = where
+    st.session_state.update({K + "layer": layer, K + "tab": heads_tab})
+    if head != "average":
+        st.session_state[K + "head"] = head

@@ -6,8 +6,6 @@ Transformer page for bundled models, a folded panel of the Checkpoint inspector 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import streamlit as st
 
@@ -46,7 +44,7 @@ def neuron_tab(model_id: str, text: str, kind: str) -> None:
         )
         return
     record = cached.run_model(model_id, text).records[kind]
-    neuron_view(Source(model_id, model_id, cached.adapter(model_id), "tf_neuron_"), text, kind, record)
+    neuron_view(cached.Source.of_model(model_id, "tf_neuron_"), text, kind, record)
 
 
 def upload_neuron(key: str, name: str, adapter, text: str, kind: str, record) -> None:
@@ -62,21 +60,10 @@ def upload_neuron(key: str, name: str, adapter, text: str, kind: str, record) ->
     )
     if panel.open:
         with panel:
-            neuron_view(Source(key, name, adapter, "ckpt_neuron_"), text, kind, record)
+            neuron_view(cached.Source.of_upload(key, name, adapter, "ckpt_neuron_"), text, kind, record)
 
 
-@dataclass(frozen=True)
-class Source:
-    """The model a neuron view reads: its cache key, the name its files carry, its adapter, and
-    the prefix of the view's widget keys (the page's own prefix, then ``neuron_``)."""
-
-    key: str
-    name: str
-    adapter: object
-    prefix: str
-
-
-def neuron_view(source: Source, text: str, kind: str, record) -> None:
+def neuron_view(source: cached.Source, text: str, kind: str, record) -> None:
     """Pick a layer, a head and a query token; see how q and each k make the head's weights
     (``record``: the model's attention record of this kind, to say how close the view comes)."""
     try:
@@ -101,7 +88,7 @@ def neuron_view(source: Source, text: str, kind: str, record) -> None:
     _draw(source, kind, hv, record, (layer, head, query))
 
 
-def _draw(source: Source, kind: str, hv: HeadVectors, record, where: tuple[int, int, int]) -> None:
+def _draw(source: cached.Source, kind: str, hv: HeadVectors, record, where: tuple[int, int, int]) -> None:
     layer, head, query = where
     n = neuron(hv, layer, head, query)
     label = hv.query_tokens[query]

@@ -336,3 +336,27 @@ def notice(problems: list[str]) -> str:
     parts = [problems[0]] + [f"its {p}" for p in problems[1:]]
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return f"This link's {listed}; showing defaults for {'it' if len(problems) == 1 else 'them'}."
+
+
+class Unlinked:
+    """A ``Link``'s declarations with no URL behind them, for views of an input that no link can carry
+    (an upload): each sets its widget's value to the default when the session holds none that fits,
+    and returns the key."""
+
+    def _declare(self, key: str, default, fits: Callable[[Any], bool]) -> str:
+        if not fits(st.session_state.get(key, default)):
+            st.session_state[key] = default
+        st.session_state.setdefault(key, default)
+        return key
+
+    def choice(self, name: str, key: str, options: Sequence, default, *_, **__) -> str:
+        return self._declare(key, default, lambda v: v in options)
+
+    def number(self, name: str, key: str, lo, hi, default, *_, **__) -> str:
+        return self._declare(key, default, lambda v: isinstance(v, int | float) and lo <= v <= hi)
+
+    def text(self, name: str, key: str, limit: int, default: str = "") -> str:
+        return self._declare(key, default, lambda v: isinstance(v, str) and len(v) <= limit)
+
+    def flag(self, name: str, key: str, default: bool = False) -> str:
+        return self._declare(key, default, lambda v: isinstance(v, bool))

@@ -16,9 +16,9 @@ import streamlit as st
 from attention_atlas.ui.plain_text import plain  # the pages import it from here too
 from attention_atlas.ui.url_state import app_flag
 from attention_atlas.viz_core.export import to_csv
+from attention_atlas.viz_core.figures import PLOTLY_CONFIG
 from attention_atlas.viz_core.layout import high_contrast, projector
 
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 PRESENT, CONTRAST = "present", "contrast"  # the sidebar's display switches (?present=1, ?contrast=1)
 NOTE = "_note_"  # session-state prefix: what an input cut or refused, shown on the next run
 _EXAMPLE = "_example_"  # session-state prefix: the example a text box was last given

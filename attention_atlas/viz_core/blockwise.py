@@ -5,6 +5,13 @@ A long input keeps no attention weights: the adapter captures each layer's queri
 here on demand, ``block`` query rows at a time, so no n × n tensor of every head ever exists.
 For a causal model a row block only multiplies the keys up to its last row (the rest is 0).
 
+What a layer's attention does beyond ``softmax(q·k · scaling)`` is its ``Variant`` (found by the
+capture from the model's own attention module and what transformers' attention interface hands
+it): a sliding window (each query reads its last ``window`` keys), logit softcapping
+(``cap · tanh(s / cap)``), a learned sink logit per head (one more logit in the softmax's
+denominator that takes mass and no key: a row then sums to 1 − the sink's mass, ``sink_mass``) and
+an ALiBi slope per head (``slope · key position`` added to the scores). The default is plain.
+
 Reductions for the views, each block-wise:
 
 - ``reduce_head``: a head pooled to at most ``cells × cells`` cells with the token range of each
@@ -32,6 +39,41 @@ BLOCK = 256  # query rows per block: 256 × 8,192 float32 scores = 8 MB
 MAX_WINDOW = 512  # a zoom window's side, in tokens
 
 
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """One layer's attention beyond softmax(q·k · scaling); the defaults mean plain."""
+
+    window: int | None = None  # each query reads keys (query − window, query]
+    softcap: float | None = None  # scores become softcap · tanh(scores / softcap) (before any mask)
+    sinks: np.ndarray | None = None  # [heads] a learned logit per head, in the softmax's denominator
+    slopes: np.ndarray | None = None  # [heads] ALiBi: slope · key position added to the scores
+
+    @property
+    def plain(self) -> bool:
+        return all(f is None for f in (self.window, self.softcap, self.sinks, self.slopes))
+
+    def head(self, head: int) -> dict:
+        """``rows``' keywords for query head ``head``."""
+        return {
+            "window": self.window,
+            "softcap": self.softcap,
+            "sink": None if self.sinks is None else float(self.sinks[head]),
+            "slope": None if self.slopes is None else float(self.slopes[head]),
+        }
+
+    def describe(self) -> str:
+        """In words: "a window of 16 keys, logits softcapped at 50.0, sink logits" ("plain": none)."""
+        parts = [
+            f"a window of {self.window} keys" if self.window else "",
+            f"logits softcapped at {self.softcap}" if self.softcap else "",
+        ]
+        parts += ["sink logits" if self.sinks is not None else "", "ALiBi" if self.slopes is not None else ""]
+        return ", ".join(p for p in parts if p) or "plain"
+
+
+PLAIN = Variant()
+
+
 @dataclass(frozen=True)
 class QKCapture:
     """Every layer's queries and keys for one text, as the model computed them.
@@ -49,12 +91,15 @@ class QKCapture:
     tokens: list[str]
     special: list[bool]
     notices: list[str] = field(default_factory=list)
+    variants: list[Variant] | None = None  # per layer; None: every layer plain (captures made before)
 
     def __post_init__(self):
         if len(self.queries) != len(self.keys) or len(self.queries) != len(self.scaling):
             raise ValueError(
                 f"{len(self.queries)} layers of queries, {len(self.keys)} of keys, {len(self.scaling)} scalings"
             )
+        if self.variants is not None and len(self.variants) != len(self.queries):
+            raise ValueError(f"{len(self.variants)} layer variants for {len(self.queries)} layers")
         n = len(self.tokens)
         for layer, (q, k) in enumerate(zip(self.queries, self.keys, strict=True)):
             if q.ndim != 3 or k.ndim != 3 or q.shape[1] != n or k.shape[1] != n or q.shape[2] != k.shape[2]:
@@ -76,6 +121,15 @@ class QKCapture:
     def n_tokens(self) -> int:
         return len(self.tokens)
 
+    def variant(self, layer: int) -> Variant:
+        """What layer ``layer``'s attention does beyond softmax(q·k · scaling)."""
+        return PLAIN if self.variants is None else self.variants[layer]
+
+    @property
+    def has_sinks(self) -> bool:
+        """Whether any layer's rows leave mass to a sink (they then sum to less than 1)."""
+        return any(self.variant(layer).sinks is not None for layer in range(self.n_layers))
+
     @property
     def nbytes(self) -> int:
         return sum(q.nbytes + k.nbytes for q, k in zip(self.queries, self.keys, strict=True))
@@ -95,32 +149,77 @@ def row_blocks(n: int, block: int = BLOCK) -> Iterator[tuple[int, int]]:
         yield start, min(start + block, n)
 
 
-def rows(q: np.ndarray, k: np.ndarray, scaling: float, causal: bool, start: int, stop: int) -> np.ndarray:
-    """Weights of query rows ``start:stop`` over every key ``[stop - start, keys]``, float32."""
+def rows(
+    q: np.ndarray,
+    k: np.ndarray,
+    scaling: float,
+    causal: bool,
+    start: int,
+    stop: int,
+    window: int | None = None,
+    softcap: float | None = None,
+    sink: float | None = None,
+    slope: float | None = None,
+) -> np.ndarray:
+    """Weights of query rows ``start:stop`` over every key ``[stop - start, keys]``, float32: the
+    softmax of ``q·k · scaling`` (softcapped, plus ``slope`` · key position), each query reading
+    the keys up to it (``causal``) and no further back than ``window``; a ``sink`` logit joins the
+    denominator (the row then sums to 1 − its mass)."""
     n_keys = k.shape[0]
     width = min(stop, n_keys) if causal else n_keys  # causal: keys after the last row are 0
-    scores = q[start:stop] @ k[:width].T
+    first = max(0, start - window + 1) if window else 0  # keys before every row's window are 0
+    scores = q[start:stop] @ k[first:width].T
     scores *= np.float32(scaling)
-    if causal:
-        ahead = np.arange(width)[None, :] > np.arange(start, stop)[:, None]
-        scores[ahead] = -np.inf
-    scores -= scores.max(-1, keepdims=True)
+    if softcap:
+        scores = np.tanh(scores / np.float32(softcap)) * np.float32(softcap)
+    if slope is not None:
+        scores += np.float32(slope) * np.arange(first, width, dtype=np.float32)[None, :]
+    _mask(scores, first, width, start, stop, causal, window)
+    top = scores.max(-1, keepdims=True)
+    if sink is not None:
+        top = np.maximum(top, np.float32(sink))
+    scores -= top
     np.exp(scores, out=scores)
-    scores /= scores.sum(-1, keepdims=True)
-    if width == n_keys:
+    denominator = scores.sum(-1, keepdims=True)
+    if sink is not None:
+        denominator += np.exp(np.float32(sink) - top)
+    scores /= denominator
+    if first == 0 and width == n_keys:
         return scores
     out = np.zeros((stop - start, n_keys), dtype=np.float32)
-    out[:, :width] = scores
+    out[:, first:width] = scores
     return out
+
+
+def _mask(scores: np.ndarray, first: int, width: int, start: int, stop: int, causal: bool, window) -> None:
+    """-inf where a query may not read a key: after it (causal), or ``window`` or more before it."""
+    keys, queries = np.arange(first, width)[None, :], np.arange(start, stop)[:, None]
+    if causal:
+        scores[keys > queries] = -np.inf
+    if window:
+        scores[keys <= queries - window] = -np.inf
+
+
+def head_rows(cap: QKCapture, layer: int, head: int, start: int, stop: int) -> np.ndarray:
+    """``rows`` of one head of ``cap``: query rows ``start:stop`` with the layer's variant."""
+    q, k = cap.head_qk(layer, head)
+    return rows(q, k, cap.scaling[layer], cap.causal, start, stop, **cap.variant(layer).head(head))
+
+
+def sink_mass(cap: QKCapture, layer: int, head: int, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """The mass the head's sink logit takes from each query row ``start:stop`` (0 without a sink)."""
+    stop = cap.n_tokens if stop is None else stop
+    if cap.variant(layer).sinks is None:
+        return np.zeros(stop - start, dtype=np.float32)
+    return 1 - head_rows(cap, layer, head, start, stop).sum(-1, dtype=np.float64).astype(np.float32)
 
 
 def head_blocks(
     cap: QKCapture, layer: int, head: int, block: int = BLOCK
 ) -> Iterator[tuple[int, np.ndarray]]:
     """``(first row, weights of a row block)`` over one head, top to bottom."""
-    q, k = cap.head_qk(layer, head)
-    for start, stop in row_blocks(len(q), block):
-        yield start, rows(q, k, cap.scaling[layer], cap.causal, start, stop)
+    for start, stop in row_blocks(cap.n_tokens, block):
+        yield start, head_rows(cap, layer, head, start, stop)
 
 
 def head_weights(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> np.ndarray:
@@ -220,8 +319,7 @@ def window(
         raise ValueError(f"a window must lie inside 0–{n} on both axes, not queries {a}–{b}, keys {c}–{d}")
     if b - a > MAX_WINDOW or d - c > MAX_WINDOW:
         raise ValueError(f"a window is at most {MAX_WINDOW} × {MAX_WINDOW} tokens, not {b - a} × {d - c}")
-    q, k = cap.head_qk(layer, head)
-    return rows(q, k, cap.scaling[layer], cap.causal, a, b)[:, c:d]
+    return head_rows(cap, layer, head, a, b)[:, c:d]
 
 
 # -- statistics (viz_core.head_stats's definitions, block-wise) --------------------------------------
@@ -312,8 +410,7 @@ def query_row(cap: QKCapture, layer: int, head: int, query: int) -> np.ndarray:
     """One query's weights over every key ``[keys]`` (0 after it in a causal model)."""
     if not 0 <= query < cap.n_tokens:
         raise IndexError(f"query {query} is outside 0–{cap.n_tokens - 1}")
-    q, k = cap.head_qk(layer, head)
-    return rows(q, k, cap.scaling[layer], cap.causal, query, query + 1)[0]
+    return head_rows(cap, layer, head, query, query + 1)[0]
 
 
 def top_keys(weights: np.ndarray, k: int = 10) -> list[tuple[int, float]]:

@@ -62,8 +62,8 @@ def _join(tokens: list[str], pieces: list[str] | None, group: list[int]) -> str:
 def merge_words(record: AttentionRecord) -> AttentionRecord:
     """Pieces → words: sum the weights over a word's key pieces, average over its query pieces.
 
-    Rows still sum to 1 (a sum over keys keeps each row's total; a mean of such rows too).
-    Needs ``meta['query_word_ids']`` and ``meta['key_word_ids']``; returns the record as is without them.
+    Rows still sum to 1 (a sum over keys keeps each row's total; a mean of such rows too), or to
+    1 − their sink's mass, which is averaged over a word's query pieces as the rows are. Needs ``meta['query_word_ids']`` and ``meta['key_word_ids']``; returns the record as is without them.
     """
     q_ids, k_ids = record.meta.get("query_word_ids"), record.meta.get("key_word_ids")
     if q_ids is None or k_ids is None:
@@ -84,6 +84,7 @@ def merge_words(record: AttentionRecord) -> AttentionRecord:
     return replace(
         record,
         weights=merged,
+        sink=None if record.sink is None else np.stack([record.sink[..., g].mean(-1) for g in q_groups], -1),
         query_tokens=[_join(record.query_tokens, q_pieces, g) for g in q_groups],
         key_tokens=[_join(record.key_tokens, k_pieces, g) for g in k_groups],
         scores=None,
@@ -98,7 +99,8 @@ def special_share(record: AttentionRecord) -> np.ndarray:
 
 
 def hide_special(record: AttentionRecord) -> AttentionRecord:
-    """Drop special tokens from both axes and renormalise each row over the remaining keys.
+    """Drop special tokens from both axes and renormalise each row over the remaining keys (to 1,
+    or to 1 − the row's sink mass where the model has sinks: the sink keeps its share).
 
     Returns the record unchanged when it has no special tokens or nothing would be left.
     """
@@ -109,6 +111,9 @@ def hide_special(record: AttentionRecord) -> AttentionRecord:
     w = record.weights[..., ~q_special, :][..., ~k_special]
     total = w.sum(-1, keepdims=True)
     w = np.divide(w, total, out=np.full_like(w, 1.0 / w.shape[-1]), where=total > 0)
+    sink = None if record.sink is None else record.sink[..., ~q_special]
+    if sink is not None:
+        w *= (1 - sink)[..., None]
     meta = {k: v for k, v in record.meta.items() if not k.endswith(tuple(f"_{n}" for n in PER_TOKEN))}
     for side, keep in (("query", ~q_special), ("key", ~k_special)):
         for name in PER_TOKEN:
@@ -119,6 +124,7 @@ def hide_special(record: AttentionRecord) -> AttentionRecord:
     return replace(
         record,
         weights=w,
+        sink=sink,
         query_tokens=[t for t, k in zip(record.query_tokens, ~q_special, strict=True) if k],
         key_tokens=[t for t, k in zip(record.key_tokens, ~k_special, strict=True) if k],
         scores=None,

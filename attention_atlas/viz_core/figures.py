@@ -35,6 +35,8 @@ __all__ = ["PLOT_WIDTH"]  # re-exported: pages plan their charts' widths with it
 FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
 ATTENTION_SCALE = "Blues"
 DIVERGING_SCALE = "RdBu_r"
+# Plotly's options for every chart the app or a notebook file draws: no logo, PNGs at twice the size.
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 TINY = np.float32(2.0**-62)  # smaller magnitudes are sent to the browser as 0
 
 

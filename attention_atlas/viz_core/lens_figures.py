@@ -26,6 +26,7 @@ from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, shown,
 CELL_FONT = 11  # px: a cell's top token
 HOVER_TOP = 10  # tokens listed in a cell's hover
 ROW_PX = 24  # px per block in the grid (a projector's 20 px cell text still fits)
+MIN_ROWS = 8  # the grid is at least this many rows tall: fewer leave the colour bar too short to read
 
 
 def position_names(tokens: list[str], positions) -> list[str]:
@@ -105,7 +106,7 @@ def lens_grid(
         title="input position (predicting the token after it)", side="top", **_token_axis(tokens, positions)
     )
     fig.update_yaxes(title="after block", dtick=1 if blocks <= 16 else 2, range=[-0.5, blocks - 0.5])
-    height = 150 + ROW_PX * blocks
+    height = 150 + ROW_PX * max(blocks, MIN_ROWS)
     fig.update_layout(
         height=height,
         font=dict(family=FONT, size=TICK_FONT),

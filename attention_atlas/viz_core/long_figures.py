@@ -265,3 +265,24 @@ def qk_figure(
         uirevision="qk",
     )
     return fig
+
+
+def span_figure(weights: np.ndarray, labels: list[str], unit: str, title: str = "") -> go.Figure:
+    """Sentences (or paragraphs) on both axes (``viz_core.sentences``): a cell is how much of a query
+    sentence's attention, per token, goes to a key sentence; each span's first words in the hover."""
+    heat = go.Heatmap(
+        z=weights,
+        x=labels,
+        y=labels,
+        colorscale=SCALE,
+        zmin=0,
+        hovertemplate=f"query {unit} %{{y}}<br>key {unit} %{{x}}<br>share of its attention %{{z:.3f}}<extra></extra>",
+    )
+    fig = go.Figure(heat)
+    numbers = [label.split(" · ", 1)[0] for label in labels]
+    every = max(1, len(labels) // 24)  # about 24 numbered ticks an axis
+    ticks = dict(type="category", tickmode="array", tickvals=labels[::every], ticktext=numbers[::every])
+    fig.update_xaxes(title=f"key {unit}", side="top", **ticks)
+    fig.update_yaxes(title=f"query {unit}", autorange="reversed", **ticks)
+    fig.update_layout(title=_title(title), font=dict(family=FONT, size=13), height=720)
+    return fig

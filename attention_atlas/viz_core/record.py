@@ -1,4 +1,9 @@
-"""The one record every model produces and every view consumes."""
+"""The one record every model produces and every view consumes.
+
+Rows sum to 1, except where a model has learned sink logits (gpt-oss style: one more logit per
+head in the softmax's denominator that belongs to no key). There the mass the sink takes is part of
+the record, ``sink[layer, head, query]``, and the rule is that a row and its sink sum to 1: the
+weights shown are the model's own, smaller than 1 by what the sink took."""
 
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ class AttentionRecord:
     scoring: str | None = None
     scores: np.ndarray | None = None  # pre-softmax, same shape as weights
     meta: dict[str, Any] = field(default_factory=dict)
+    sink: np.ndarray | None = None  # [layers, heads, query]: mass each row leaves to a sink logit
 
     def __post_init__(self):
         weights = np.asarray(self.weights, dtype=np.float32)
@@ -44,6 +50,8 @@ class AttentionRecord:
         object.__setattr__(self, "key_tokens", [str(t) for t in self.key_tokens])
         if self.scores is not None:
             object.__setattr__(self, "scores", np.asarray(self.scores, dtype=np.float32))
+        if self.sink is not None:
+            object.__setattr__(self, "sink", np.asarray(self.sink, dtype=np.float32))
         _validate(self)
 
     @property
@@ -81,13 +89,29 @@ def _validate(rec: AttentionRecord) -> None:
         raise RecordError(f"weights hold {int((~np.isfinite(w)).sum())} non-finite values")
     if (w < 0).any():
         raise RecordError(f"weights hold negative values (min {w.min():.3g}); pass them after softmax")
+    sink = _sink(rec)
     sums = w.sum(-1, dtype=np.float64)
-    worst = np.unravel_index(np.abs(sums - 1).argmax(), sums.shape)
-    if abs(sums[worst] - 1) > ROW_SUM_TOLERANCE:
+    worst = np.unravel_index(np.abs(sums + sink - 1).argmax(), sums.shape)
+    if abs(sums[worst] + sink[worst] - 1) > ROW_SUM_TOLERANCE:
         layer, head, query = (int(i) for i in worst)
-        raise RecordError(f"row (layer {layer}, head {head}, query {query}) sums to {sums[worst]:.6f}, not 1")
+        want = f"1 − its sink's {sink[worst]:.6f}" if rec.sink is not None else "1"
+        raise RecordError(
+            f"row (layer {layer}, head {head}, query {query}) sums to {sums[worst]:.6f}, not {want}"
+        )
     if rec.scores is not None and rec.scores.shape != w.shape:
         raise RecordError(f"scores have shape {rec.scores.shape} but weights {w.shape}")
+
+
+def _sink(rec: AttentionRecord) -> np.ndarray:
+    """The sink's mass per row ``[layers, heads, query]`` (zeros without sinks), checked."""
+    w = rec.weights
+    if rec.sink is None:
+        return np.zeros(w.shape[:3])
+    if rec.sink.shape != w.shape[:3]:
+        raise RecordError(f"sink has shape {rec.sink.shape} but the rows are {w.shape[:3]}")
+    if not np.isfinite(rec.sink).all() or (rec.sink < 0).any() or (rec.sink > 1).any():
+        raise RecordError("a sink's mass must lie between 0 and 1")
+    return rec.sink.astype(np.float64)
 
 
 def _check_index(axis: str, index: int, size: int) -> None:

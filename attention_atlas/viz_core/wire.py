@@ -36,9 +36,10 @@ def pack16(weights: np.ndarray) -> np.ndarray:
     return np.where(bits == 0, 0, code).astype("<u2")
 
 
-def all_heads(record: AttentionRecord, rid: str) -> dict | None:
-    """Every head's weights, colour range and title for redrawing in the browser, or None if too big."""
-    if record.weights.size * 2 > MAX_HEADS_BYTES:
+def all_heads(record: AttentionRecord, rid: str, limit: int = MAX_HEADS_BYTES) -> dict | None:
+    """Every head's weights, colour range and title for redrawing in the browser, or None if they
+    take more than ``limit`` bytes (a page's message; a notebook's file allows more)."""
+    if record.weights.size * 2 > limit:
         return None
     layers, heads = record.n_layers, record.n_heads
     return {

@@ -64,7 +64,7 @@ def test_a_refused_file_type_is_said_on_the_page_and_sizes_match_the_uploader(
         assert f"{uploader_size} kB" in caption, (shown, caption)
 
 
-def test_an_uploaded_causal_lm_opens_its_neuron_view(app_url, new_page, tiny_hf_folders, tmp_path):
+def test_an_uploaded_causal_lm_opens_its_neuron_view_and_its_logit_lens(app_url, new_page, tiny_hf_folders, tmp_path):
     from tests.support import folder_zip
 
     upload = tmp_path / "tiny-gpt2.zip"
@@ -83,3 +83,7 @@ def test_an_uploaded_causal_lm_opens_its_neuron_view(app_url, new_page, tiny_hf_
         page.locator(".annotation-text", has_text="q ∘ K").first.wait_for(timeout=60_000)
         assert page.locator(EXCEPTION_BOX).count() == 0
         page.screenshot(path=SHOTS / "checkpoint_neuron.png", full_page=True)
+        page.get_by_text("Inside a prediction: the logit lens, generation and contributions").click()
+        page.locator(".gtitle", has_text="Top token after each block").wait_for(timeout=90_000)
+        assert page.locator(EXCEPTION_BOX).count() == 0
+        page.screenshot(path=SHOTS / "checkpoint_inside.png", full_page=True)

@@ -110,3 +110,22 @@ def test_a_click_on_a_query_joins_it_to_its_top_keys(page):
     assert page.locator(EXCEPTION_BOX).count() == 0
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SHOTS / "long_context_queries_keys.png")
+
+
+def test_a_box_on_the_sentence_view_opens_those_sentences_in_the_zoom_window(page):
+    page.get_by_role("tab", name="By sentence").click()
+    chart = page.locator(".gtitle", has_text=" sentences of 2,042 tokens").first
+    chart.wait_for(timeout=120_000)
+    assert page.locator(EXCEPTION_BOX).count() == 0
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SHOTS / "long_context_sentences.png")
+    before = page.locator(".gtitle", has_text=": queries ").first.text_content()
+    draw_box(page, (0.6, 0.62), 0.03, title=" sentences of ")  # a few sentences below the diagonal
+    page.wait_for_function(  # the Heads tab again, its zoom window on the sentences boxed
+        "before => [...document.querySelectorAll('.gtitle')].some("
+        "e => e.textContent.includes(': queries ') && e.textContent !== before && e.checkVisibility())",
+        arg=before,
+        timeout=60_000,
+    )
+    assert page.get_by_role("tab", name="Heads").get_attribute("aria-selected") == "true"
+    assert page.locator(EXCEPTION_BOX).count() == 0

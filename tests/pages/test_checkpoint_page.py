@@ -259,3 +259,63 @@ def test_an_uploaded_transformer_gets_the_neuron_view_when_its_panel_opens(tiny_
 def test_an_uploaded_rnn_offers_no_neuron_view(rnn_bytes):
     at = upload(run(), "tiny.safetensors", rnn_bytes)
     assert NEURON_PANEL not in [e.label for e in at.expander]
+
+
+INSIDE_PANEL = "Inside a prediction: the logit lens, generation and contributions"
+
+
+def page_text(at: AppTest) -> str:
+    boxes = [w for w in [*at.text_area, *at.text_input] if (w.key or "").startswith(K + "text_")]
+    return boxes[0].value
+
+
+def page_chart(at: AppTest, key: str) -> dict | None:
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
+    return json.loads(found[0].proto.spec) if found else None
+
+
+@pytest.fixture(scope="module")
+def uploaded_decoder(tiny_hf_folders):
+    """The Checkpoint inspector with a tiny GPT-2 uploaded, its Inside a prediction panel opened."""
+    at = upload(run(), "tiny-gpt2.zip", folder_zip(tiny_hf_folders["causal"], "tiny-gpt2"))
+    assert INSIDE_PANEL in [e.label for e in at.expander]
+    assert page_chart(at, "lens_grid") is None  # folded: the model does not run again until opened
+    at.session_state[K + "inside"] = True  # what a click on the panel sets
+    return run(at)
+
+
+def test_an_uploaded_decoder_gets_the_logit_lens_of_its_own_weights(uploaded_decoder, tiny_hf_folders):
+    from attention_atlas.models.adapters.hf import HFAdapter
+
+    at = uploaded_decoder
+    own = HFAdapter("own", tiny_hf_folders["causal"], torch.device("cpu"))
+    with torch.no_grad():
+        probs = torch.softmax(own.model(input_ids=own.encode(page_text(at)).ids).logits[0], -1)
+    trace = page_chart(at, "lens_grid")["data"][0]
+    z = z_of(trace)
+    assert z.shape[0] == own.n_layers and np.allclose(z[-1], probs.max(-1).values[-z.shape[1] :], rtol=1e-3)
+    assert not at.error and not at.exception
+    assert "tab" not in at.query_params and "pos" not in at.query_params  # an upload travels in no link
+
+
+def test_an_uploaded_decoder_generates_and_traces_its_contributions(uploaded_decoder, tiny_hf_folders):
+    from attention_atlas.models.adapters.hf import HFAdapter
+    from attention_atlas.models.generate import generate
+
+    at = uploaded_decoder
+    at.session_state[K + "inside_tab"] = "Generate"
+    at = run(at)
+    at.session_state["gen_max"] = 4
+    at.button(key="gen_go").click()
+    at = run(at)
+    own = HFAdapter("own", tiny_hf_folders["causal"], torch.device("cpu"))
+    expected = generate(own, page_text(at), 4)
+    assert expected.text in [c.value for c in at.code]
+    at.session_state[K + "inside_tab"] = "Contributions"
+    at = run(at)
+    assert page_chart(at, "contrib_routes") is not None and not at.exception
+
+
+def test_an_uploaded_encoder_offers_no_prediction_panel(tiny_hf_folders):
+    at = upload(run(), "tiny-bert.zip", folder_zip(tiny_hf_folders["encoder"], "tiny-bert"))
+    assert INSIDE_PANEL not in [e.label for e in at.expander] and not at.exception

@@ -172,3 +172,31 @@ def test_a_link_to_an_uploaded_file_says_it_cannot_carry_the_file():
     at.query_params.update({"source": "file"})
     at = run(at)
     assert any("not in the link" in i.value for i in at.info) and model_view(at)
+
+
+def test_by_sentence_is_each_sentences_rows_averaged_and_a_one_paragraph_text_says_so():
+    import numpy as np
+    import torch
+
+    from attention_atlas.models.adapters import capture as cp
+    from attention_atlas.models.registry import load
+    from attention_atlas.viz_core import sentences as sn
+    from tests.support import z_of
+
+    at = AppTest.from_file(PACKAGE / "app_pages/long_input.py", default_timeout=300)
+    at.query_params["tab"] = "By sentence"  # the tab drawn only when open
+    at = run(at)
+    (fig,) = [f for f in titled(at, "layer 3, head 0: ") if " sentences of " in f["layout"]["title"]["text"]]
+    text = at.text_area(key="tfl_text").value
+    cap = cp.capture(load("minilm", torch.device("cpu")), text)
+    parts = sn.spans(cap.tokens, "sentence")
+    assert fig["layout"]["title"]["text"].endswith(f"{len(parts)} sentences of {cap.n_tokens:,} tokens")
+    assert np.allclose(z_of(fig["data"][0]), sn.by_span(cap, 3, 0, parts), atol=1e-3)
+    assert fig["data"][0]["y"][1].startswith("1 · ")  # each sentence's first words in the hover
+    at.selectbox(key="tfl_span_head").set_value("average")
+    at = run(at)
+    (fig,) = titled(at, "layer 3, heads averaged: ")
+    assert np.allclose(z_of(fig["data"][0]), sn.layer_by_span(cap, 3, parts), atol=1e-3)
+    at.radio(key="tfl_unit").set_value("paragraph")  # WordPiece keeps no line breaks: one paragraph
+    at = run(at)
+    assert any("one paragraph" in i.value for i in at.info) and not at.exception

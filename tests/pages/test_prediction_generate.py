@@ -63,6 +63,22 @@ def test_the_charts_hold_the_new_tokens_attention_row(generated, smollm2):
     assert np.allclose(heads.sum(-1), 1, atol=5e-3)  # a query's weights over the keys it saw
 
 
+def test_every_head_of_the_new_tokens_in_the_model_head_and_line_views(generated, smollm2):
+    own = generate(smollm2, TEXT, NEW)
+    live = [json.loads(c.proto.json) for c in generated.get("bidi_component")]
+    model_view = next(d for d in live if d.get("role") == "model")
+    assert model_view["heads"]["shape"][:2] == [smollm2.n_layers, smollm2.n_heads]
+    head_view = json.loads(next(d for d in live if d.get("role") == "head")["figure"])
+    assert head_view["layout"]["title"]["text"] == f"layer {smollm2.n_layers - 1}, head 0"
+    z = z_of(head_view["data"][0])  # the new tokens (rows) over every token (columns)
+    assert z.shape == (NEW, own.prompt_len + NEW)
+    assert np.allclose(z, own.attention[-1, 0], atol=2e-3)
+    lines = next(d for d in live if "queries" in d)  # the line view: new tokens left, every token right
+    assert lines["queries"] == own.tokens[own.prompt_len :] or len(lines["queries"]) == NEW
+    assert len(lines["keys"]) == own.prompt_len + NEW and lines["heads"][0]["head"] == 0
+    assert not generated.exception
+
+
 def test_the_continuation_becomes_the_pages_text(generated, smollm2):
     at = generated
     at.button(key="gen_use").click()
@@ -81,3 +97,4 @@ def test_an_empty_prompt_and_a_prompt_past_the_context_are_one_line():
     at = run(at)
     assert [w.value for w in at.warning] == ["the prompt is 701 tokens; smollm2 reads at most 512"]
     assert not at.exception
+

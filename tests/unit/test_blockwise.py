@@ -112,3 +112,51 @@ def test_patterns_are_named_like_head_table():
     for keys, name in ((ids, "diagonal"), (prev, "previous token")):
         cap = bw.QKCapture("p", [ids], [keys], [1.0], True, ["x"] * n, [False] * n)
         assert bw.head_stats(cap, 0, 0)["pattern"] == name
+
+
+def dense_variant(q, k, scaling, window, softcap, sink, slope):
+    """One head the textbook way in float64: scale, softcap, add slope · key position, mask the
+    future and keys ``window`` or more back, softmax with the sink as one more logit, drop it."""
+    n = len(q)
+    s = q.astype(np.float64) @ k.astype(np.float64).T * scaling
+    if softcap:
+        s = np.tanh(s / softcap) * softcap
+    if slope is not None:
+        s = s + slope * np.arange(n)[None, :]
+    i, j = np.indices((n, n))
+    s = np.where((j > i) | ((j <= i - window) if window else False), -np.inf, s)
+    if sink is not None:
+        s = np.concatenate([s, np.full((n, 1), sink)], axis=1)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    return (w / w.sum(-1, keepdims=True))[:, :n]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        bw.Variant(window=5),
+        bw.Variant(softcap=2.0),
+        bw.Variant(sinks=np.array([3.0, -1.0, 0.5, 2.0], np.float32)),
+        bw.Variant(slopes=np.array([-0.5, -0.25, -0.125, -0.0625], np.float32)),
+        bw.Variant(window=7, softcap=3.0, sinks=np.array([1.0, 0.0, -2.0, 4.0], np.float32)),
+    ],
+    ids=["window", "softcap", "sinks", "alibi", "all"],
+)
+@pytest.mark.parametrize("block", [1, 4, 256])
+def test_each_variant_equals_its_dense_definition(variant, block):
+    base = random_capture()
+    cap = bw.QKCapture(
+        "v", base.queries, base.keys, base.scaling, True, base.tokens, base.special, variants=[variant] * 2
+    )
+    for head in range(4):
+        q, k = cap.head_qk(1, head)
+        want = dense_variant(q, k, cap.scaling[1], **variant.head(head))
+        assert np.abs(bw.head_weights(cap, 1, head, block=block) - want).max() < 1e-5
+        assert np.abs(bw.sink_mass(cap, 1, head) - (1 - want.sum(-1))).max() < 1e-5
+    assert not variant.plain and cap.variant(0) is variant and random_capture().variant(0).plain
+
+
+def test_layer_variants_must_match_the_layers():
+    cap = random_capture()
+    with pytest.raises(ValueError, match="1 layer variants for 2 layers"):
+        bw.QKCapture("x", cap.queries, cap.keys, cap.scaling, True, cap.tokens, cap.special, variants=[bw.PLAIN])

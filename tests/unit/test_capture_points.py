@@ -123,7 +123,7 @@ def test_the_hf_attention_function_reports_every_layer(tiny_hf_folders):
     ids = adapter.encode("the cat sat").ids
     store = capture.capture_ids(adapter, ids)
     assert sorted(store) == list(range(adapter.n_layers))
-    q, k, scaling, masked = store[0]
+    q, k, scaling, masked, _ = store[0]
     assert (
         isinstance(q, np.ndarray) and q.dtype == np.float32 and q.shape[:2] == (adapter.n_heads, ids.shape[1])
     )

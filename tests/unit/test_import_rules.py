@@ -30,6 +30,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "attention_atlas.viz_core": ("torch", "streamlit"),
     "attention_atlas.models": ("plotly", "streamlit"),
     "attention_atlas.serve": ("streamlit", "torch"),
+    "attention_atlas.notebook": ("streamlit",),
 }
 BARE: tuple[str, ...] = ("torch", "streamlit", "plotly")
 

@@ -6,16 +6,26 @@ layer's queries and keys in float32, after the rotary embedding where the model 
 key head (grouped-query attention). Weights come from them block-wise (``viz_core.blockwise``).
 
 How: transformers' attention interface. ``atlas_capture`` is registered as an attention function
-that reports the query and key it is handed (the ``queries``, ``keys``, ``scaling`` and ``masked``
-capture points of ``models.capture_points``, site: the layer index) to the recording open in the
-calling thread, and then runs SDPA. The adapter's own model stays on the eager path (``run()``
-unchanged); the capture runs a twin that shares every parameter tensor with it (no second copy of
-the weights) and differs only in its attention implementation. Nothing per request is kept on
-either model: the recording is a local of each call, and per thread.
+that reports the query and key it is handed (the ``queries``, ``keys``, ``scaling``, ``variant`` and
+``masked`` capture points of ``models.capture_points``, site: the layer index) to the recording
+open in the calling thread, and then runs SDPA (or, for a layer with a window, logit softcapping or
+sink logits, the same softmax a block of query rows at a time).
+
+A layer's ``Variant`` is what the module and its call say beyond q and k: the ``sliding_window``,
+``softcap`` and ``s_aux`` (sink logits) keywords the model hands the interface (or the module's own
+``sinks`` parameter), and the ``scaling`` it uses. Masks are made as for SDPA (the mask function
+is registered beside the attention function); a mask is accepted only where the causal order and
+the layer's window explain it exactly (checked block-wise, once per mask), else the model is
+refused: weights recomputed from q and k would not be the model's.
+
+The adapter's own model stays on the eager path (``run()`` unchanged); the capture runs a twin
+that shares every parameter tensor with it (no second copy of the weights) and differs only in its
+attention implementation. Nothing per request is kept on either model: the recording is a local
+of each call, and per thread.
 
 Architectures whose attention layers do not call the interface (the check: every layer must
-have reported), encoder–decoders, and models with a sliding window or an attention bias that
-q·k does not hold are refused by name.
+have reported; Falcon and BLOOM with ALiBi compute their scores themselves), encoder–decoders, and
+models with an attention bias or mask that q·k and the variant do not hold are refused by name.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ import torch
 from attention_atlas.models import capture_points as points
 from attention_atlas.models.adapters.hf_common import Encoded, InputError
 from attention_atlas.serve.process import trim
-from attention_atlas.viz_core.blockwise import BLOCK, QKCapture
+from attention_atlas.viz_core.blockwise import BLOCK, QKCapture, Variant
 
 ATTENTION = "atlas_capture"
 MAX_CHARS = 400_000  # far above 8,192 tokens of any text; longer input is refused, not cut
@@ -42,11 +52,11 @@ class CaptureError(ValueError):
 
 def _capture_attention(module, query, key, value, attention_mask, **kwargs):
     """transformers' attention interface: report this layer's queries and keys ``[batch, heads,
-    seq, d]`` (batch item 0) to the thread's recording, then SDPA. Values are not reported here:
-    ``value_norms`` reads them from the adapter's own eager forward (a ``Tap``), since this
-    twin's SDPA forward differs from eager in the last bits from the second layer on."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
+    seq, d]`` (batch item 0) and its variant to the thread's recording, then attend. Values are
+    not reported here: ``value_norms`` reads them from the adapter's own eager forward (a ``Tap``),
+    since this twin's forward differs from eager in the last bits from the second layer on."""
+    variant = _variant(module, kwargs, query.shape[1])
+    causal = bool(getattr(module, "is_causal", True))
     rec = points.active()
     if rec is not None:
         rec.report(
@@ -54,9 +64,94 @@ def _capture_attention(module, query, key, value, attention_mask, **kwargs):
             queries=query[0],
             keys=key[0],
             scaling=float(kwargs.get("scaling") or query.shape[-1] ** -0.5),
-            masked=attention_mask is not None,
+            variant=variant,
+            masked=not _explained(attention_mask, query.shape[-2], variant.window, causal, rec.memo),
         )
-    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    return _attend(module, query, key, value, attention_mask, variant, causal, **kwargs)
+
+
+def _variant(module, kwargs: dict, heads: int) -> Variant:
+    """The layer's window, softcap and sink logits, as the model hands them to the interface."""
+    window, softcap = kwargs.get("sliding_window"), kwargs.get("softcap")
+    sinks = kwargs.get("s_aux")
+    if sinks is None and isinstance(getattr(module, "sinks", None), torch.Tensor):
+        sinks = module.sinks
+    if sinks is not None:
+        sinks = _numpy(sinks).reshape(-1)
+        if len(sinks) != heads:
+            raise CaptureError(f"{type(module).__name__}: {len(sinks)} sink logits for {heads} heads")
+    return Variant(
+        window=int(window) if window else None, softcap=float(softcap) if softcap else None, sinks=sinks
+    )
+
+
+def _allowed_rows(start: int, stop: int, n: int, window: int | None, causal: bool) -> torch.Tensor:
+    """Which keys queries ``start:stop`` may read ``[stop - start, n]``: causal order and window."""
+    queries, keys = torch.arange(start, stop)[:, None], torch.arange(n)[None, :]
+    allowed = keys <= queries if causal else torch.ones(stop - start, n, dtype=torch.bool)
+    return allowed & (keys > queries - window) if window else allowed
+
+
+def _explained(mask, n: int, window: int | None, causal: bool, memo: dict) -> bool:
+    """Whether ``mask`` (None, boolean or additive; batch item 0) is exactly the causal order and
+    the window: anything else (padding, a bias, chunks) is not held by q·k and the variant."""
+    if mask is None:
+        return not (window and causal and n > window)  # SDPA's is_causal holds no window
+    key = (mask.data_ptr(), tuple(mask.shape), window, causal)
+    if key not in memo:
+        memo[key] = _mask_matches(mask[0], n, window, causal)
+    return memo[key]
+
+
+def _mask_matches(mask: torch.Tensor, n: int, window: int | None, causal: bool) -> bool:
+    if mask.shape[-2:] != (n, n):
+        return False
+    if mask.dtype != torch.bool:
+        lowest = torch.finfo(mask.dtype).min / 2
+        if not ((mask == 0) | (mask <= lowest)).all():
+            return False  # an additive bias, not a mask
+        mask = mask == 0
+    for start in range(0, n, BLOCK * 4):
+        stop = min(start + BLOCK * 4, n)
+        want = _allowed_rows(start, stop, n, window, causal).to(mask.device)
+        if not bool((mask[..., start:stop, :] == want).all()):
+            return False
+    return True
+
+
+def _attend(module, query, key, value, mask, variant: Variant, causal: bool, **kwargs):
+    """SDPA for a plain layer; else ``_blocked``: the same softmax a block of query rows at a time
+    over the keys each block's window reaches, so no ``[heads, n, n]`` tensor is made at length
+    (SDPA cannot softcap or take a sink, and with a window's mask it turns the mask to floats)."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if variant.plain:
+        return sdpa_attention_forward(module, query, key, value, mask, **kwargs)
+    scaling = kwargs.get("scaling") or query.shape[-1] ** -0.5
+    return _blocked(query, key, value, variant, causal, scaling), None
+
+
+def _blocked(query, key, value, variant: Variant, causal: bool, scaling: float) -> torch.Tensor:
+    """Attention output ``[batch, seq, heads, d]`` (as eager returns it) of the layer's variant:
+    ``blockwise.rows``' softmax in torch, each row block over the keys its window reaches."""
+    groups = query.shape[1] // key.shape[1]
+    key, value = key.repeat_interleave(groups, 1), value.repeat_interleave(groups, 1)
+    sinks = None if variant.sinks is None else torch.as_tensor(variant.sinks).to(query)[:, None, None]
+    n, out = query.shape[-2], torch.empty_like(query)
+    for start in range(0, n, BLOCK):
+        stop = min(start + BLOCK, n)
+        first = max(0, start - variant.window + 1) if variant.window else 0
+        last = stop if causal else n
+        scores = query[..., start:stop, :] @ key[..., first:last, :].transpose(-1, -2) * scaling
+        if variant.softcap:
+            scores = torch.tanh(scores / variant.softcap) * variant.softcap
+        allowed = _allowed_rows(start, stop, last, variant.window, causal)[:, first:].to(query.device)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        if sinks is not None:
+            scores = torch.cat([scores, sinks.expand(*scores.shape[:-1], 1)], dim=-1)
+        probs = torch.softmax(scores, dim=-1)
+        out[..., start:stop, :] = probs[..., : last - first] @ value[..., first:last, :]
+    return out.transpose(1, 2).contiguous()
 
 
 def _numpy(t: torch.Tensor):
@@ -73,8 +168,10 @@ def _register() -> None:
     global _REGISTERED
     if not _REGISTERED:
         from transformers import AttentionInterface
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
         AttentionInterface.register(ATTENTION, _capture_attention)
+        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, sdpa_mask)  # masks as SDPA's: windows too
         _REGISTERED = True
 
 
@@ -174,11 +271,14 @@ def supports(adapter) -> str | None:
             f"{adapter.model_id}: an encoder–decoder; long-context capture reads encoders and causal models"
         )
     cfg = adapter.config
-    window = getattr(cfg, "sliding_window", None)
-    if window and getattr(cfg, "use_sliding_window", True):
-        return f"{adapter.model_id}: a sliding-window model; its weights are not softmax(q·k) over every key"
-    if getattr(cfg, "alibi", False) or getattr(cfg, "position_embedding_type", "absolute") != "absolute":
-        return f"{adapter.model_id}: an attention bias outside q·k (ALiBi, relative positions)"
+    if getattr(cfg, "alibi", False):
+        return (
+            f"{adapter.model_id}: ALiBi position biases are not captured (this model adds them outside "
+            "transformers' attention interface)"
+        )
+    relative = getattr(cfg, "position_embedding_type", "absolute")
+    if relative != "absolute":
+        return f"{adapter.model_id}: {relative} position scores outside q·k are not captured"
     return None
 
 
@@ -238,7 +338,7 @@ def capture(adapter, text: str) -> QKCapture:
 
 
 def capture_ids(adapter, ids: torch.Tensor, device: torch.device | None = None) -> dict:
-    """The raw store for token ids ``[1, n]`` (benchmarks): ``{layer: (q, k, scaling, masked)}``."""
+    """The raw store for token ids ``[1, n]`` (benchmarks): ``{layer: (q, k, scaling, masked, variant)}``."""
     return _forward(adapter, ids, device or adapter.device)
 
 
@@ -246,15 +346,17 @@ def _forward(adapter, ids: torch.Tensor, device: torch.device) -> dict:
     twin = _twin(adapter.model, device)
     with torch.no_grad(), points.recording(*STORED, keep=_numpy) as rec:
         twin.base_model(input_ids=ids.to(device))  # no LM head: n × vocab logits
-    queries, keys, scaling, masked = (rec[p] for p in STORED)
-    store = {layer: (q, keys[layer], scaling[layer], masked[layer]) for layer, q in queries.items()}
+    queries, keys, scaling, masked, variant = (rec[p] for p in STORED)
+    store = {
+        layer: (q, keys[layer], scaling[layer], masked[layer], variant[layer]) for layer, q in queries.items()
+    }
     if ids.shape[1] > TRIM_FROM:
         trim()  # glibc kept the forward's freed activations: about 0.85 GB at 8,192 tokens
     return store
 
 
 TRIM_FROM = 1024  # tokens: above this, hand the forward's freed activations back to the system
-STORED = (points.QUERIES, points.KEYS, points.SCALING, points.MASKED)  # a store's tuple, in order
+STORED = (points.QUERIES, points.KEYS, points.SCALING, points.MASKED, points.VARIANT)  # a store's tuple
 
 
 def _to_capture(adapter, store: dict, src, notices: list[str]) -> QKCapture:
@@ -265,7 +367,10 @@ def _to_capture(adapter, store: dict, src, notices: list[str]) -> QKCapture:
             "this architecture does not use transformers' attention interface"
         )
     if any(store[i][3] for i in range(layers)):
-        raise CaptureError(f"{adapter.model_id}: the model passed an attention mask that q·k does not hold")
+        raise CaptureError(
+            f"{adapter.model_id}: the model passed an attention mask that q·k, the causal order and "
+            "its window do not hold"
+        )
     causal = adapter.family == "causal"
     return QKCapture(
         model_id=adapter.model_id,
@@ -273,6 +378,7 @@ def _to_capture(adapter, store: dict, src, notices: list[str]) -> QKCapture:
         keys=[store[i][1] for i in range(layers)],
         scaling=[store[i][2] for i in range(layers)],
         causal=causal,
+        variants=[store[i][4] for i in range(layers)],
         tokens=list(src.tokens),
         special=list(src.special),
         notices=notices,

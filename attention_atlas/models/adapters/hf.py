@@ -76,9 +76,25 @@ class HFAdapter:
         )
         self.model.to(device).eval()
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        self._read_tokenizer(max_tokens)
+
+    def _read_tokenizer(self, max_tokens: int | None) -> None:
         self.byte_level = is_byte_level(self.tokenizer)
         self.max_tokens = max_tokens or _token_limit(self.config, self.tokenizer)
         self.n_layers, self.n_heads = _layers_heads(self.config)
+        self.sink_layers = sink_layers(self.model)
+
+    @classmethod
+    def loaded(cls, model, tokenizer, model_id: str = "notebook", family: str | None = None) -> HFAdapter:
+        """An adapter around a model and tokenizer the caller has already loaded (a notebook's): on
+        the model's own device and dtype, with whatever attention implementation it was loaded with;
+        nothing is moved, copied or switched to eval. ``family`` where its config does not say."""
+        self = cls.__new__(cls)
+        self.model_id, self.model, self.tokenizer, self.config = model_id, model, tokenizer, model.config
+        self.device = next(model.parameters()).device
+        self.family = family or family_of(self.config)
+        self._read_tokenizer(None)
+        return self
 
     # ------------------------------------------------------------------ input
     def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
@@ -135,7 +151,7 @@ class HFAdapter:
             out = self.model(input_ids=src.ids.to(self.device), output_attentions=True)
         weights = self._stack(out.attentions, "self-attention")  # [layers, heads, query, key]
         record = self._record(weights, src, src, "self")
-        return RunResult(records={"self": record}, output=None, notices=src.notices)
+        return RunResult(records={"self": record}, output=None, notices=[*src.notices, *sink_notice(record)])
 
     # ------------------------------------------------------------------ one token masked (exBERT)
     def replacements(self) -> dict[str, str]:
@@ -282,9 +298,41 @@ class HFAdapter:
         }
         if self.byte_level:  # the tokenizer's own strings, so merged words decode their bytes together
             meta.update(query_pieces=queries.pieces, key_pieces=keys.pieces)
+        sink = sink_mass(weights, self.sink_layers) if kind == "self" else None
         return AttentionRecord(
-            weights, queries.tokens, keys.tokens, kind, self.model_id, "scaled_dot", meta=meta
+            weights, queries.tokens, keys.tokens, kind, self.model_id, "scaled_dot", meta=meta, sink=sink
         )
+
+
+def sink_layers(model: torch.nn.Module) -> list[int]:
+    """Layers whose attention module has learned sink logits (gpt-oss: a ``sinks`` parameter per head)."""
+    found = {
+        int(m.layer_idx)
+        for m in model.modules()
+        if isinstance(getattr(m, "sinks", None), torch.nn.Parameter)
+        and isinstance(getattr(m, "layer_idx", None), int)
+    }
+    return sorted(found)
+
+
+def sink_mass(weights: np.ndarray, layers: list[int]) -> np.ndarray | None:
+    """``[layers, heads, query]``: what each row of a sink layer leaves to its sink (its weights are
+    the model's own softmax over keys and sink, without the sink); None for a model without sinks."""
+    if not layers:
+        return None
+    mass = np.zeros(weights.shape[:3], dtype=np.float32)
+    mass[layers] = np.clip(1 - weights[layers].sum(-1, dtype=np.float64), 0, 1)
+    return mass
+
+
+def sink_notice(record: AttentionRecord) -> list[str]:
+    """A line saying that rows sum to less than 1 and by how much, for a model with sinks."""
+    if record.sink is None:
+        return []
+    return [
+        f"{record.model_id} has learned sink logits: each row's weights sum to 1 minus the mass its "
+        f"sink takes (on average {record.sink.mean():.0%}, at most {record.sink.max():.0%} here)"
+    ]
 
 
 def _token_limit(config, tokenizer) -> int:

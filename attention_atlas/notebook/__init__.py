@@ -1,0 +1,9 @@
+"""Attention Atlas in a notebook: BertViz's calls (``head_view``, ``model_view``, ``line_view``) and
+``show(model, tokenizer, text)``, each a self-contained interactive HTML view (``notebook.page``)."""
+
+from attention_atlas.notebook.inputs import NotebookError
+from attention_atlas.notebook.page import View
+from attention_atlas.notebook.run import show
+from attention_atlas.notebook.views import head_view, line_view, model_view
+
+__all__ = ["NotebookError", "View", "head_view", "line_view", "model_view", "show"]

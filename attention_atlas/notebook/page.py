@@ -1,0 +1,160 @@
+"""One self-contained HTML file per view: the app's figures, its JavaScript and Plotly.js inline.
+
+Each section of a page is one record drawn as the Transformer page draws it: the model view
+(``viz_core.model_view``) whose tiles open a head in the head view (``viz_core.figures.head_view``)
+from every head's weights packed in 16 bits (``viz_core.wire``), arrow keys stepping heads, both
+run by the app's own ``ui/live_heads.js``; and the line view (``viz_core.line_view`` drawn by
+``ui/line_view.js``). The two scripts are read from the package, not copied: ``page.js`` imports
+each from a blob URL of its text and mounts it as the Streamlit component would, with the
+figures in place of the component's data. Plotly.js is the plotly package's own copy, inlined
+(``window.Plotly`` is put back as it was) and run only by the first view of a notebook page: the
+next views find it there. Nothing is fetched from any URL.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import plotly
+import plotly.io as pio
+
+from attention_atlas.viz_core.figures import PLOTLY_CONFIG, head_view
+from attention_atlas.viz_core.line_view import line_data
+from attention_atlas.viz_core.model_view import model_view
+from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.wire import all_heads, record_id
+
+PACKAGE = Path(__file__).resolve().parent.parent
+SCRIPTS = {"live": PACKAGE / "ui" / "live_heads.js", "line": PACKAGE / "ui" / "line_view.js"}
+DRIVER = Path(__file__).resolve().parent / "page.js"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+# Every head's 16-bit weights ride in the file up to this size (minilm's 72 heads to 512 tokens;
+# SmolLM2's 270 heads to about 270 tokens); beyond it the head view keeps the head it opened with.
+HEADS_BYTES = 40_000_000
+
+
+@functools.cache
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _json(value) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``</`` can close it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+def _figure(fig) -> str:
+    return pio.to_json(fig, validate=False)
+
+
+@dataclass
+class Section:
+    """One record on a page: which views of it, and where they open."""
+
+    record: AttentionRecord
+    title: str = ""
+    layer: int = 0
+    head: int = 0
+    model: bool = True  # the model view with the head view it opens
+    line_heads: list[int] = field(default_factory=list)  # the line view of ``layer``, these heads
+    labels: tuple[list[int], list[int]] | None = None  # the layers' and heads' own numbers (a subset)
+
+    def data(self) -> dict:
+        record, gid = self.record, f"atlas-{uuid.uuid4().hex[:12]}"
+        out: dict = {"title": self.title, "group": gid, "config": {**PLOTLY_CONFIG, "responsive": True}}
+        if self.model:
+            rid = record_id(gid, record.n_layers, record.n_heads)
+            heads = all_heads(record, rid, HEADS_BYTES)
+            fig = model_view(record)
+            if self.labels:
+                self._relabel(fig, heads)
+            out["model"] = {"figure": _figure(fig), "grid": [record.n_layers, record.n_heads], "heads": heads}
+            if heads is None:
+                size = record.weights.size * 2 / 1e6
+                out["note"] = (
+                    f"Every head of this input would take {size:,.0f} MB, over the file's {HEADS_BYTES / 1e6:,.0f} MB: "
+                    "the head view stays on the head it opened with. Pick fewer with include_layers and "
+                    "include_heads, or open another with layer= and heads=."
+                )
+            out["head"] = {
+                "figure": _figure(head_view(record, self.layer, self.head)),
+                "shown": f"{rid}|{self.layer}|{self.head}",
+                "single": True,
+            }
+        if self.line_heads:
+            out["line"] = line_data(record, self.layer, self.line_heads)
+        return out
+
+    def _relabel(self, fig, heads: dict | None) -> None:
+        """Tiles and titles named by the model's own layer and head numbers (``include_layers``…)."""
+        layers, head_ids = self.labels
+        fig.update_xaxes(ticktext=[str(h) for h in head_ids])
+        fig.update_yaxes(ticktext=[str(layer) for layer in layers])
+        if heads:
+            heads["titles"] = [f"layer {layer}, head {h}" for layer in layers for h in head_ids]
+
+
+def fragment(sections: list[Section]) -> str:
+    """The views as an HTML fragment (what a notebook cell shows): a ``<div>``, the data, the
+    scripts and Plotly.js inline."""
+    root = f"atlas-nb-{uuid.uuid4().hex[:12]}"
+    spec = {"root": root, "sections": [s.data() for s in sections]}
+    sources = {name: _text(path) for name, path in SCRIPTS.items()}
+    return f"""<div id="{root}" class="atlas-notebook" style="font-family: Arial, sans-serif"></div>
+<script type="application/json" id="{root}-data">{_json(spec)}</script>
+<script type="application/json" id="{root}-js">{_json(sources)}</script>
+<script>window.__atlasPlotlyBefore = window.Plotly;</script>
+<script>if (!window.__atlasPlotly) {{
+{_text(PLOTLY_JS)}
+}}</script>
+<script>{_text(DRIVER)}
+atlasNotebook("{root}");</script>
+"""
+
+
+def html(sections: list[Section], title: str = "Attention Atlas") -> str:
+    """The whole file: ``fragment`` in a page of its own."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title></head>
+<body>
+{fragment(sections)}</body></html>
+"""
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@dataclass
+class View:
+    """What each notebook call returns: shown in Jupyter, ``to_html()`` one self-contained file."""
+
+    sections: list[Section]
+    name: str = "model view"
+
+    def to_html(self) -> str:
+        return html(self.sections, f"Attention Atlas: {self.name}")
+
+    def save(self, path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_html(), encoding="utf-8")
+        return path
+
+    def _repr_html_(self) -> str:
+        return fragment(self.sections)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/html": self._repr_html_(), "text/plain": repr(self)}
+
+    @property
+    def record(self) -> AttentionRecord:
+        """The first section's record: the weights the view draws."""
+        return self.sections[0].record
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{s.title or s.record.kind}: {s.record.weights.shape}" for s in self.sections)
+        return f"<Attention Atlas {self.name} ({parts})>"

@@ -1,0 +1,140 @@
+"""``show(model, tokenizer, text)``: the model a notebook has already loaded, drawn as the app draws it.
+
+The model runs where it is, in its own dtype, with whatever attention implementation it was
+loaded with (eager, SDPA, flash): its weights are not asked of it (``output_attentions`` gives
+none under SDPA or flash) but computed from the queries and keys captured during a forward of
+its capture twin (``models.adapters.capture``: the same parameters, transformers' attention
+interface reporting each layer's queries and keys), every head ``softmax(q kᵀ · scaling)`` with
+the causal mask where the model has one (``viz_core.blockwise``). Models the capture refuses (an
+encoder–decoder, a sliding window, a bias outside q·k) run an eager twin with
+``output_attentions``, as the app's adapter does. Tokens are labelled as in the app (byte-level
+pieces decoded), and the Transformer page's options apply: word pieces merged, special tokens
+hidden, weights weighted by value norms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from attention_atlas.notebook.inputs import NotebookError
+from attention_atlas.notebook.views import build, finish
+from attention_atlas.viz_core.derive import ViewOptions
+
+FULL_TOKENS = 1024  # every head's full matrix up to this many tokens (SmolLM2 at 1,024: 1.1 GB float32)
+
+
+def _family(model) -> str | None:
+    """The adapter's family from the model's class where its config does not name it."""
+    if getattr(model.config, "is_encoder_decoder", False):
+        return "seq2seq"
+    name = type(model).__name__
+    return "causal" if "CausalLM" in name or "LMHead" in name else None
+
+
+def adapter_of(model, tokenizer):
+    from attention_atlas.models.adapters.hf import HFAdapter
+
+    model_id = getattr(model.config, "name_or_path", "") or type(model).__name__
+    return HFAdapter.loaded(model, tokenizer, model_id, _family(model))
+
+
+def captured_record(adapter, text: str):
+    """Self-attention of an encoder or causal LM from its captured queries and keys, every head."""
+    from attention_atlas.models.adapters import capture as cp
+    from attention_atlas.viz_core.blockwise import head_weights
+
+    src = cp.encode_long(adapter, text)
+    n = src.ids.shape[1]
+    if n > FULL_TOKENS:
+        raise NotebookError(
+            f"the text is {n:,} tokens; the notebook draws every head's full matrix up to {FULL_TOKENS:,}: shorten it"
+        )
+    cap = cp.capture(adapter, text)
+    weights = np.stack(
+        [np.stack([head_weights(cap, layer, h) for h in range(cap.n_heads)]) for layer in range(cap.n_layers)]
+    )
+    record = adapter._record(weights, src, src, "self")
+    return {"self": record}, [*src.notices, *cap.notices]
+
+
+def eager_records(adapter, text: str):
+    """Every record from an eager twin of the model (sharing its parameters) with ``output_attentions``."""
+    from attention_atlas.models.adapters.capture import _twin
+
+    twin = _twin(adapter.model, adapter.device, "eager")
+    eager = type(adapter).loaded(twin, adapter.tokenizer, adapter.model_id, adapter.family)
+    result = eager.run(text)
+    return result.records, result.notices
+
+
+def records_of(adapter, text: str):
+    """``({kind: record}, notices)`` for ``text``: captured where the capture reads the model."""
+    from attention_atlas.models.adapters.capture import supports
+
+    try:
+        if supports(adapter) is None:
+            return captured_record(adapter, text)
+        return eager_records(adapter, text)
+    except NotebookError:
+        raise
+    except ValueError as err:  # the adapter's and the capture's one-line refusals
+        raise NotebookError(str(err)) from None
+
+
+TITLES = {
+    "self": "",
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder self-attention",
+    "cross": "cross-attention",
+}
+
+
+def show(
+    model,
+    tokenizer,
+    text: str,
+    view: str = "model",
+    *,
+    merge: bool = False,
+    hide_special: bool = False,
+    value_norms: bool = False,
+    layer: int | None = None,
+    heads=None,
+    html_action: str = "view",
+):
+    """Run ``model`` on ``text`` and draw the ``view`` (``"model"``, ``"head"`` or ``"line"``).
+
+    ``merge`` sums word pieces into words, ``hide_special`` drops [CLS], [SEP], <s>… and
+    renormalises the rows, ``value_norms`` weights each weight by the norm of its key's value
+    vector through the head's output slice (BERT- and Llama-style models), as on the app's
+    Transformer page. What the input needed (cut, characters fixed) is printed as notices."""
+    if view not in ("model", "head", "line"):
+        raise NotebookError(f"view is one of model, head, line, not {view!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise NotebookError("the text is empty: pass a sentence")
+    adapter = adapter_of(model, tokenizer)
+    records, notices = records_of(adapter, text)
+    options = ViewOptions(merge=merge, hide=hide_special)
+    pairs = []
+    for kind, record in records.items():
+        if value_norms:
+            record = _value_weighted(adapter, text, record)
+        pairs.append((TITLES[kind], options.apply(record)))
+    for notice in dict.fromkeys(notices):
+        print(f"note: {notice}")
+    return finish(build(view, pairs, layer=layer, heads=heads), html_action)
+
+
+def _value_weighted(adapter, text: str, record):
+    from attention_atlas.models.adapters.value_norms import supports, value_norms, weighted
+
+    if record.kind != "self" or not supports(adapter):
+        raise NotebookError(
+            f"{adapter.model_id}: value norms are read from BERT- and Llama-style self-attention only"
+        )
+    norms = value_norms(adapter, text)
+    if norms.shape[-1] != record.weights.shape[-1]:
+        raise NotebookError(f"value norms are read up to {adapter.max_tokens} tokens; this text has more")
+    return replace(record, weights=weighted(record.weights, norms))

@@ -1,0 +1,132 @@
+"""Long context for attention variants (issue 26): the capture of a windowed, softcapped and sink
+model beside the model's own eager forward of the same ids.
+
+Tiny random causal LMs (hidden 64, 8 query heads on 2 key heads of 16, 4 layers, window 256) of
+Mistral (every layer windowed), Gemma 2 (local and global layers, logit softcapping: not SDPA) and
+gpt-oss (local and global layers, sink logits: not SDPA), each opened as the page opens a model.
+Each measurement runs in a fresh process: seconds of one forward, and its peak resident memory
+above the same process after a 16-token input (ru_maxrss). Baseline: the model's own eager forward
+(``attn_implementation="eager"``, no weights returned) of the same ids.
+
+Run: python -m bench.bench_long_variants [--tokens 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+
+import torch
+
+from bench.results import machine, write_section
+
+SIZES = dict(
+    vocab_size=30522,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    head_dim=16,
+    sliding_window=256,
+    max_position_embeddings=16384,
+)
+ARCHS = {
+    "mistral": ("MistralConfig", {}),
+    "gemma2": ("Gemma2Config", dict(attn_logit_softcapping=50.0)),
+    "gpt_oss": ("GptOssConfig", dict(num_local_experts=2, num_experts_per_tok=1)),
+}
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def adapter_of(arch: str):
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    from attention_atlas.models.adapters.hf import HFAdapter
+    from tests.support import hf_folder
+
+    name, options = ARCHS[arch]
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(getattr(transformers, name)(**SIZES, **options))
+    adapter = HFAdapter(arch, hf_folder(model, pathlib.Path(tempfile.mkdtemp())), torch.device("cpu"))
+    adapter.tokenizer.model_max_length = SIZES["max_position_embeddings"]
+    return adapter
+
+
+def child(arch: str, mode: str, n: int) -> dict:
+    """One forward of ``n`` random ids in this process: seconds and peak memory above 16 tokens."""
+    from attention_atlas.models.adapters import capture as cp
+
+    torch.set_num_threads(2)
+    adapter = adapter_of(arch)
+    ids = torch.randint(1000, 30000, (1, n), generator=torch.Generator().manual_seed(n))
+
+    def run(x):
+        with torch.no_grad():
+            if mode == "eager":
+                return adapter.model.base_model(input_ids=x)
+            return cp.capture_ids(adapter, x)
+
+    run(ids[:, :16])
+    base = peak_mb()
+    t = time.perf_counter()
+    store = run(ids)
+    took = time.perf_counter() - t
+    windows = [v.window for *_, v in store.values()] if mode == "capture" else []
+    return {"seconds": took, "peak_mb": peak_mb() - base, "windows": windows}
+
+
+def measure(arch: str, mode: str, n: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.bench_long_variants", "--child", arch, mode, str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, OPENBLAS_NUM_THREADS="2"),
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=4096)
+    parser.add_argument("--child", nargs=3, metavar=("ARCH", "MODE", "N"))
+    args = parser.parse_args(argv)
+    if args.child:
+        arch, mode, n = args.child
+        print(json.dumps(child(arch, mode, int(n))))
+        return
+    n, started = args.tokens, machine()
+    lines = [
+        "## Long context for attention variants (bench_long_variants)",
+        "",
+        f"{date.today()}, {started}; {n:,} random token ids, one forward each in a fresh process.",
+        "",
+        "| model | windows per layer | eager forward | capture | ratio | eager peak | capture peak |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for arch in ARCHS:
+        eager, cap = measure(arch, "eager", n), measure(arch, "capture", n)
+        lines.append(
+            f"| {arch} | {cap['windows']} | {eager['seconds']:.2f} s | {cap['seconds']:.2f} s | "
+            f"{cap['seconds'] / eager['seconds']:.2f}× | +{eager['peak_mb']:,.0f} MB | +{cap['peak_mb']:,.0f} MB |"
+        )
+        print(lines[-1], flush=True)
+    lines += ["", f"1-min load average at the end: {os.getloadavg()[0]:.1f}."]
+    write_section("bench_long_variants", "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

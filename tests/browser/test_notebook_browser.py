@@ -1,0 +1,141 @@
+"""A notebook view's saved file in chromium, offline (issue 25): opened from a file:// path with every
+request that is not that file aborted, it draws the model view, a tile click opens its head, the
+arrow keys step, and the line view isolates a hovered token's lines. No request leaves the page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attention_atlas.models.adapters.minilm import model_folder
+from attention_atlas.notebook import head_view, show
+from harness.browser import hover_tile
+
+pytestmark = pytest.mark.browser
+
+TEXT = "The cat sat on the mat because it was tired."
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The model view of ``show()`` on an SDPA-loaded minilm, and the head view of its eager
+    ``outputs.attentions``, saved as files."""
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = model_folder()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    eager = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    sdpa = AutoModel.from_pretrained(folder, attn_implementation="sdpa").eval()
+    enc = tokenizer(TEXT, return_tensors="pt")
+    with torch.no_grad():
+        out = eager(**enc, output_attentions=True)
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+    where = tmp_path_factory.mktemp("notebook")
+    model = show(sdpa, tokenizer, TEXT).save(where / "model.html")
+    head = head_view(out.attentions, tokens, layer=2, heads=[0, 3]).save(where / "head.html")
+    return {"model": model, "head": head, "weights": torch.cat(out.attentions).numpy()}
+
+
+def offline(page) -> list[str]:
+    """Abort every request but the file itself; the list of what was tried and aborted."""
+    tried: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            tried.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return tried
+
+
+def title(page) -> str:
+    return page.locator(".atlas-head-view .gtitle").text_content()
+
+
+def test_the_saved_model_view_draws_offline_and_a_tile_opens_its_head(new_page, files):
+    with new_page(1400, 1000) as page:
+        tried, errors = offline(page), []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(files["model"].as_uri())
+        page.wait_for_selector(".atlas-model-view .js-plotly-plot .scatterlayer .point", timeout=30_000)
+        page.wait_for_selector(".atlas-head-view .js-plotly-plot", timeout=30_000)
+        assert page.locator(".atlas-model-view .scatterlayer .point").count() == 6 * 12
+        assert title(page) == "layer 3, head 0"
+        hover_tile(page, 1, 5, 12)
+        page.mouse.down()
+        page.mouse.up()
+        page.wait_for_function(
+            "document.querySelector('.atlas-head-view .gtitle').textContent === 'layer 1, head 5'"
+        )
+        frame = page.evaluate("document.querySelector('.atlas-model-view .js-plotly-plot').layout.shapes[0]")
+        assert (frame["x0"], frame["y0"]) == (5 * 14 - 0.5, 1 * 14 - 0.5)  # 13 tokens + the gutter a tile
+        page.locator(".atlas-head-view .js-plotly-plot").click()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowDown")
+        assert title(page) == "layer 2, head 6"
+        drawn = page.evaluate(
+            "Array.from(document.querySelector('.atlas-head-view .js-plotly-plot').data[0].z, r => Array.from(r))"
+        )
+        np.testing.assert_allclose(drawn, files["weights"][2, 6], rtol=2**-10, atol=1e-6)  # head 6 of layer 2
+        assert tried == [] and errors == []
+
+
+def test_the_saved_head_view_isolates_a_hovered_tokens_lines(new_page, files):
+    with new_page(1400, 1000) as page:
+        tried = offline(page)
+        page.goto(files["head"].as_uri())
+        page.wait_for_selector(".atlas-line-view line", state="attached", timeout=30_000)
+        lines = page.locator(".atlas-line-view line")
+        total = lines.count()
+        page.locator(".atlas-line-q .atlas-token").nth(2).hover()  # "cat"
+        visible = page.evaluate(
+            "Array.from(document.querySelectorAll('.atlas-line-view line')).filter(l => l.style.display !== 'none').map(l => l.dataset.q)"
+        )
+        assert 0 < len(visible) < total and set(visible) == {"2"}
+        assert tried == []
+
+
+def test_two_views_on_one_page_each_open_their_own_heads(new_page, files, tmp_path):
+    """As a notebook shows them: two outputs' fragments in one document. Plotly.js runs once (the
+    second view finds it), and a click in the second view opens its head there, not in the first."""
+    from attention_atlas.notebook import model_view
+
+    weights = files["weights"]
+    tokens = [f"t{i}" for i in range(weights.shape[-1])]
+    first, second = model_view(weights, tokens), model_view(weights[:, :6], tokens)
+    page_file = tmp_path / "two.html"
+    page_file.write_text(
+        f"<!DOCTYPE html><html><body>{first._repr_html_()}{second._repr_html_()}</body></html>"
+    )
+    with new_page(1400, 1000) as page:
+        tried, errors = offline(page), []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(page_file.as_uri())
+        page.wait_for_function("document.querySelectorAll('.atlas-head-view .js-plotly-plot').length === 2")
+        views = page.locator(".atlas-model-view")
+        assert views.nth(0).locator(".scatterlayer .point").count() == 72
+        assert views.nth(1).locator(".scatterlayer .point").count() == 36
+        titles = page.locator(".atlas-head-view .gtitle")
+
+        def click(view: int, layer: int, head: int, heads: int) -> None:
+            tile = views.nth(view).locator(".scatterlayer .point").nth(layer * heads + head)
+            tile.scroll_into_view_if_needed()
+            box = tile.bounding_box()
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+        click(0, 1, 5, 12)
+        page.wait_for_function(
+            "document.querySelectorAll('.atlas-head-view .gtitle')[0].textContent === 'layer 1, head 5'"
+        )
+        assert titles.nth(1).text_content() == "layer 3, head 0"
+        click(1, 2, 4, 6)
+        page.wait_for_function(
+            "document.querySelectorAll('.atlas-head-view .gtitle')[1].textContent === 'layer 2, head 4'"
+        )
+        assert titles.nth(0).text_content() == "layer 1, head 5"
+        assert page.evaluate("window.Plotly") is None  # the page's own global left as it was
+        assert tried == [] and errors == []
