@@ -51,6 +51,7 @@ from bench.results import write_section
 
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
 LAYER, HEAD = 15, 4
+CPU = torch.device("cpu")
 PARAGRAPH = (
     "The river rose in the night and the village woke to water in the streets. "
     "Old Chen carried his books upstairs, one armful at a time, while his granddaughter counted them. "
@@ -184,6 +185,106 @@ def _records(adapter, text):
     return [r.weights for r in adapter.run(text).records.values()]
 
 
+def notebook_show(folder: Path, text: str, device: torch.device, dtype: torch.dtype) -> np.ndarray:
+    """What ``attention_atlas.notebook.show`` draws for the model as a researcher loaded it (SDPA,
+    ``dtype``, on ``device``): every head's weights."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from attention_atlas.notebook.run import adapter_of, records_of
+
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="sdpa", dtype=dtype).to(device)
+    records, _ = records_of(adapter_of(model.eval(), AutoTokenizer.from_pretrained(folder)), text)
+    return records["self"].weights
+
+
+def eager_weights(folder: Path, text: str, device: torch.device = CPU) -> np.ndarray:
+    """transformers' own eager attention in float32 on ``device``, ``[layers, heads, n, n]``."""
+    plain = HFAdapter("eager", folder, device)
+    return next(iter(plain.run(text).records.values())).weights
+
+
+def notebook_rows(folder: Path, text: str, gpu: torch.device) -> list[str]:
+    """``show()`` on CUDA (float32 and bfloat16, SDPA) against eager attention on the CPU."""
+    want = eager_weights(folder, text)
+    rows = []
+    for dtype, tol in ((torch.float32, 1e-4), (torch.bfloat16, 0.1)):
+        t = time.perf_counter()
+        try:
+            got = notebook_show(folder, text, gpu, dtype)
+        except Exception as err:  # a bench reports every failure and goes on
+            traceback.print_exc()
+            rows.append(
+                (f"| notebook show(), SDPA {dtype} | | error: {type(err).__name__}: {err} | | | | |", False)
+            )
+            continue
+        worst = diff(got, want)
+        good = worst <= tol
+        rows.append(
+            (
+                f"| notebook show(), SDPA {str(dtype).split('.')[-1]} on CUDA vs eager float32 on the CPU "
+                f"| {want.shape[-1]} | | {time.perf_counter() - t:.2f} s | | {worst:.1e} | {'ok' if good else 'MISMATCH'} |",
+                good,
+            )
+        )
+    return rows
+
+
+VARIANTS = {  # tiny random models of attention variants (issue 26), SmolLM2's vocabulary; window 8
+    "MistralConfig": dict(sliding_window=8),
+    "Gemma2Config": dict(head_dim=8, sliding_window=8, attn_logit_softcapping=1.5),
+    "Gemma3TextConfig": dict(head_dim=8, sliding_window=8, sliding_window_pattern=2),
+    "GptOssConfig": dict(head_dim=8, sliding_window=8, num_local_experts=2, num_experts_per_tok=1),
+}
+TINY = dict(
+    hidden_size=32,
+    intermediate_size=32,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=256,
+    initializer_range=0.3,
+)
+
+
+def variant_rows(folder: Path, work: Path, gpu: torch.device) -> list[tuple[str, bool]]:
+    """Each variant's long-input capture on CUDA, every head recomputed block-wise, against eager on the CPU."""
+    import transformers
+
+    rows = []
+    for name, options in VARIANTS.items():
+        try:
+            torch.manual_seed(0)
+            vocab = len(transformers.AutoTokenizer.from_pretrained(folder))
+            config = getattr(transformers, name)(vocab_size=vocab, **TINY, **options)
+            model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+            where = work.with_name(f"{work.name}-{name}")
+            model.save_pretrained(where)
+            for f in SMALL_FILES[2:]:
+                shutil.copy(folder / f, where / f)
+            text = PARAGRAPH * 2
+            cap = cp.capture(HFAdapter(name, where, gpu), text)
+            got = np.stack(
+                [[bw.head_weights(cap, la, h) for h in range(cap.n_heads)] for la in range(cap.n_layers)]
+            )
+            worst, across = diff(got, eager_weights(where, text, gpu)), diff(got, eager_weights(where, text))
+            rows.append(
+                (
+                    f"| long-input capture vs eager, both on CUDA, {name} | {cap.n_tokens} | | | | {worst:.1e} | "
+                    f"{'ok' if worst <= 1e-5 else 'MISMATCH'} (vs eager on the CPU: {across:.1e}) |",
+                    worst <= 1e-5,
+                )
+            )
+        except Exception as err:  # a bench reports every failure and goes on
+            traceback.print_exc()
+            rows.append(
+                (
+                    f"| long-input capture, {name} | | error: {type(err).__name__}: {str(err)[:160]} | | | | |",
+                    False,
+                )
+            )
+    return rows
+
+
 def compare(name: str, cpu_out, gpu_out) -> tuple[float, str]:
     """The largest difference of the float outputs, and a note where integer outputs differ."""
     if name == "capture + overview":
@@ -243,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tol", type=float, default=1e-3, help="largest CPU–CUDA difference allowed")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--only-variants", action="store_true", help="the attention variants' rows alone")
     parser.add_argument("--device", default="cuda", help="the device beside the CPU (cpu: a smoke test here)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every case's tokens (smoke tests)")
     args = parser.parse_args(argv)
@@ -271,16 +373,20 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print("\n".join(lines), flush=True)
     ok = True
-    for name, fn, n in CASES:
+    for name, fn, n in () if args.only_variants else CASES:
         line, good = run_case(name, fn, max(16, int(n * args.scale)), cpu, gpu, args.repeat, args.tol)
         lines.append(line)
         ok &= good
         print(line, flush=True)
-    for line, good in bundled(cpu.device, gpu.device):
+    rows = variant_rows(args.folder, args.work, gpu.device)
+    if not args.only_variants:
+        rows = bundled(cpu.device, gpu.device) + notebook_rows(folder, text_of(cpu, 256), gpu.device) + rows
+    for line, good in rows:
         lines.append(line)
         ok &= good
         print(line, flush=True)
-    write_section("gpu", "\n".join(lines))
+    if gpu.device.type == "cuda" and not args.only_variants:  # a smoke test or a part records nothing
+        write_section("gpu", "\n".join(lines))
     if args.out:  # the lent machine's copy of RESULTS.md does not come back: this file does
         args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0 if ok else 1

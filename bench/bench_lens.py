@@ -73,6 +73,16 @@ def payload_bytes(adapter, grid: ln.Grid) -> int:
     return len(json.dumps(body, ensure_ascii=False).encode())
 
 
+def plain_product(model, rows: int, repeat: int) -> float:
+    """GFLOP/s of torch's own ``[rows, d] × [d, vocab]`` float32 product on this CPU (median of ``repeat``)."""
+    w = model.get_output_embeddings().weight.detach().float()
+    x = torch.randn(rows, w.shape[1])
+    with torch.no_grad():
+        torch.nn.functional.linear(x, w)  # warm
+        wall, _ = measure(lambda: torch.nn.functional.linear(x, w), repeat)
+    return 2 * rows * w.shape[0] * w.shape[1] / wall / 1e9
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=512)
@@ -100,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     end_load = os.getloadavg()[0]
     n, m = args.tokens, args.baseline_tokens
     unembed = 2 * 30 * n * model.config.hidden_size * model.config.vocab_size
+    ceiling = plain_product(model, ln.chunk_size(ln.residuals(model, short), False) * 31, args.repeat)
     lines = [
         f"## Logit lens (bench_lens.py, {date.today()})",
         "",
@@ -125,7 +136,10 @@ def main(argv: list[str] | None = None) -> None:
         f"they would be {30 * n * 49152 * 4 / 2**30:.1f} GB, with the softmax twice that).",
         f"- The unembedding of the whole grid ({unembed / 1e12:.2f} TFLOP) ran at "
         f"{unembed / (grid_t[0] - forward[0]) / 1e9:.0f} GFLOP/s of wall time "
-        f"({unembed / (grid_t[1] - forward[1]) / 1e9:.0f} per CPU second).",
+        f"({unembed / (grid_t[1] - forward[1]) / 1e9:.0f} per CPU second). This CPU's plain matrix product of one "
+        f"chunk's shape (the baseline of the goals: nothing but torch's matmul) ran at {ceiling:.0f} GFLOP/s in "
+        f"the same run: at that rate the unembedding alone takes {unembed / ceiling / 1e9:.1f} s, the first "
+        f"screen's {unembed * SCREEN / n / ceiling / 1e9:.1f} s.",
         f"- Lens / baseline at {m} tokens: {lens_short[0] / naive_short[0]:.2f}× the wall time; the same top-10 "
         f"probabilities to 1e-5: {'yes' if ok else 'NO'}.",
         f"- Payload of the top-{TOP} grid at {n} tokens (16-bit ids and probabilities, base64 JSON, each "
