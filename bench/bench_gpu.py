@@ -48,6 +48,7 @@ from attention_atlas.models.adapters.hf import HFAdapter
 from attention_atlas.models.device import describe
 from attention_atlas.viz_core import blockwise as bw
 from bench.results import write_section
+from harness.tiny_variants import tiny_variant
 
 SMALL_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
 LAYER, HEAD = 15, 4
@@ -229,21 +230,7 @@ def notebook_rows(folder: Path, text: str, gpu: torch.device) -> list[str]:
     return rows
 
 
-VARIANTS = {  # tiny random models of attention variants (issue 26), SmolLM2's vocabulary; window 8
-    "MistralConfig": dict(sliding_window=8),
-    "Gemma2Config": dict(head_dim=8, sliding_window=8, attn_logit_softcapping=1.5),
-    "Gemma3TextConfig": dict(head_dim=8, sliding_window=8, sliding_window_pattern=2),
-    "GptOssConfig": dict(head_dim=8, sliding_window=8, num_local_experts=2, num_experts_per_tok=1),
-}
-TINY = dict(
-    hidden_size=32,
-    intermediate_size=32,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=256,
-    initializer_range=0.3,
-)
+VARIANTS = ("mistral", "gemma2", "gemma3", "gpt_oss")  # harness.tiny_variants, with SmolLM2's tokenizer
 
 
 def variant_rows(folder: Path, work: Path, gpu: torch.device) -> list[tuple[str, bool]]:
@@ -251,12 +238,10 @@ def variant_rows(folder: Path, work: Path, gpu: torch.device) -> list[tuple[str,
     import transformers
 
     rows = []
-    for name, options in VARIANTS.items():
+    vocab = len(transformers.AutoTokenizer.from_pretrained(folder))
+    for name in VARIANTS:
         try:
-            torch.manual_seed(0)
-            vocab = len(transformers.AutoTokenizer.from_pretrained(folder))
-            config = getattr(transformers, name)(vocab_size=vocab, **TINY, **options)
-            model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+            model = tiny_variant(name, vocab_size=vocab)
             where = work.with_name(f"{work.name}-{name}")
             model.save_pretrained(where)
             for f in SMALL_FILES[2:]:

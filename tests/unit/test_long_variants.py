@@ -14,58 +14,15 @@ import torch
 from attention_atlas.models.adapters import capture as cp
 from attention_atlas.models.adapters.hf import HFAdapter
 from attention_atlas.viz_core import blockwise as bw
+from harness.tiny_variants import ARCHS, WINDOW, tiny_variant
 from tests.support import hf_folder
 
 CPU = torch.device("cpu")
-WINDOW = 8
-SIZES = dict(
-    vocab_size=30522,
-    hidden_size=32,
-    intermediate_size=32,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=256,
-    initializer_range=0.3,
-)
-GEMMA = dict(SIZES, head_dim=8, sliding_window=WINDOW)
-
-# architecture -> (config class, its options, the windows the capture must find per layer)
-ARCHS = {
-    "mistral": ("MistralConfig", dict(SIZES, sliding_window=WINDOW), [WINDOW] * 4),
-    "qwen2": (
-        "Qwen2Config",
-        dict(SIZES, use_sliding_window=True, sliding_window=WINDOW, max_window_layers=2),
-        [None, None, WINDOW, WINDOW],
-    ),
-    "qwen2_no_window": (  # use_sliding_window off (its window given): no layer reads a window
-        "Qwen2Config",
-        dict(SIZES, use_sliding_window=False, sliding_window=WINDOW),
-        [None] * 4,
-    ),
-    "gemma2": ("Gemma2Config", dict(GEMMA, attn_logit_softcapping=1.5), [WINDOW, None] * 2),
-    "gemma3": ("Gemma3TextConfig", dict(GEMMA, sliding_window_pattern=2), [WINDOW, None] * 2),
-    "gpt_oss": (
-        "GptOssConfig",
-        dict(SIZES, head_dim=8, sliding_window=WINDOW, num_local_experts=2, num_experts_per_tok=1),
-        [WINDOW, None] * 2,
-    ),
-}
 TEXT = " ".join(["the cat sat on the mat because it was tired and a dog ran after the ball"] * 3)
 
 
 def build(arch: str, folder) -> HFAdapter:
-    import transformers
-    from transformers import AutoModelForCausalLM
-
-    name, options, _ = ARCHS[arch]
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(getattr(transformers, name)(**options))
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(getattr(module, "sinks", None), torch.nn.Parameter):
-                module.sinks.normal_(0, 2)  # sinks that take visible mass (they start at 0)
-    return HFAdapter(f"tiny-{arch}", hf_folder(model, folder), CPU)
+    return HFAdapter(f"tiny-{arch}", hf_folder(tiny_variant(arch), folder), CPU)
 
 
 @pytest.fixture(scope="module", params=list(ARCHS))
