@@ -125,7 +125,7 @@ def _show(result, text: str, text_key: str) -> None:
     )
     positions = list(range(new))
     labels = pill_labels(result.tokens[result.prompt_len :], positions)
-    k = st.pills("new token (click one)", positions, format_func=labels.get, key=K + "token", default=new - 1)
+    k = st.pills("new token (click one)", positions, format_func=labels.get, key=K + "token", default=0)
     if k is None:
         st.info("Click a new token above to see what it looked at.")
         return

@@ -49,6 +49,7 @@ def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go
             tickvals=labels,
             ticktext=as_plotly_text(clean_tokens(tokens)),
             title=dict(text="input token"),
+            range=[-0.5, len(labels) - 0.5],  # every token, however few routes remain above the threshold
             automargin=True,
         ),
         yaxis=dict(

@@ -49,12 +49,12 @@ def generated():
 def test_the_continuation_is_the_models_own(generated, smollm2):
     own = generate(smollm2, TEXT, NEW)
     assert generated.code[0].value == own.text  # as written, spaces and line breaks kept
-    assert generated.get("button_group")[0].proto.default == [NEW - 1]  # the last new token is open
+    assert generated.get("button_group")[0].proto.default == [0]  # the first new token is open
 
 
 def test_the_charts_hold_the_new_tokens_attention_row(generated, smollm2):
     own = generate(smollm2, TEXT, NEW)
-    k, seen = NEW - 1, own.prompt_len + NEW - 1
+    k, seen = 0, own.prompt_len
     layers = z_of(chart(generated, "gen_layers")["data"][0])
     assert layers.shape == (smollm2.n_layers, seen)
     assert np.allclose(layers, own.attention[:, :, k, :seen].mean(1), atol=2e-3)
