@@ -234,6 +234,8 @@ def _write_npz(path: Path, adapter, result) -> None:
         arrays[f"{kind}_weights"] = rec.weights  # [layers, heads, query, key]
         arrays[f"{kind}_query_tokens"] = rec.query_tokens
         arrays[f"{kind}_key_tokens"] = rec.key_tokens
+        if rec.sink is not None:  # [layers, heads, query]: what each row left to a learned sink logit
+            arrays[f"{kind}_sink"] = rec.sink
     _save_npz(path, arrays, ", ".join(result.records))
 
 

@@ -45,6 +45,7 @@ class RunResult:
                     "query_tokens": r.query_tokens,
                     "key_tokens": r.key_tokens,
                     "weights": r.weights.tolist(),  # [layers][heads][query][key]
+                    **({} if r.sink is None else {"sink": r.sink.tolist()}),  # [layers][heads][query]
                 }
                 for r in self.records.values()
             ],
