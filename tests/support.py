@@ -458,3 +458,27 @@ def font_sizes(spec: dict) -> list[float]:
 
     walk(spec)
     return found
+
+
+def minilm_loaded(text: str) -> dict:
+    """minilm as a researcher loads it from its package (eager and SDPA twins, the tokenizer), and the
+    eager ``outputs.attentions`` and tokens of ``text``: what the notebook's tests hand its calls."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from attention_atlas.models.adapters.minilm import model_folder
+
+    folder = model_folder()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    eager = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    sdpa = AutoModel.from_pretrained(folder, attn_implementation="sdpa").eval()
+    enc = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+        out = eager(**enc, output_attentions=True)
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+    return {
+        "tokenizer": tokenizer,
+        "eager": eager,
+        "sdpa": sdpa,
+        "attentions": out.attentions,
+        "tokens": tokens,
+    }

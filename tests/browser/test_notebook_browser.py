@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models.adapters.minilm import model_folder
 from attention_atlas.notebook import head_view, show
 from harness.browser import hover_tile
+from tests.support import minilm_loaded
 
 pytestmark = pytest.mark.browser
 
@@ -21,20 +21,12 @@ TEXT = "The cat sat on the mat because it was tired."
 def files(tmp_path_factory):
     """The model view of ``show()`` on an SDPA-loaded minilm, and the head view of its eager
     ``outputs.attentions``, saved as files."""
-    from transformers import AutoModel, AutoTokenizer
-
-    folder = model_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    eager = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
-    sdpa = AutoModel.from_pretrained(folder, attn_implementation="sdpa").eval()
-    enc = tokenizer(TEXT, return_tensors="pt")
-    with torch.no_grad():
-        out = eager(**enc, output_attentions=True)
-    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
+    m = minilm_loaded(TEXT)
+    tokenizer, sdpa, attentions, tokens = m["tokenizer"], m["sdpa"], m["attentions"], m["tokens"]
     where = tmp_path_factory.mktemp("notebook")
     model = show(sdpa, tokenizer, TEXT).save(where / "model.html")
-    head = head_view(out.attentions, tokens, layer=2, heads=[0, 3]).save(where / "head.html")
-    return {"model": model, "head": head, "weights": torch.cat(out.attentions).numpy()}
+    head = head_view(attentions, tokens, layer=2, heads=[0, 3]).save(where / "head.html")
+    return {"model": model, "head": head, "weights": torch.cat(attentions).numpy()}
 
 
 def offline(page) -> list[str]:

@@ -21,6 +21,7 @@ import torch
 from attention_atlas.models.adapters.minilm import model_folder
 from attention_atlas.notebook import NotebookError, View, head_view, line_view, model_view, show
 from attention_atlas.viz_core.derive import ViewOptions
+from tests.support import minilm_loaded
 
 TEXT = "The cat sat on the mat because it was tired."
 TOL = 1e-5
@@ -28,23 +29,7 @@ TOL = 1e-5
 
 @pytest.fixture(scope="module")
 def minilm():
-    from transformers import AutoModel, AutoTokenizer
-
-    folder = model_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    eager = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
-    sdpa = AutoModel.from_pretrained(folder, attn_implementation="sdpa").eval()
-    enc = tokenizer(TEXT, return_tensors="pt")
-    with torch.no_grad():
-        out = eager(**enc, output_attentions=True)
-    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0])
-    return {
-        "tokenizer": tokenizer,
-        "eager": eager,
-        "sdpa": sdpa,
-        "attentions": out.attentions,
-        "tokens": tokens,
-    }
+    return minilm_loaded(TEXT)
 
 
 def gpt2(implementation: str, vocab: int = 30522):
