@@ -269,17 +269,8 @@ def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, s
     title = f"layer {layer}, head {head}: {n:,} tokens, {how}"
     fig = lf.overview_figure(red, cap.tokens, title, ticks=8)
     fig.update_layout(height=720, margin=dict(l=10, r=10, b=10))
-    if sqrt:
-        lf.sqrt_colours(fig)
     key = K + "overview"
-    st.plotly_chart(
-        fig,
-        key=key,
-        config=PLOTLY_CONFIG,
-        on_select=functools.partial(_boxed, key, red),
-        selection_mode="box",
-        width="stretch",
-    )
+    _box_chart(fig, key, sqrt, functools.partial(_boxed, key, red))
     st.caption(
         "Hover: each cell's query and key token ranges and its largest weight. **Draw a box** on the "
         f"overview to see that window at full resolution below (at most {bw.MAX_WINDOW} × {bw.MAX_WINDOW} tokens; "
@@ -288,6 +279,15 @@ def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, s
     variant = cap.variant(layer)
     if not variant.plain:
         st.caption(f"Layer {layer}'s attention beyond softmax(q·k): {variant.describe()}.")
+
+
+def _box_chart(fig, key: str, sqrt: bool, on_box) -> None:
+    """A heatmap on which a box drawn calls ``on_box`` (√ colours when ``sqrt``)."""
+    if sqrt:
+        lf.sqrt_colours(fig)
+    st.plotly_chart(
+        fig, key=key, config=PLOTLY_CONFIG, on_select=on_box, selection_mode="box", width="stretch"
+    )
 
 
 def _boxed(key: str, red: bw.Reduced) -> None:
@@ -439,17 +439,8 @@ def by_sentence(model_id: str, text: str, cap: bw.QKCapture, heads_tab: str) -> 
     who = "heads averaged" if head == "average" else f"head {head}"
     title = f"layer {layer}, {who}: {plural(len(parts), unit)} of {cap.n_tokens:,} tokens"
     fig = lf.span_figure(weights, parts.labels(), unit, title)
-    if sqrt:
-        lf.sqrt_colours(fig)
     key = K + "spans"
-    st.plotly_chart(
-        fig,
-        key=key,
-        config=PLOTLY_CONFIG,
-        on_select=functools.partial(_span_boxed, key, parts, (layer, head), heads_tab),
-        selection_mode="box",
-        width="stretch",
-    )
+    _box_chart(fig, key, sqrt, functools.partial(_span_boxed, key, parts, (layer, head), heads_tab))
     st.caption(
         f"A cell is how much of a query {unit}'s attention, per token, goes to a key {unit}: each row sums "
         f"to what a token's row sums to. Hover a cell for both {unit}s' first words. **Draw a box** over "
