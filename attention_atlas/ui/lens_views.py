@@ -8,13 +8,15 @@ Widget keys start with ``lens_``; the window, the position and the followed toke
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from attention_atlas.ui import lens_cached as lc
 from attention_atlas.ui.cached import Source
 from attention_atlas.ui.url_state import Link, Unlinked
 from attention_atlas.ui.views import show_notices
-from attention_atlas.ui.widgets import chart, csv_button, fact, plain, plural
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, fact, for_screen, plain, plural
 from attention_atlas.viz_core import lens_figures as lf
 
 K = "lens_"
@@ -103,16 +105,41 @@ def grid_view(source: Source, got: lc.LensInput, a: int, b: int) -> None:
     tokens = got.tokens[a:b]
     title = f"Top token after each block, positions {a:,}–{b - 1:,}"
     fig = lf.lens_grid(labels, probs, tokens, positions, title)
-    chart(
-        fig,
-        lf.grid_frame(labels, probs, tokens, positions),
-        K + "grid",
-        f"{source.name}_logit_lens_{a}_{b - 1}",
+    key = K + "grid_chart"
+    st.plotly_chart(
+        for_screen(fig),
+        key=key,
+        config=PLOTLY_CONFIG,
+        on_select=functools.partial(_clicked_cell, key, probs.shape[0], a, b),
+        selection_mode="points",
+        width="stretch",
+    )
+    csv_button(
+        lf.grid_frame(labels, probs, tokens, positions), K + "grid", f"{source.name}_logit_lens_{a}_{b - 1}"
     )
     st.caption(
-        "Hover a cell for its top 10 tokens. Block 0 is at the bottom; the top row is the model's own "
-        "next-token distribution. A cell's colour is its top token's probability."
+        "Hover a cell for its top 10 tokens; **click** one to follow that position below. Block 0 is at "
+        "the bottom; the top row is the model's own next-token distribution. A cell's colour is its top "
+        "token's probability."
     )
+    if st.session_state.pop(K + "clicked", False):
+        st.rerun()  # the position view lies outside this fragment
+
+
+def _clicked_cell(key: str, blocks: int, a: int, b: int) -> None:
+    """A click on a grid cell → that position in the position view (a cleared selection: no change)."""
+    points = getattr(getattr(st.session_state.get(key), "selection", None), "points", None) or []
+    for point in points:
+        index = point.get("point_index", point.get("point_number"))
+        cell = (
+            None
+            if point.get("curve_number") != 1 or index is None
+            else lf.clicked_cell(int(index), blocks, b - a)
+        )
+        if cell is not None:
+            st.session_state[K + "pos"] = a + cell[1]
+            st.session_state[K + "clicked"] = True
+            return
 
 
 def followed(source: Source, link: Link | Unlinked) -> tuple[int | None, str | None]:

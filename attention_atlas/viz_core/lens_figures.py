@@ -65,6 +65,34 @@ def _hover(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
     return out
 
 
+def _cell_points(names: list[str], blocks: int, hover: np.ndarray) -> go.Scatter:
+    """An invisible point at the centre of every cell, row by row from block 0 (point ``i`` is block
+    ``i // n``, position ``i % n``), which carries the cells' hover and makes a cell clickable: a
+    heatmap reports no clicked cell to a page (Plotly gives heatmaps no selection)."""
+    n = len(names)
+    return go.Scatter(
+        x=names * blocks,
+        y=np.repeat(np.arange(blocks), n).tolist(),
+        mode="markers",
+        marker=dict(size=14, opacity=0),
+        selected=dict(marker=dict(opacity=0)),
+        unselected=dict(marker=dict(opacity=0)),
+        customdata=[[name, top] for name, top in zip(names * blocks, hover.ravel().tolist(), strict=True)],
+        # the name from customdata: %{x} of a point gives the axis's tick text, not the position
+        hovertemplate="after block %{y}, position %{customdata[0]}<br>%{customdata[1]}<extra></extra>",
+        hoverlabel=dict(align="left", bgcolor="white", bordercolor="#444", font=dict(color="#111")),
+        showlegend=False,
+        name="cells",
+    )
+
+
+def clicked_cell(point_index: int, blocks: int, n: int) -> tuple[int, int] | None:
+    """(block, position in the grid) of ``lens_grid``'s cell point ``point_index``, or None."""
+    if not 0 <= point_index < blocks * n:
+        return None
+    return divmod(point_index, n)
+
+
 def _title(text: str) -> dict:
     return dict(text=text, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", pad_t=8)
 
@@ -83,25 +111,25 @@ def lens_grid(
     plot_w = width - COLORBAR - NUMBERS - 20
     chars = int(plot_w / max(n, 1) / (0.62 * CELL_FONT))
     text = [[_fits(str(t), chars) for t in row] for row in labels[:, :, 0]]
+    names = as_plotly_text(position_names(tokens, positions))
     fig = go.Figure(
         go.Heatmap(
             z=display_precision(probs[:, :, 0]),
-            x=as_plotly_text(position_names(tokens, positions)),
+            x=names,
             y=list(range(blocks)),
             text=[as_plotly_text(row) for row in text],
             texttemplate="%{text}" if chars >= 1 else None,
             textfont=dict(size=CELL_FONT),
-            customdata=_hover(labels, probs),
-            hovertemplate="after block %{y}, position %{x}<br>%{customdata}<extra></extra>",
+            hoverinfo="skip",  # the cells' hover is the clickable layer's, above
             colorscale=ATTENTION_SCALE,
             zmin=0,
             zmax=1,
             xgap=1 if n <= 64 else 0,
             ygap=1,
             colorbar=dict(title=dict(text="top-1 prob.")),
-            hoverlabel=dict(align="left"),
         )
     )
+    fig.add_trace(_cell_points(names, blocks, _hover(labels, probs)))
     fig.update_xaxes(
         title="input position (predicting the token after it)", side="top", **_token_axis(tokens, positions)
     )

@@ -1,5 +1,6 @@
 """The "Inside a prediction" page in chromium. Logit lens: its grid is drawn without an exception box,
-the top-right cell reads ' Paris', and hovering it lists the top 10 tokens with their probabilities;
+the top-right cell reads ' Paris', hovering it lists the top 10 tokens with their probabilities, and a
+click on a cell follows its position;
 a longer text's grid fills in under a progress bar (screenshots at 1400 × 900). Generate: three new
 tokens of SmolLM2's continuation and the attention of the last one, drawn. Contributions: the routes
 graph drawn, and a higher threshold keeps fewer edges (screenshots at 1280 × 720)."""
@@ -33,6 +34,12 @@ def test_the_grid_is_drawn_and_its_hover_lists_the_top_tokens(app_url, new_page)
         assert text.count("0.") >= 10  # ten probabilities
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=SHOTS / "prediction.png", full_page=True)
+        # A click on a cell of the first position follows that position below (it showed the last).
+        assert page.locator(".gtitle", has_text="position 4 · is").count() == 1
+        page.mouse.click(box["x"] + box["width"] * 0.1, box["y"] + 5)  # the top row: on screen
+        page.locator(".gtitle", has_text="position 0 · The").wait_for(timeout=60_000)
+        assert page.url.endswith("pos=0")  # the link follows the position clicked
+        assert page.locator(EXCEPTION_BOX).count() == 0
 
 
 def test_a_long_text_fills_in_under_a_progress_bar(app_url, new_page):

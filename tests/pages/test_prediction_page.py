@@ -67,7 +67,9 @@ def test_first_load_draws_the_grid_whose_top_row_is_the_models_own_prediction(fi
     top = own.max(-1)
     assert np.allclose(z[-1], top.values.numpy(), rtol=2e-3)
     assert trace["text"][-1][-1] == smollm2.tokenizer.decode([int(top.indices[-1])]) == " Paris"
-    hover = trace["customdata"][-1][-1].split("<br>")
+    last = grid["data"][1]["customdata"][-1]  # the cells' hover: the clickable layer's last point
+    assert last[0] == "4 · is"
+    hover = last[1].split("<br>")
     assert len(hover) == 10 and hover[0].startswith("' Paris' ")
     assert grid["layout"]["xaxis"]["ticktext"][-1] == "is"
 

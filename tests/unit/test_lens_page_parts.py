@@ -74,9 +74,14 @@ def test_the_grid_cells_hover_and_axis():
     assert list(fig.layout.xaxis.ticktext) == ["The", "capital", "两", "〃", "is"]
     cell = str(labels[3, 4, 0])
     assert trace.text[3][4] == lf.as_plotly_text([lf.shown(cell)])[0][:20] or trace.text[3][4].endswith("…")
-    hover = trace.customdata[3][4].split("<br>")
+    cells = fig.data[1]  # the clickable layer carries the hover: point i is block i // 5, position i % 5
+    assert trace.hoverinfo == "skip" and lf.clicked_cell(3 * 5 + 4, 4, 5) == (3, 4)
+    assert (cells.x[3 * 5 + 4], cells.y[3 * 5 + 4]) == (trace.x[4], 3)
+    assert cells.customdata[3 * 5 + 4][0] == "14 · is"
+    hover = cells.customdata[3 * 5 + 4][1].split("<br>")
     assert len(hover) == 10 and hover[0].endswith(f"{probs[3, 4, 0]:.3f}")
     assert "<b>" not in "".join(hover)  # a token is text, never markup
+    assert lf.clicked_cell(4 * 5, 4, 5) is None and lf.clicked_cell(-1, 4, 5) is None
     many = lf.lens_grid(*grid_arrays(4, 64), ["x"] * 64, range(64))
     assert all(len(t) <= 1 for row in many.data[0].text for t in row)  # too narrow for more than a letter
 
