@@ -81,3 +81,25 @@ def paired(fn_a, fn_b, repeat: int) -> tuple[tuple[float, float], tuple[float, f
 def ids_of(n: int) -> torch.Tensor:
     """``n`` token ids, the same for the same ``n`` (seeded), from the common part of a vocabulary."""
     return torch.randint(100, 40_000, (1, n), generator=torch.Generator().manual_seed(n))
+
+
+
+def own_mb() -> float:
+    """This process's own (anonymous) resident memory, MB (Linux /proc): what swapping would have
+    to write out, unlike pages of mapped files, which the system can drop and read again."""
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    return rss_mb()
+
+
+def mapped_mb(folder: Path) -> float:
+    """Resident MB of this process's mappings of files in ``folder`` (deleted ones included)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text(encoding="utf-8", errors="replace").splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5:  # a mapping's first line: range perms offset dev inode [path]
+            inside = len(head) > 5 and head[5].startswith(str(folder))
+        elif inside and line.startswith("Rss:"):
+            total += int(head[1])
+    return total / 1024

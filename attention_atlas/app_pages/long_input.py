@@ -36,8 +36,8 @@ cap = long.cap
 show_notices(cap.notices)
 st.caption(
     f"Captured {plural(cap.n_layers, 'layer')} × {plural(cap.n_heads, 'head')} of queries and keys "
-    f"({cap.nbytes / 2**20:,.0f} MB) in {long.seconds:.1f} s; every weight below is computed from them, "
-    "a block of rows at a time."
+    f"({cap.nbytes / 2**20:,.0f} MB{', in files of the cache folder mapped into memory' if cap.mapped else ''}) "
+    f"in {long.seconds:.1f} s; every weight below is computed from them, a block of rows at a time."
 )
 
 L, H = cap.n_layers, cap.n_heads

@@ -134,6 +134,11 @@ class QKCapture:
     def nbytes(self) -> int:
         return sum(q.nbytes + k.nbytes for q, k in zip(self.queries, self.keys, strict=True))
 
+    @property
+    def mapped(self) -> bool:
+        """Whether the queries and keys live in files mapped into memory (``np.memmap``), not in RAM."""
+        return any(isinstance(a, np.memmap) for a in self.queries + self.keys)
+
     def head_qk(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:
         """One head's queries and keys ``[tokens, head_dim]`` (its shared key head for GQA)."""
         if not 0 <= layer < self.n_layers:

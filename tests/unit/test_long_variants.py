@@ -154,3 +154,40 @@ def test_falcon_with_alibi_is_refused_in_one_line_naming_alibi(tmp_path):
         cp.capture(adapter, TEXT)
     assert "\n" not in str(err.value)
     assert str(err.value).startswith("tiny-falcon: ALiBi position biases are not captured")
+
+
+def test_mapped_queries_and_keys_equal_those_in_memory_and_leave_no_file(arch, tmp_path, monkeypatch):
+    """Issue 26: a long capture's queries and keys live in unnamed files mapped into memory (not
+    the process's own memory); the weights from them equal eager attention as before, the arrays
+    are read-only, and the cache folder holds no file once the capture is gone."""
+    name, adapter = arch
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path))
+    held = cp.capture(adapter, TEXT, spill=False)
+    cap = cp.capture(adapter, TEXT, spill=True)
+    assert all(isinstance(a, np.memmap) for a in cap.queries + cap.keys) and cap.mapped and not held.mapped
+    assert not cap.queries[0].flags.writeable
+    for a, b in zip(held.queries + held.keys, cap.queries + cap.keys, strict=True):
+        assert np.array_equal(a, b)
+    want = eager(adapter, cap)
+    layer = cap.n_layers - 1
+    assert np.abs(bw.head_weights(cap, layer, 1, block=7) - want[layer, 1]).max() < 1e-5, name
+    assert list((tmp_path / "captures").iterdir()) == []  # unnamed: nothing to clean up, ever
+
+
+def test_a_cache_folder_that_cannot_take_files_keeps_them_in_memory(gpt_oss, tmp_path, monkeypatch):
+    adapter = gpt_oss
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("ATLAS_CACHE", str(blocked))
+    cap = cp.capture(adapter, TEXT, spill=True)
+    assert not any(isinstance(a, np.memmap) for a in cap.queries + cap.keys)
+    assert np.array_equal(cap.queries[0], cp.capture(adapter, TEXT, spill=False).queries[0])
+
+
+def test_long_captures_spill_by_default_and_count_one_layer_of_memory(gpt_oss):
+    adapter = gpt_oss
+    n = cp.SPILL_FROM
+    assert cp.spills(n) and not cp.spills(n - 1)
+    layers = adapter.n_layers
+    in_ram = cp.qk_bytes(adapter, n)
+    assert cp.estimate_bytes(adapter, n) < cp.estimate_bytes(adapter, n - 1) + in_ram / layers * 1.01

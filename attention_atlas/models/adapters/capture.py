@@ -32,13 +32,18 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
+import tempfile
 import threading
 import weakref
+from pathlib import Path
 
+import numpy as np
 import torch
 
 from attention_atlas.models import capture_points as points
 from attention_atlas.models.adapters.hf_common import Encoded, InputError
+from attention_atlas.paths import cache_dir
 from attention_atlas.serve.process import trim
 from attention_atlas.viz_core.blockwise import BLOCK, QKCapture, Variant
 
@@ -159,6 +164,37 @@ def _numpy(t: torch.Tensor):
     return t.detach().float().cpu().contiguous().numpy()
 
 
+SPILL_FROM = 2048  # tokens: from here a capture's queries and keys live in files mapped into memory
+
+
+def spills(n: int) -> bool:
+    """Whether a capture of ``n`` tokens keeps its queries and keys in mapped files, not in RAM."""
+    return n >= SPILL_FROM
+
+
+def spill_dir() -> Path:
+    return cache_dir() / "captures"
+
+
+def mapped(a: np.ndarray, folder: Path) -> np.ndarray:
+    """``a`` written to an unnamed file in ``folder`` and mapped back read-only: its pages are the
+    system's file cache, read back at memory speed while there is room and dropped (not swapped)
+    when there is not, and the file is gone with the last view of it. ``a`` itself where the
+    folder cannot take it (read-only, full)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder) as f:
+            a.tofile(f)
+            f.flush()
+            return np.memmap(f, dtype=a.dtype, mode="r", shape=a.shape)
+    except OSError:
+        return a
+
+
+def _spilled(t: torch.Tensor):
+    return mapped(_numpy(t), spill_dir())
+
+
 _REGISTERED = False
 _LOCK = threading.Lock()
 _TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {device: twin}
@@ -215,16 +251,34 @@ def _shape(adapter) -> tuple[int, int, int, int, int]:
     return adapter.n_layers, heads, kv, dim, hidden
 
 
+def qk_bytes(adapter, n: int) -> int:
+    """The float32 queries and keys of every layer for ``n`` tokens."""
+    layers, heads, kv, dim, _ = _shape(adapter)
+    return 4 * n * layers * (heads + kv) * dim
+
+
 def estimate_bytes(adapter, n: int, block: int = BLOCK) -> int:
-    """What capturing ``n`` tokens needs: the float32 queries and keys of every layer, the
-    forward's activations (a dozen hidden-size and three feed-forward-size tensors of n rows),
-    and the largest weight block computed afterwards (a few copies of ``block × n``)."""
-    layers, heads, kv, dim, hidden = _shape(adapter)
+    """The memory capturing ``n`` tokens needs: the queries and keys of every layer (one layer's
+    where they go to mapped files, ``spills``), the forward's activations (a dozen hidden-size
+    and three feed-forward-size tensors of n rows), and the largest weight block computed
+    afterwards (a few copies of ``block × n``)."""
+    layers, heads, _, dim, hidden = _shape(adapter)
     ffn = getattr(adapter.config, "intermediate_size", None) or 4 * hidden
-    qk = 4 * n * layers * (heads + kv) * dim
+    qk = qk_bytes(adapter, n) // (layers if spills(n) and _disk_holds(qk_bytes(adapter, n)) else 1)
     forward = 4 * n * (12 * hidden + 3 * ffn + 2 * heads * dim)
     rows = 4 * 3 * min(block, n) * n
     return qk + forward + rows
+
+
+def _disk_holds(nbytes: int) -> bool:
+    """Whether the cache folder's disk has room for ``nbytes`` of mapped queries and keys."""
+    folder = spill_dir()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return shutil.disk_usage(folder).free > 1.2 * nbytes
+    except OSError:
+        return False
 
 
 def memory_limit_bytes() -> int:
@@ -317,15 +371,16 @@ def encoded(adapter, ids: torch.Tensor, special: list[bool], word_ids: list):
     return Encoded(ids, adapter.tokenizer.convert_ids_to_tokens(ids[0].tolist()), special, word_ids, [])
 
 
-def capture(adapter, text: str) -> QKCapture:
-    """Every layer's queries and keys for ``text`` (up to the model's context), float32."""
+def capture(adapter, text: str, spill: bool | None = None) -> QKCapture:
+    """Every layer's queries and keys for ``text`` (up to the model's context), float32; in mapped
+    files (``mapped``) where ``spill``, by default from ``SPILL_FROM`` tokens on."""
     why = supports(adapter)
     if why:
         raise CaptureError(why)
     src = encode_long(adapter, text)
     notices = list(src.notices)
     try:
-        store = _forward(adapter, src.ids, adapter.device)
+        store = _forward(adapter, src.ids, adapter.device, spill)
     except torch.OutOfMemoryError:
         if adapter.device.type != "cuda":
             raise
@@ -333,18 +388,21 @@ def capture(adapter, text: str) -> QKCapture:
         notices.append(
             f"{adapter.device} ran out of memory for {src.ids.shape[1]:,} tokens; captured on the CPU"
         )
-        store = _forward(adapter, src.ids, torch.device("cpu"))
+        store = _forward(adapter, src.ids, torch.device("cpu"), spill)
     return _to_capture(adapter, store, src, notices)
 
 
-def capture_ids(adapter, ids: torch.Tensor, device: torch.device | None = None) -> dict:
+def capture_ids(
+    adapter, ids: torch.Tensor, device: torch.device | None = None, spill: bool | None = None
+) -> dict:
     """The raw store for token ids ``[1, n]`` (benchmarks): ``{layer: (q, k, scaling, masked, variant)}``."""
-    return _forward(adapter, ids, device or adapter.device)
+    return _forward(adapter, ids, device or adapter.device, spill)
 
 
-def _forward(adapter, ids: torch.Tensor, device: torch.device) -> dict:
+def _forward(adapter, ids: torch.Tensor, device: torch.device, spill: bool | None = None) -> dict:
     twin = _twin(adapter.model, device)
-    with torch.no_grad(), points.recording(*STORED, keep=_numpy) as rec:
+    keep = _spilled if (spills(ids.shape[1]) if spill is None else spill) else _numpy
+    with torch.no_grad(), points.recording(*STORED, keep=keep) as rec:
         twin.base_model(input_ids=ids.to(device))  # no LM head: n × vocab logits
     queries, keys, scaling, masked, variant = (rec[p] for p in STORED)
     store = {
