@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, plain
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, hold, plain
 
 HERE = Path(__file__).resolve().parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -79,28 +79,9 @@ def model_view_chart(
     def follow() -> None:
         pick = picked(key, *grid)
         if pick:
-            st.session_state[widgets[0]], st.session_state[widgets[1]] = pick[0], str(pick[1])
-            st.session_state[key + PENDING] = (pick[0], str(pick[1]))
+            hold(key, {widgets[0]: pick[0], widgets[1]: str(pick[1])})  # a polling page calls keep_held(key)
 
     _mount("model", fig, key, {"grid": grid, "heads": heads}, on_pick_change=follow)
-
-
-PENDING = "_pending"  # after a group's key: the pick no run has drawn yet
-
-
-def keep_pick(key: str, widgets: tuple[str, str]) -> None:
-    """Before the layer and head widgets of ``model_view_chart(key=key)`` are made: a pick that no
-    run has drawn yet wins over their values. A timed fragment rerun (the long-input mode polls
-    while it computes) that cut the pick's run short comes back with the widgets' old values from
-    the browser, which would otherwise undo the pick. ``pick_drawn`` ends it."""
-    pending = st.session_state.get(key + PENDING)
-    if pending:
-        st.session_state[widgets[0]], st.session_state[widgets[1]] = pending
-
-
-def pick_drawn(key: str) -> None:
-    """The run that drew the pending pick reached its end: the browser gets its widget values."""
-    st.session_state.pop(key + PENDING, None)
 
 
 def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:

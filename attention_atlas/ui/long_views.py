@@ -30,10 +30,10 @@ import streamlit as st
 
 from attention_atlas.ui import cached
 from attention_atlas.ui import long_cached as lc
-from attention_atlas.ui.live_heads import keep_pick, model_view_chart, pick_drawn
+from attention_atlas.ui.live_heads import model_view_chart
 from attention_atlas.ui.url_state import Link, kept
 from attention_atlas.ui.views import head_stats_block
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, plain, plural, whole_number
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, hold, keep_held, plain, plural, whole_number
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import long_figures as lf
 from attention_atlas.viz_core import sentences as sn
@@ -50,6 +50,7 @@ LINE = "\u2028"  # a typed line break, in the URL (which refuses control charact
 SOURCES = ("sample", "text", "file")  # where the text came from (?source=): the bundled sample, typed, a file
 CELLS = (256, 512, 1024)  # the head overview's cells a side at most: a choice, 512 first (a pixel each)
 POLL = 2.0  # s between two looks at the background work
+WINDOW_GROUP = K + "window"  # the zoom window's four numbers, set by a box (``hold``)
 TOP = 10  # keys listed for a chosen query
 WINDOW = 128  # tokens a side of the first zoom window
 
@@ -229,7 +230,7 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
 
     st.subheader("Head view")
-    keep_pick(K + "heads", (K + "layer", K + "head"))
+    keep_held(K + "heads")  # a tile clicked, or a box on the sentence view: not undone by a timed rerun
     c1, c2, c3, c4 = st.columns([2, 1, 2, 2])  # "√ colours" whole at 150 % zoom with the sidebar open
     layer = c1.slider("layer", 0, L - 1, key=K + "layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
@@ -252,7 +253,6 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     red = lc.overview(model_id, text, layer, head, cells, cap)
     _overview_chart(red, cap, layer, head, sqrt)
     _window_view(cap, layer, head, sqrt)
-    pick_drawn(K + "heads")
 
 
 def keep_in_range(key: str, size: int, default: int, kind=int) -> None:
@@ -296,7 +296,7 @@ def _boxed(key: str, red: bw.Reduced) -> None:
     if not boxes:
         return  # a cleared selection keeps the window
     ((qa, qb), (ka, kb)), cut = bw.box_window(red, boxes[0]["x"], boxes[0]["y"])
-    st.session_state.update({K + "q0": qa, K + "qn": qb - qa, K + "k0": ka, K + "kn": kb - ka})
+    hold(WINDOW_GROUP, {K + "q0": qa, K + "qn": qb - qa, K + "k0": ka, K + "kn": kb - ka})
     st.session_state[K + "cut"] = cut
 
 
@@ -305,8 +305,9 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:
     side = min(WINDOW, n)
     if st.session_state.get(K + "window_of") != (cap.model_id, n):  # a new input: the window in its middle
         first = max(0, n // 2 - side // 2)
-        st.session_state.update({K + "q0": first, K + "qn": side, K + "k0": first, K + "kn": side})
+        hold(WINDOW_GROUP, {K + "q0": first, K + "qn": side, K + "k0": first, K + "kn": side})
         st.session_state[K + "window_of"] = (cap.model_id, n)
+    keep_held(WINDOW_GROUP)
     st.markdown("**Zoom window** at full resolution")
     c1, c2, c3, c4 = st.columns(4)
     q0 = whole_number(c1, "queries from", 0, n - 1, 0, K + "q0")
@@ -368,6 +369,7 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
     c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
     layer = c1.slider("layer", 0, L - 1, key=K + "qk_layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "qk_head"))
+    keep_held(K + "qk")
     query = whole_number(c3, "query", 0, n - 1, n - 1, K + "query")
     normalise = c4.toggle(
         "normalise (AttentionViz)",
@@ -408,7 +410,7 @@ def _clicked_query(key: str, n: int) -> None:
     for point in points:
         index = point.get("point_index", point.get("point_number"))
         if point.get("curve_number") == 0 and index is not None and 0 <= int(index) < n:
-            st.session_state[K + "query"] = int(index)
+            hold(K + "qk", {K + "query": int(index)})
             return
 
 
@@ -457,11 +459,8 @@ def _span_boxed(key: str, parts, where: tuple[int, str], heads_tab: str) -> None
     e, n = parts.edges, int(parts.edges[-1])
     (qa, qb), (ka, kb) = bw.cell_span(e, *boxes[0]["y"]), bw.cell_span(e, *boxes[0]["x"])
     (q0, q1), (k0, k1) = bw.fit_window(n, qa, qb), bw.fit_window(n, ka, kb)
-    cut = ((q0, q1), (k0, k1)) != ((qa, qb), (ka, kb))
-    st.session_state.update(
-        {K + "q0": q0, K + "qn": q1 - q0, K + "k0": k0, K + "kn": k1 - k0, K + "cut": cut}
-    )
+    hold(WINDOW_GROUP, {K + "q0": q0, K + "qn": q1 - q0, K + "k0": k0, K + "kn": k1 - k0})
+    st.session_state[K + "cut"] = ((q0, q1), (k0, k1)) != ((qa, qb), (ka, kb))
     layer, head = where
-    st.session_state.update({K + "layer": layer, K + "tab": heads_tab})
-    if head != "average":
-        st.session_state[K + "head"] = head
+    hold(K + "heads", {K + "layer": layer} | ({} if head == "average" else {K + "head": head}))
+    st.session_state[K + "tab"] = heads_tab

@@ -186,3 +186,33 @@ def whole_number(where, label: str, lo: int, hi: int, default: int, key: str, **
         st.session_state[key] = fixed
         st.warning(f"{label} {value} is outside {lo:,}–{hi:,}; {fixed} is used.")
     return int(where.number_input(f"{label} ({lo:,}–{hi:,})", step=1, key=key, **kw))
+
+
+HELD = "_held"  # after a group's name: the widget values a callback set, until the browser reports them
+
+
+def hold(group: str, values: dict) -> None:
+    """Set widgets' values from a callback (a click on a tile, a box drawn) and hold them until the
+    browser reports them back: call ``keep_held(group)`` before those widgets are made.
+
+    Every rerun carries the values the browser holds for every widget. On a page whose fragments
+    rerun on a timer (the long-input page, while it computes), a timed rerun that leaves before
+    the callback's run has reached the browser carries the old values, which would undo the
+    click: Streamlit cannot tell them from the user's own change."""
+    st.session_state.update(values)
+    st.session_state[group + HELD] = (dict(values), True)  # True: the callback's own run is next
+
+
+def keep_held(group: str) -> None:
+    """Before ``group``'s widgets are made: values a callback ``hold``-s win over what the rerun
+    brought, until a later rerun brings them back from the browser; the widgets are then the
+    user's again."""
+    held = st.session_state.get(group + HELD)
+    if not held:
+        return
+    values, own_run = held
+    if own_run or any(st.session_state.get(k) != v for k, v in values.items()):
+        st.session_state.update(values)
+        st.session_state[group + HELD] = (values, False)
+    else:
+        del st.session_state[group + HELD]

@@ -3,12 +3,15 @@ click on a thumbnail opens that head, a box drawn on the overview opens that win
 
 import pytest
 
+from attention_atlas.ui.long_views import POLL
 from bench.bench_long_click import (
     click_tile,
     computing,
     draw_box,
     long_mode,
     open_transformer,
+    overview_title,
+    shown,
     wait_summaries,
 )
 from harness.browser import EXCEPTION_BOX
@@ -42,7 +45,12 @@ def test_clicks_while_the_thumbnails_are_computed_are_not_lost(page):
     during = []  # whether the fragment was still polling when each click went out
     for layer, head in [(5, 1), (9, 6), (2, 3), (7, 0)]:  # rows inside the 900-pixel window
         during.append(computing(page))
-        click_tile(page, layer, head, f"layer {layer}, head {head}: 2,042 tokens", timeout=CLICK)
+        title = f"layer {layer}, head {head}: 2,042 tokens"
+        click_tile(page, layer, head, title, timeout=CLICK)
+        # A timed rerun that carried the old layer and head from the browser used to undo the click
+        # a moment after it was drawn: the head stays open over the next polls.
+        page.wait_for_timeout(POLL * 1500)
+        assert title in (overview_title(page) or ""), shown(page)
     assert page.locator(EXCEPTION_BOX).count() == 0
     if not during[0]:  # a fast machine may finish the 270 thumbnails first (6 s here when quiet)
         pytest.skip("the thumbnails were all in before the first click: the clicks raced nothing")

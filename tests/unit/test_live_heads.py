@@ -107,3 +107,30 @@ def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, t
         live_heads.plotly_url.cache_clear()
     assert not at.exception
     assert "cannot be written" in at.error[0].value
+
+
+def held_app():
+    """A layer slider a button's callback sets with ``hold`` (as a click on a tile does)."""
+    import streamlit as st
+
+    from attention_atlas.ui.widgets import hold, keep_held
+
+    st.button("pick layer 5", on_click=lambda: hold("g", {"layer": 5}))
+    keep_held("g")
+    st.slider("layer", 0, 9, key="layer")
+
+
+def test_a_held_value_outlives_a_rerun_that_brings_the_old_one_back():
+    """A timed rerun that left the browser before the click's run reached it carries the old value;
+    the held value wins until the browser reports it back, and the slider is the user's again."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(held_app).run()
+    at.slider(key="layer").set_value(2).run()
+    at.button[0].click().run()
+    assert at.slider(key="layer").value == 5
+    at.slider(key="layer").set_value(2).run()  # the stale rerun: the browser still had 2
+    assert at.slider(key="layer").value == 5
+    at.run()  # the browser reports 5 back: no longer held
+    at.slider(key="layer").set_value(7).run()  # the user's own move stands
+    assert at.slider(key="layer").value == 7
