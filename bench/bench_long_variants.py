@@ -39,10 +39,10 @@ SIZES = dict(
     sliding_window=256,
     max_position_embeddings=16384,
 )
-ARCHS = {
-    "mistral": ("MistralConfig", {}),
-    "gemma2": ("Gemma2Config", dict(attn_logit_softcapping=50.0)),
-    "gpt_oss": ("GptOssConfig", dict(num_local_experts=2, num_experts_per_tok=1)),
+ARCHS = {  # harness.tiny_variants' architectures, with these options over its own
+    "mistral": {},
+    "gemma2": dict(attn_logit_softcapping=50.0),
+    "gpt_oss": dict(num_local_experts=2, num_experts_per_tok=1),
 }
 
 
@@ -51,15 +51,11 @@ def peak_mb() -> float:
 
 
 def adapter_of(arch: str):
-    import transformers
-    from transformers import AutoModelForCausalLM
-
     from attention_atlas.models.adapters.hf import HFAdapter
+    from harness.tiny_variants import tiny_variant
     from tests.support import hf_folder
 
-    name, options = ARCHS[arch]
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(getattr(transformers, name)(**SIZES, **options))
+    model = tiny_variant(arch, **SIZES, **ARCHS[arch])  # larger than the tests', with a 16k context
     adapter = HFAdapter(arch, hf_folder(model, pathlib.Path(tempfile.mkdtemp())), torch.device("cpu"))
     adapter.tokenizer.model_max_length = SIZES["max_position_embeddings"]
     return adapter

@@ -4,34 +4,16 @@ the notice saying how much the sink takes."""
 
 from __future__ import annotations
 
-import torch
 from streamlit.testing.v1 import AppTest
 
+from harness.tiny_variants import tiny_variant
 from tests.support import folder_zip, hf_folder, page_runner
 
 run = page_runner("app_pages/checkpoint.py", 120)
 
 
 def test_a_sink_model_upload_is_shown_with_its_sink_notice(tmp_path):
-    from transformers import AutoModelForCausalLM, GptOssConfig
-
-    config = GptOssConfig(
-        vocab_size=30522,
-        hidden_size=16,
-        intermediate_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=4,
-        num_local_experts=2,
-        num_experts_per_tok=1,
-        sliding_window=4,
-    )
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config)
-    with torch.no_grad():
-        for layer in model.model.layers:
-            layer.self_attn.sinks.normal_(0, 2)
+    model = tiny_variant("gpt_oss", num_hidden_layers=2)  # learned sinks drawn to take visible mass
     data = folder_zip(hf_folder(model, tmp_path), "tiny-gpt-oss")
     at: AppTest = run()
     at.file_uploader(key="ckpt_file").set_value(("tiny-gpt-oss.zip", data, "application/octet-stream"))
