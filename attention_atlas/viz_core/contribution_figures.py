@@ -14,7 +14,9 @@ from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_
 
 COLOURS = {"attention": "#0072B2", "residual": "#999999", "ffn": "#D55E00"}  # Okabe–Ito
 WIDTHS = (1.0, 2.5, 4.5, 7.0)  # px: an edge's line width by its renormalised weight's quarter
-ROW_PX = 16  # px per level (two levels a block)
+ROW_PX = 16  # px per level (two levels a block) while the chart fits MAX_HEIGHT
+MAX_HEIGHT = 640  # px: the whole graph in a 720-pixel window (a projector), levels closer together
+LABEL_PX = 14  # px at least between two block labels on the y axis
 
 
 def level(node) -> int:
@@ -33,14 +35,17 @@ def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go
             if chosen:
                 traces.append(_edges(chosen, labels, kind, colour, width, band == 0))
     traces.append(_nodes(routes.nodes, labels))
-    height = max(320, ROW_PX * (2 * layers + 1) + 140)
+    height = min(MAX_HEIGHT, max(320, ROW_PX * (2 * layers + 1) + 140))
+    block_px = 2 * (height - 140) / (2 * layers + 1)
+    every = max(1, int(np.ceil(LABEL_PX / block_px)))  # label every block, or every 2nd, 3rd… when dense
+    labelled = sorted({b for b in range(0, layers, every)} | {layers})
     layout = dict(
         title=dict(text=title, x=0.01, xanchor="left") if title else None,
         font=dict(family=FONT, size=TICK_FONT),
         height=height,
         margin=dict(l=10, r=10, t=60 if title else 30, b=10),
         showlegend=True,
-        legend=dict(orientation="h", x=0, y=1, yanchor="bottom"),
+        legend=dict(orientation="h", x=1, xanchor="right", y=1, yanchor="bottom"),  # the title is left
         xaxis=dict(
             type="category",
             categoryorder="array",
@@ -54,8 +59,8 @@ def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go
         ),
         yaxis=dict(
             tickmode="array",
-            tickvals=[2 * b for b in range(layers + 1)],
-            ticktext=[f"block {b}" if b < layers else "output" for b in range(layers + 1)],
+            tickvals=[2 * b for b in labelled],
+            ticktext=[f"block {b}" if b < layers else "output" for b in labelled],
             title=dict(text="residual stream (entering each block)"),
             range=[-1, 2 * layers + 1],
         ),

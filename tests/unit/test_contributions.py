@@ -257,3 +257,22 @@ def test_smollm2_equals_the_definition_and_routes_reach_the_input():
         assert np.abs(getattr(got, key) - expected).max() < 1e-4, key
     graph = cb.routes(got, -1, threshold=0.04)
     assert any(node.layer == 0 and node.kind == "x" for node in graph.nodes)  # some route reaches the input
+
+
+@pytest.mark.parametrize("layers", [2, 12, 30, 64])
+def test_the_routes_chart_fits_a_projector_window_and_its_labels_do_not_overlap(layers):
+    """At most 640 px tall whatever the depth (a 720-pixel window shows the whole graph), block labels
+    at least 14 px apart (every 2nd or 3rd block when deep), the output always labelled, and the
+    legend at the right, away from the title on the left."""
+    from attention_atlas.models.contributions import Edge, Node, Routes
+    from attention_atlas.viz_core import contribution_figures as cf
+
+    out, start = Node("x", layers, 1), Node("x", 0, 0)
+    routes = Routes(nodes=[start, out], edges=[Edge(start, out, "residual", 1.0, 1.0)], threshold=0.04)
+    fig = cf.routes_figure(routes, ["a", "b"], layers, "Routes into the output at 1 · b")
+    height, ticks = fig.layout.height, list(fig.layout.yaxis.tickvals)
+    assert 320 <= height <= cf.MAX_HEIGHT
+    px_per_level = (height - 140) / (2 * layers + 1)
+    assert min(np.diff(ticks)) * px_per_level >= cf.LABEL_PX
+    assert ticks[0] == 0 and ticks[-1] == 2 * layers and fig.layout.yaxis.ticktext[-1] == "output"
+    assert fig.layout.legend.xanchor == "right" and fig.layout.title.xanchor == "left"
