@@ -34,9 +34,9 @@ def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go
             chosen = [e for e in routes.edges if e.kind == kind and _band(e.weight) == band]
             if chosen:
                 traces.append(_edges(chosen, labels, kind, colour, width, band == 0))
-    traces.append(_nodes(routes.nodes, labels))
     height = min(MAX_HEIGHT, max(320, ROW_PX * (2 * layers + 1) + 140))
     block_px = 2 * (height - 140) / (2 * layers + 1)
+    traces.append(_nodes(routes.nodes, labels, size=min(7, max(3, block_px / 3))))  # apart when dense
     every = max(1, int(np.ceil(LABEL_PX / block_px)))  # label every block, or every 2nd, 3rd… when dense
     labelled = sorted({b for b in range(0, layers, every)} | {layers})
     layout = dict(
@@ -93,13 +93,13 @@ def _edges(edges, labels: list[str], kind: str, colour: str, width: float, legen
     )
 
 
-def _nodes(nodes, labels: list[str]) -> go.Scatter:
+def _nodes(nodes, labels: list[str], size: float) -> go.Scatter:
     names = {"x": "entering block", "mid": "after the attention of block"}
     return go.Scatter(
         x=[labels[n.position] for n in nodes],
         y=[level(n) for n in nodes],
         mode="markers",
-        marker=dict(size=7, color="#222222"),
+        marker=dict(size=size, color="#222222"),
         name="residual state",
         hovertext=[f"{labels[n.position]}, {names[n.kind]} {n.layer}" for n in nodes],
         hoverinfo="text",
