@@ -85,11 +85,38 @@ def test_scaling_softcap_and_sinks_are_found_from_the_model(arch):
 
 def test_a_mask_that_the_window_does_not_explain_is_refused(tmp_path, monkeypatch):
     adapter = build("mistral", tmp_path)
-    monkeypatch.setattr(cp, "_mask_matches", lambda *a: False)
+    monkeypatch.setattr(cp, "_window_of", lambda *a: False)  # not a plain window: the whole mask is made
+    monkeypatch.setattr(cp, "_mask_matches", lambda *a: False)  # and it does not hold
     with pytest.raises(
         cp.CaptureError, match="attention mask that q·k, the causal order and its window do not hold"
     ):
         cp.capture(adapter, TEXT)
+
+
+def test_a_plain_window_is_never_made_into_an_n_by_n_mask(tmp_path, monkeypatch):
+    """A sliding window's mask is checked from transformers' own mask function a block of rows at a
+    time and handed on as a marker: no ``[n, n]`` mask (1 GB at 32,768 tokens) is made for it."""
+    import transformers.masking_utils as mu
+
+    made = []
+    real = mu.sdpa_mask
+    monkeypatch.setattr(mu, "sdpa_mask", lambda **kw: made.append(kw.get("local_size")) or real(**kw))
+    adapter = build("mistral", tmp_path)
+    cap = cp.capture(adapter, TEXT)
+    assert WINDOW not in made and cap.variant(0).window == WINDOW
+    n = cap.n_tokens
+    assert cp._window_of(mu.sliding_window_causal_mask_function(WINDOW), n, WINDOW)
+    assert not cp._window_of(mu.sliding_window_causal_mask_function(WINDOW), n, WINDOW + 1)
+    assert not cp._window_of(mu.chunked_causal_mask_function(WINDOW, torch.zeros(1, dtype=int)), n, WINDOW)
+    padded = torch.ones(1, n, dtype=torch.bool)
+    padded[0, 0] = False  # padding: the whole mask, as SDPA's
+    window = mu.sliding_window_causal_mask_function(WINDOW)
+    got = cp._mask(
+        batch_size=1, q_length=n, kv_length=n, mask_function=window, attention_mask=padded, local_size=WINDOW
+    )
+    assert isinstance(got, torch.Tensor) and tuple(got.shape[-2:]) == (n, n)
+    plain = cp._mask(batch_size=1, q_length=n, kv_length=n, mask_function=window, local_size=WINDOW)
+    assert plain == cp.Windowed(WINDOW)
 
 
 # -- sinks shown honestly (item 2): the record's rows sum to 1 − the sink's mass ------------------------

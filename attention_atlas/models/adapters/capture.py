@@ -36,6 +36,7 @@ import shutil
 import tempfile
 import threading
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -97,9 +98,53 @@ def _allowed_rows(start: int, stop: int, n: int, window: int | None, causal: boo
     return allowed & (keys > queries - window) if window else allowed
 
 
+@dataclass(frozen=True)
+class Windowed:
+    """What the capture's mask function hands the layers instead of an ``[n, n]`` mask that is
+    exactly the causal order and a window of ``window`` keys (checked a block of rows at a time
+    from the mask function, ``_window_of``): the layer's attention applies the window itself."""
+
+    window: int
+
+
+def _mask(*, q_length: int, kv_length: int, mask_function, attention_mask=None, local_size=None, **kwargs):
+    """transformers' mask interface: SDPA's mask (``sdpa_mask``), except a sliding window's, which
+    is handed on as ``Windowed`` where it is only the causal order and the window (1 GB of
+    booleans at 32,768 tokens, 4 GB once SDPA turns it to floats)."""
+    from transformers.masking_utils import sdpa_mask
+
+    args = dict(q_length=q_length, kv_length=kv_length, mask_function=mask_function, local_size=local_size)
+    plain = (
+        local_size
+        and q_length == kv_length > local_size
+        and not (kwargs.get("q_offset") or kwargs.get("kv_offset") or kwargs.get("use_vmap"))
+        and (attention_mask is None or bool(attention_mask.all()))
+    )
+    if plain and _window_of(mask_function, kv_length, local_size):
+        return Windowed(int(local_size))
+    return sdpa_mask(**args, attention_mask=attention_mask, **kwargs)
+
+
+def _window_of(mask_function, n: int, window: int) -> bool:
+    """Whether ``mask_function`` (transformers' index-based mask function) allows exactly the causal
+    order and ``window`` keys, for every query of ``n``: evaluated a block of rows at a time."""
+    one = torch.arange(1)[:, None, None, None]
+    keys = torch.arange(n)[None, None, None, :]
+    for start in range(0, n, BLOCK * 4):
+        stop = min(start + BLOCK * 4, n)
+        got = mask_function(one, one, torch.arange(start, stop)[None, None, :, None], keys)
+        want = _allowed_rows(start, stop, n, window, True)
+        if not bool((got.expand(1, 1, stop - start, n)[0, 0] == want).all()):
+            return False
+    return True
+
+
 def _explained(mask, n: int, window: int | None, causal: bool, memo: dict) -> bool:
-    """Whether ``mask`` (None, boolean or additive; batch item 0) is exactly the causal order and
-    the window: anything else (padding, a bias, chunks) is not held by q·k and the variant."""
+    """Whether ``mask`` (None, ``Windowed``, boolean or additive; batch item 0) is exactly the
+    causal order and the window: anything else (padding, a bias, chunks) is not held by q·k and
+    the variant."""
+    if isinstance(mask, Windowed):
+        return causal and mask.window == window
     if mask is None:
         return not (window and causal and n > window)  # SDPA's is_causal holds no window
     key = (mask.data_ptr(), tuple(mask.shape), window, causal)
@@ -130,7 +175,8 @@ def _attend(module, query, key, value, mask, variant: Variant, causal: bool, **k
     (SDPA cannot softcap or take a sink, and with a window's mask it turns the mask to floats)."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    if variant.plain:
+    if variant.plain:  # a window's marker here means a layer without its window: refused (``_explained``)
+        mask = None if isinstance(mask, Windowed) else mask
         return sdpa_attention_forward(module, query, key, value, mask, **kwargs)
     scaling = kwargs.get("scaling") or query.shape[-1] ** -0.5
     return _blocked(query, key, value, variant, causal, scaling), None
@@ -204,10 +250,10 @@ def _register() -> None:
     global _REGISTERED
     if not _REGISTERED:
         from transformers import AttentionInterface
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
         AttentionInterface.register(ATTENTION, _capture_attention)
-        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, sdpa_mask)  # masks as SDPA's: windows too
+        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTENTION, _mask)  # SDPA's, a plain window's as a marker
         _REGISTERED = True
 
 
