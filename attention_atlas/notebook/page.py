@@ -22,7 +22,7 @@ from pathlib import Path
 import plotly
 import plotly.io as pio
 
-from attention_atlas.viz_core.figures import PLOTLY_CONFIG, head_view
+from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_view
 from attention_atlas.viz_core.line_view import line_data
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord
@@ -62,6 +62,7 @@ class Section:
     model: bool = True  # the model view with the head view it opens
     line_heads: list[int] = field(default_factory=list)  # the line view of ``layer``, these heads
     labels: tuple[list[int], list[int]] | None = None  # the layers' and heads' own numbers (a subset)
+    sentence_b: int | None = None  # BertViz's sentence_b_start: the head view divides A from B there
 
     def data(self) -> dict:
         record, gid = self.record, f"atlas-{uuid.uuid4().hex[:12]}"
@@ -80,8 +81,11 @@ class Section:
                     "the head view stays on the head it opened with. Pick fewer with include_layers and "
                     "include_heads, or open another with layer= and heads=."
                 )
+            head = head_view(record, self.layer, self.head)
+            if self.sentence_b:
+                dividers(head, [self.sentence_b - 0.5], [self.sentence_b - 0.5])
             out["head"] = {
-                "figure": _figure(head_view(record, self.layer, self.head)),
+                "figure": _figure(head),
                 "shown": f"{rid}|{self.layer}|{self.head}",
                 "single": True,
             }

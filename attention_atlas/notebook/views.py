@@ -154,6 +154,6 @@ def build(
             raise NotebookError(
                 f"the line view draws up to {MAX_TOKENS} tokens; this input has {n}: use the model view"
             )
-        section = Section(shown, title, open_layer, picked[0], name != "line", lines, labels)
+        section = Section(shown, title, open_layer, picked[0], name != "line", lines, labels, sentence_b_start)
         sections.append(section)
     return View(sections, f"{name} view")

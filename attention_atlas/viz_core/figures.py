@@ -395,9 +395,14 @@ def clause_bounds(tokens: list[str]) -> list[float]:
 def clause_dividers(fig: go.Figure, query_tokens: list[str], key_tokens: list[str]) -> go.Figure:
     """Thin lines between a heatmap's clauses on both axes, so that a multi-clause couplet reads as
     its clauses: each clause's block of the alignment is framed. No clause marks, no lines."""
+    return dividers(fig, clause_bounds(key_tokens), clause_bounds(query_tokens))
+
+
+def dividers(fig: go.Figure, xs: list[float], ys: list[float]) -> go.Figure:
+    """Thin dotted lines across a heatmap at key positions ``xs`` and query positions ``ys``."""
     line = dict(color="rgba(90, 90, 90, 0.9)", width=2, dash="dot")
-    for x in clause_bounds(key_tokens):
+    for x in xs:
         fig.add_vline(x=x, line=line)
-    for y in clause_bounds(query_tokens):
+    for y in ys:
         fig.add_hline(y=y, line=line)
     return fig

@@ -116,6 +116,17 @@ def test_head_and_line_views_carry_the_layer_and_heads_asked_for(minilm):
     assert "model" not in only and [h["head"] for h in only["line"]["heads"]] == [0]
 
 
+def test_sentence_b_start_divides_the_head_view_into_sentences(minilm):
+    """BertViz's sentence_b_start: dotted lines half a cell before it across both axes of the head
+    view (the redrawn heads keep them: they are the layout's); none without it."""
+    start = len(minilm["tokens"]) // 2
+    split = carried(head_view(minilm["attentions"], minilm["tokens"], start, html_action="return"))[0]
+    shapes = json.loads(split["head"]["figure"])["layout"]["shapes"]
+    assert sorted((s.get("x0"), s.get("y0")) for s in shapes) == [(0, start - 0.5), (start - 0.5, 0)]
+    whole = carried(model_view(minilm["attentions"], minilm["tokens"], html_action="return"))[0]
+    assert not json.loads(whole["head"]["figure"])["layout"].get("shapes")
+
+
 def test_encoder_decoder_keywords_give_three_records():
     rng = np.random.default_rng(0)
 
