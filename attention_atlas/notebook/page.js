@@ -39,6 +39,14 @@ function atlasNotebook(rootId) {
           head.className = "atlas-head-view";
           live({ data: { role: "head", group, config, ...section.head }, parentElement: head, setStateValue() {} });
         }
+        if (section.figures) {
+          for (const figure of section.figures) {
+            const { data, layout } = JSON.parse(figure);
+            const div = block(box);
+            window.__atlasPlotly.then((Plotly) => Plotly.newPlot(div, data, layout, section.config));
+          }
+          if (section.note) block(box, section.note, "p").style.color = "gray";
+        }
         if (section.line) {
           const lines = block(box);
           lines.className = "atlas-line-view-box";

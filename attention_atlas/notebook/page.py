@@ -102,7 +102,26 @@ class Section:
             heads["titles"] = [f"layer {layer}, head {h}" for layer in layers for h in head_ids]
 
 
-def fragment(sections: list[Section]) -> str:
+@dataclass
+class Figures:
+    """Plain Plotly figures on a page, under a title, with a caption (the long-input view: every
+    head's thumbnail and one head's overview of a text too long for every head's matrix)."""
+
+    figures: list
+    title: str = ""
+    caption: str = ""
+    record: AttentionRecord | None = None  # none: no head's full matrix is carried
+
+    def data(self) -> dict:
+        return {
+            "title": self.title,
+            "config": {**PLOTLY_CONFIG, "responsive": True},
+            "figures": [_figure(fig) for fig in self.figures],
+            "note": self.caption,
+        }
+
+
+def fragment(sections: list[Section | Figures]) -> str:
     """The views as an HTML fragment (what a notebook cell shows): a ``<div>``, the data, the
     scripts and Plotly.js inline."""
     root = f"atlas-nb-{uuid.uuid4().hex[:12]}"

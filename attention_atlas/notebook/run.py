@@ -18,7 +18,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from attention_atlas.notebook.inputs import NotebookError
+from attention_atlas.notebook.inputs import NotebookError, pick
+from attention_atlas.notebook.page import Figures, View
 from attention_atlas.notebook.views import build, finish
 from attention_atlas.viz_core.derive import ViewOptions
 
@@ -115,6 +116,13 @@ def show(
     if not isinstance(text, str) or not text.strip():
         raise NotebookError("the text is empty: pass a sentence")
     adapter = adapter_of(model, tokenizer)
+    if _long(adapter, text):
+        if view != "model" or merge or hide_special or value_norms:
+            raise NotebookError(
+                f"past {FULL_TOKENS:,} tokens show() draws the long-input view alone: call it with the "
+                "text and view='model', without merge, hide_special or value_norms"
+            )
+        return finish(long_view(adapter, text, layer, heads), html_action)
     records, notices = records_of(adapter, text)
     options = ViewOptions(merge=merge, hide=hide_special)
     pairs = []
@@ -125,6 +133,67 @@ def show(
     for notice in dict.fromkeys(notices):
         print(f"note: {notice}")
     return finish(build(view, pairs, layer=layer, heads=heads), html_action)
+
+
+def _long(adapter, text: str) -> bool:
+    """Whether ``text`` is past ``FULL_TOKENS`` for a model the capture reads (else the usual path,
+    which refuses it in one line)."""
+    from attention_atlas.models.adapters import capture as cp
+
+    if cp.supports(adapter) is not None:
+        return False
+    try:
+        return len(adapter.tokenizer(text)["input_ids"]) > FULL_TOKENS
+    except (TypeError, ValueError):
+        return False
+
+
+def long_view(adapter, text: str, layer: int | None = None, head=None) -> View:
+    """The app's long-input view of ``text``: every head's max-pooled thumbnail and one head's
+    overview (``layer``, ``head``: the middle layer's first by default), from the queries and keys
+    captured as on the long-input page (in mapped files from 2,048 tokens); a box drawn on the
+    overview zooms into its cells."""
+    from attention_atlas.models.adapters import capture as cp
+    from attention_atlas.viz_core import blockwise as bw
+    from attention_atlas.viz_core import long_figures as lf
+
+    try:
+        cap = cp.capture(adapter, text)
+    except ValueError as err:
+        raise NotebookError(str(err)) from None
+    layer = pick(cap.n_layers // 2 if layer is None else layer, cap.n_layers, "layer")[0]
+    head = pick(0 if head is None else head, cap.n_heads, "heads")[0]
+    bar = _bar(cap.n_layers * cap.n_heads, "every head, block-wise")
+    thumbs, _ = bw.all_heads(cap, progress=bar and (lambda *_: bar.update()))
+    if bar:
+        bar.close()
+    red = bw.reduce_head(cap, layer, head)
+    cells = red.values.shape[0]
+    overview = lf.overview_figure(
+        red,
+        cap.tokens,
+        f"layer {layer}, head {head}: {cap.n_tokens:,} tokens, max-pooled to {cells:,}²",
+        ticks=8,
+    )
+    lf.sqrt_colours(overview.update_layout(height=720))  # as the app: faint weights beside a sink show
+    caption = (
+        f"{cap.n_tokens:,} tokens: every head max-pooled to a tile (a cell shows its strongest weight), and one "
+        "head's overview, coloured by the square root of the weight (the hover and colour bar keep the weights); "
+        "drag a box on it to zoom into its cells (double-click: back). The app's Long inputs page opens any "
+        "window at full resolution."
+    )
+    for notice in dict.fromkeys(cap.notices):
+        print(f"note: {notice}")
+    return View([Figures([lf.long_model_view(thumbs), overview], "", caption)], "long-input view")
+
+
+def _bar(total: int, what: str):
+    """A tqdm progress bar where tqdm is installed (transformers brings it), else None."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=what, leave=False)
 
 
 def _value_weighted(adapter, text: str, record):

@@ -21,7 +21,7 @@ import torch
 from attention_atlas.models.adapters.minilm import model_folder
 from attention_atlas.notebook import NotebookError, View, head_view, line_view, model_view, show
 from attention_atlas.viz_core.derive import ViewOptions
-from tests.support import minilm_loaded
+from tests.support import minilm_loaded, z_of
 
 TEXT = "The cat sat on the mat because it was tired."
 TOL = 1e-5
@@ -332,3 +332,36 @@ def test_a_file_too_big_for_every_head_says_so(monkeypatch, minilm):
     assert section["model"]["heads"] is None and "over the file's" in section["note"]
     monkeypatch.undo()
     assert "note" not in carried(model_view(minilm["attentions"], minilm["tokens"]).to_html())[0]
+
+
+@pytest.fixture(scope="module")
+def long_text_model():
+    """A tiny random Qwen2 with a 4,096-token context and minilm's WordPiece (one token a word)."""
+    from transformers import AutoTokenizer
+
+    from harness.tiny_variants import tiny_variant
+
+    model = tiny_variant("qwen2_no_window", num_hidden_layers=2, max_position_embeddings=4096)
+    tokenizer = AutoTokenizer.from_pretrained(model_folder(), model_max_length=4096)
+    return model, tokenizer, " ".join(["the cat sat on the mat ."] * 300)  # 2,102 tokens
+
+
+def test_show_past_1024_tokens_draws_the_long_input_view(long_text_model, tmp_path, monkeypatch):
+    """Past 1,024 tokens show() draws what the app's long-input page draws: every head's max-pooled
+    tile and one head's overview, from the captured queries and keys (in mapped files)."""
+    from attention_atlas.models.adapters import capture as cp
+    from attention_atlas.notebook.run import adapter_of
+    from attention_atlas.viz_core import blockwise as bw
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path))
+    model, tokenizer, text = long_text_model
+    section = carried(show(model, tokenizer, text, layer=1, heads=2).to_html())[0]
+    tiles, overview = (json.loads(f) for f in section["figures"])
+    cap = cp.capture(adapter_of(model, tokenizer), text)
+    assert cap.n_tokens == 2102 and cap.mapped
+    red = bw.reduce_head(cap, 1, 2)
+    np.testing.assert_allclose(z_of(overview["data"][0]).astype(float), red.values, rtol=2e-3, atol=1e-6)
+    assert overview["layout"]["title"]["text"].startswith("layer 1, head 2: 2,102 tokens")
+    assert len(tiles["data"]) >= 1 and "drag a box" in section["note"]
+    with pytest.raises(NotebookError, match="long-input view alone"):
+        show(model, tokenizer, text, view="head")
