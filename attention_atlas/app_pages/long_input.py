@@ -61,6 +61,6 @@ if tab_sentences.open:  # sums every row of a head (a layer: of every head): onl
 with tab_stats:
     lv.polled(lv.stats, long, model_id)
 with tab_qk:
-    lv.queries_keys(model_id, text, cap)
+    lv.queries_keys(model_id, text, cap, polling=not long.summaries.complete)
 
 link.done()

@@ -230,7 +230,7 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
 
     st.subheader("Head view")
-    keep_held(K + "heads")  # a tile clicked, or a box on the sentence view: not undone by a timed rerun
+    keep_held(K + "heads", polling)  # a tile clicked, a box on the sentence view: not undone by a timed rerun
     c1, c2, c3, c4 = st.columns([2, 1, 2, 2])  # "√ colours" whole at 150 % zoom with the sidebar open
     layer = c1.slider("layer", 0, L - 1, key=K + "layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
@@ -252,7 +252,7 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     )
     red = lc.overview(model_id, text, layer, head, cells, cap)
     _overview_chart(red, cap, layer, head, sqrt)
-    _window_view(cap, layer, head, sqrt)
+    _window_view(cap, layer, head, sqrt, polling)
 
 
 def keep_in_range(key: str, size: int, default: int, kind=int) -> None:
@@ -300,14 +300,14 @@ def _boxed(key: str, red: bw.Reduced) -> None:
     st.session_state[K + "cut"] = cut
 
 
-def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:
+def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool, polling: bool) -> None:
     n = cap.n_tokens
     side = min(WINDOW, n)
     if st.session_state.get(K + "window_of") != (cap.model_id, n):  # a new input: the window in its middle
         first = max(0, n // 2 - side // 2)
         hold(WINDOW_GROUP, {K + "q0": first, K + "qn": side, K + "k0": first, K + "kn": side})
         st.session_state[K + "window_of"] = (cap.model_id, n)
-    keep_held(WINDOW_GROUP)
+    keep_held(WINDOW_GROUP, polling)
     st.markdown("**Zoom window** at full resolution")
     c1, c2, c3, c4 = st.columns(4)
     q0 = whole_number(c1, "queries from", 0, n - 1, 0, K + "q0")
@@ -354,7 +354,7 @@ def stats(long: lc.LongInput, polling: bool, model_id: str) -> None:
 # -- queries and keys ------------------------------------------------------------------------------------
 
 
-def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
+def queries_keys(model_id: str, text: str, cap: bw.QKCapture, polling: bool) -> None:
     n, L, H = cap.n_tokens, cap.n_layers, cap.n_heads
     st.subheader("Queries and keys")
     st.caption(
@@ -369,7 +369,7 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture) -> None:
     c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
     layer = c1.slider("layer", 0, L - 1, key=K + "qk_layer")
     head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "qk_head"))
-    keep_held(K + "qk")
+    keep_held(K + "qk", polling)  # the page's fragments rerun on a timer while ``polling``
     query = whole_number(c3, "query", 0, n - 1, n - 1, K + "query")
     normalise = c4.toggle(
         "normalise (AttentionViz)",

@@ -203,15 +203,16 @@ def hold(group: str, values: dict) -> None:
     st.session_state[group + HELD] = (dict(values), True)  # True: the callback's own run is next
 
 
-def keep_held(group: str) -> None:
+def keep_held(group: str, polling: bool = True) -> None:
     """Before ``group``'s widgets are made: values a callback ``hold``-s win over what the rerun
     brought, until a later rerun brings them back from the browser; the widgets are then the
-    user's again."""
+    user's again. Where nothing reruns on a timer (``polling`` False), every later rerun is the
+    user's own: the values are let go after the callback's run."""
     held = st.session_state.get(group + HELD)
     if not held:
         return
     values, own_run = held
-    if own_run or any(st.session_state.get(k) != v for k, v in values.items()):
+    if own_run or (polling and any(st.session_state.get(k) != v for k, v in values.items())):
         st.session_state.update(values)
         st.session_state[group + HELD] = (values, False)
     else:

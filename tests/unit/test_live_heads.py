@@ -110,13 +110,14 @@ def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, t
 
 
 def held_app():
-    """A layer slider a button's callback sets with ``hold`` (as a click on a tile does)."""
+    """A layer slider a button's callback sets with ``hold`` (as a click on a tile does), on a page
+    that polls (its fragments rerun on a timer) unless the session says not."""
     import streamlit as st
 
     from attention_atlas.ui.widgets import hold, keep_held
 
     st.button("pick layer 5", on_click=lambda: hold("g", {"layer": 5}))
-    keep_held("g")
+    keep_held("g", st.session_state.get("polling", True))
     st.slider("layer", 0, 9, key="layer")
 
 
@@ -134,3 +135,16 @@ def test_a_held_value_outlives_a_rerun_that_brings_the_old_one_back():
     at.run()  # the browser reports 5 back: no longer held
     at.slider(key="layer").set_value(7).run()  # the user's own move stands
     assert at.slider(key="layer").value == 7
+
+
+def test_without_polling_the_next_rerun_is_the_users_own():
+    """Where nothing reruns on a timer, the rerun after the click's is the user's: it stands."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(held_app)
+    at.session_state["polling"] = False
+    at.run()
+    at.button[0].click().run()
+    assert at.slider(key="layer").value == 5
+    at.slider(key="layer").set_value(2).run()  # the user's move, right after the click
+    assert at.slider(key="layer").value == 2
