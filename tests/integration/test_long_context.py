@@ -129,7 +129,7 @@ def test_tiny_encoder_and_causal_folders_capture_and_seq2seq_is_refused(tiny_hf_
 
 
 def test_a_model_that_skips_the_attention_interface_is_refused(minilm, monkeypatch):
-    monkeypatch.setattr(cp, "_forward", lambda adapter, ids, device: {})
+    monkeypatch.setattr(cp, "_forward", lambda adapter, ids, device, spill=None: {})
     with pytest.raises(cp.CaptureError, match=r"0 of 6 layers reported .* attention interface"):
         cp.capture(minilm, "a cat")
 
@@ -171,10 +171,10 @@ def test_cuda_out_of_memory_falls_back_to_the_cpu_with_a_notice(tiny_hf_folders,
     adapter.device = torch.device("cuda")  # as if it lived on a GPU
     real = cp._forward
 
-    def forward(adapter, ids, device):
+    def forward(adapter, ids, device, spill=None):
         if device.type == "cuda":
             raise torch.OutOfMemoryError("CUDA out of memory")
-        return real(adapter, ids, device)
+        return real(adapter, ids, device, spill)
 
     monkeypatch.setattr(cp, "_forward", forward)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
