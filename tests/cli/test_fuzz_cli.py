@@ -128,6 +128,7 @@ ODD_ARGS = [
         pytest.param("minilm", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.timeout(900)  # 16 processes, each loading its model: minilm's took 192 s on a loaded 2-core machine
 def test_extract_subprocess_with_bytes_that_are_not_utf8(model_id):
     """The real process, its argv from raw bytes: exit 0 with JSON on stdout, or one error line."""
     env = {**os.environ, "ATLAS_THREADS": "1", "PYTHONIOENCODING": ""}
