@@ -128,13 +128,21 @@ def _mask(*, q_length: int, kv_length: int, mask_function, attention_mask=None, 
 def _window_of(mask_function, n: int, window: int) -> bool:
     """Whether ``mask_function`` (transformers' index-based mask function) allows exactly the causal
     order and ``window`` keys, for every query of ``n``: evaluated a block of rows at a time."""
-    one = torch.arange(1)[:, None, None, None]
-    keys = torch.arange(n)[None, None, None, :]
+    one, keys = torch.arange(1)[:, None, None, None], torch.arange(n)[None, None, None, :]
+
+    def rows(start: int, stop: int) -> torch.Tensor:
+        return mask_function(one, one, torch.arange(start, stop)[None, None, :, None], keys)
+
+    return _rows_match(rows, n, window, True)
+
+
+def _rows_match(rows, n: int, window: int | None, causal: bool) -> bool:
+    """Whether ``rows(start, stop)`` (booleans ``[..., stop - start, n]``) is the causal order and
+    the window for every block of query rows."""
     for start in range(0, n, BLOCK * 4):
         stop = min(start + BLOCK * 4, n)
-        got = mask_function(one, one, torch.arange(start, stop)[None, None, :, None], keys)
-        want = _allowed_rows(start, stop, n, window, True)
-        if not bool((got.expand(1, 1, stop - start, n)[0, 0] == want).all()):
+        got = rows(start, stop)
+        if not bool((got == _allowed_rows(start, stop, n, window, causal).to(got.device)).all()):
             return False
     return True
 
@@ -161,12 +169,7 @@ def _mask_matches(mask: torch.Tensor, n: int, window: int | None, causal: bool) 
         if not ((mask == 0) | (mask <= lowest)).all():
             return False  # an additive bias, not a mask
         mask = mask == 0
-    for start in range(0, n, BLOCK * 4):
-        stop = min(start + BLOCK * 4, n)
-        want = _allowed_rows(start, stop, n, window, causal).to(mask.device)
-        if not bool((mask[..., start:stop, :] == want).all()):
-            return False
-    return True
+    return _rows_match(lambda start, stop: mask[..., start:stop, :], n, window, causal)
 
 
 def _attend(module, query, key, value, mask, variant: Variant, causal: bool, **kwargs):
@@ -310,7 +313,8 @@ def estimate_bytes(adapter, n: int, block: int = BLOCK) -> int:
     afterwards (a few copies of ``block × n``)."""
     layers, heads, _, dim, hidden = _shape(adapter)
     ffn = getattr(adapter.config, "intermediate_size", None) or 4 * hidden
-    qk = qk_bytes(adapter, n) // (layers if spills(n) and _disk_holds(qk_bytes(adapter, n)) else 1)
+    qk = qk_bytes(adapter, n)
+    qk //= layers if spills(n) and _disk_holds(qk) else 1
     forward = 4 * n * (12 * hidden + 3 * ffn + 2 * heads * dim)
     rows = 4 * 3 * min(block, n) * n
     return qk + forward + rows
