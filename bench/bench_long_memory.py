@@ -57,7 +57,7 @@ def child(n: int, spill: bool) -> dict:
     t_zoom, _, _ = timed(lambda: bw.window(cap, LAYER, HEAD, *box))
     parts = sn.spans(cap.tokens, "sentence")
     t_sent, _, _ = timed(lambda: sn.by_span(cap, LAYER, HEAD, parts))
-    t_layer, _, _ = timed(lambda: [bw.head_summary(cap, LAYER, h, 32) for h in range(cap.n_heads)])
+    t_layer, _, _ = timed(lambda: bw.layer_summary(cap, LAYER, 32))  # as the page's background summaries
     return dict(
         capture=t_cap,
         anon=held - base,

@@ -55,11 +55,10 @@ class Summaries:
 
     def _layer(self, layer: int) -> None:
         start = time.perf_counter()
-        heads = [bw.head_summary(self.cap, layer, h, self.thumb) for h in range(self.cap.n_heads)]
+        thumbs, rows = bw.layer_summary(self.cap, layer, self.thumb)
         with self._lock:
-            for h, (thumb, row) in enumerate(heads):
-                self._thumbs[layer, h] = thumb
-                self._rows.append(row)
+            self._thumbs[layer] = thumbs
+            self._rows += rows
             self.done = layer + 1
             self.seconds += time.perf_counter() - start
 

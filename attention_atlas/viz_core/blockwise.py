@@ -19,8 +19,15 @@ Reductions for the views, each block-wise:
   diagonal or a single strong key stays visible however far the view is reduced (a mean would
   dilute a one-token line 1/width). ``how="mean"`` is there too.
 - ``window``: a rectangle at full resolution (≤ 512 × 512), each row normalised over all keys.
-- ``head_stats`` / ``all_heads``: the head statistics of ``viz_core.head_stats`` (its ``row_sums``
-  added up over row blocks), the same numbers as ``viz_core.stats.head_table``'s.
+- ``layer_summary`` / ``head_summary`` / ``all_heads`` / ``head_stats``: every head's 32 × 32
+  max-pooled thumbnail and the head statistics of ``viz_core.head_stats`` (the same numbers as
+  ``viz_core.stats.head_table``'s, to float32 rounding). The query heads that share a key head go
+  together (up to ``TOGETHER``, ``block`` rows of each: their logits and exps), and no weights
+  are written out: a max-pooled cell is (the max exp over its keys) / each row's denominator,
+  maxed over its rows; the entropy comes from the logits (−Σ p ln p = ln Z · Σp − Σ p·s), the
+  mean distance from a matrix-vector product (``_KeyGroup``).
+
+A mask is drawn only over the columns some row of a block masks, never over the whole block.
 
 numpy only (no torch): this module sits in viz_core.
 """
@@ -171,8 +178,7 @@ def rows(
     the keys up to it (``causal``) and no further back than ``window``; a ``sink`` logit joins the
     denominator (the row then sums to 1 − its mass)."""
     n_keys = k.shape[0]
-    width = min(stop, n_keys) if causal else n_keys  # causal: keys after the last row are 0
-    first = max(0, start - window + 1) if window else 0  # keys before every row's window are 0
+    first, width = _span(n_keys, causal, window, start, stop)
     scores = q[start:stop] @ k[first:width].T
     scores *= np.float32(scaling)
     if softcap:
@@ -196,13 +202,35 @@ def rows(
     return out
 
 
-def _mask(scores: np.ndarray, first: int, width: int, start: int, stop: int, causal: bool, window) -> None:
-    """-inf where a query may not read a key: after it (causal), or ``window`` or more before it."""
-    keys, queries = np.arange(first, width)[None, :], np.arange(start, stop)[:, None]
-    if causal:
-        scores[keys > queries] = -np.inf
-    if window:
-        scores[keys <= queries - window] = -np.inf
+def _span(n_keys: int, causal: bool, window: int | None, start: int, stop: int) -> tuple[int, int]:
+    """Keys ``[first, width)`` that query rows ``start:stop`` may read; every other key weighs 0
+    (causal: the keys after the last row; a window: the keys before the first row's window)."""
+    width = min(stop, n_keys) if causal else n_keys
+    first = max(0, start - window + 1) if window else 0
+    return first, width
+
+
+def _masks(first: int, width: int, start: int, stop: int, causal: bool, window) -> list:
+    """Where query rows ``start:stop`` may not read keys ``first:width``, as ``(columns, mask)``
+    pairs over just the columns some row masks: the keys after the block's first row (causal) and
+    those ``window`` or more before its last row; ``mask`` is ``[rows, len(columns)]``."""
+    queries, out = np.arange(start, stop)[:, None], []
+    if causal and max(start + 1, first) < width:
+        keys = np.arange(max(start + 1, first), width)
+        out.append((slice(keys[0] - first, width - first), keys[None, :] > queries))
+    if window and first < min(width, stop - window):
+        keys = np.arange(first, min(width, stop - window))
+        out.append((slice(0, len(keys)), keys[None, :] <= queries - window))
+    return out
+
+
+def _mask(
+    scores: np.ndarray, first: int, width: int, start: int, stop: int, causal: bool, window, value=-np.inf
+) -> None:
+    """``value`` where a query may not read a key: after it (causal), or ``window`` or more before
+    it. ``scores`` is ``[..., rows, keys first:width]``."""
+    for columns, masked in _masks(first, width, start, stop, causal, window):
+        np.copyto(scores[..., columns], value, where=masked)
 
 
 def head_rows(cap: QKCapture, layer: int, head: int, start: int, stop: int) -> np.ndarray:
@@ -327,55 +355,215 @@ def window(
     return head_rows(cap, layer, head, a, b)[:, c:d]
 
 
-# -- statistics (viz_core.head_stats's definitions, block-wise) --------------------------------------
+# -- every head's thumbnail and statistics (viz_core.head_stats's definitions, block-wise) -----------
+
+TOGETHER = 4  # query heads of one key head summarised together (memory: 2 × 4 row blocks)
+MASKED = np.float32(-1e30)  # a masked logit in the summaries: exp gives 0, and 0 · MASKED is 0 (not nan)
 
 
-class _Stats:
-    """``viz_core.head_stats.row_sums`` of one head, added up over its row blocks."""
+@dataclass
+class _Block:
+    """Rows ``start:stop`` of the query heads of a ``_KeyGroup`` over the keys ``first:width`` they read."""
 
-    def __init__(self, n: int, special: list[bool]):
-        self.n, self.special = n, np.asarray(special, dtype=bool)
-        self.sums = np.zeros(len(hs.STATISTICS))
+    start: int
+    stop: int
+    first: int
+    width: int
+    s: np.ndarray  # [heads, rows, keys] logits less each row's top (masked: MASKED less it)
+    e: np.ndarray  # exp(s)
+    parts: tuple  # [heads, rows] Σe over the keys before the block's rows, among them, after them
+    z: np.ndarray  # [heads, rows] float64: each row's softmax denominator (Σe, and the sink's exp)
 
-    def add(self, start: int, part: np.ndarray) -> None:
-        self.sums += hs.row_sums(part, start, self.special)
+    @property
+    def before(self) -> int:
+        """Keys read before the block's first row."""
+        return self.start - self.first
 
-    def row(self) -> dict:
-        return hs.head_row(hs.finish(self.sums, self.n, self.n))
+    @property
+    def total(self) -> np.ndarray:
+        """``[heads, rows]`` Σe over every key."""
+        return sum(self.parts)
 
 
-def head_stats(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> dict:
-    """``head_table``'s row for one head: layer, head, every statistic of ``head_stats`` and the pattern."""
-    stats = _Stats(cap.n_tokens, cap.special)
-    for start, part in head_blocks(cap, layer, head, block):
-        stats.add(start, part)
-    return {"layer": layer, "head": head, **stats.row()}
+class _KeyGroup:
+    """The max-pooled thumbnails and ``head_stats.row_sums`` of the query heads ``heads`` (a slice)
+    that share one key head, a block of rows of every head at a time: one stacked matmul with the
+    key head's keys, transposed once (a BLAS call a head over ``block`` rows: the very logits of
+    ``rows``). Only the logits ``s`` (less each row's top) and ``e = exp(s)`` of a block exist,
+    never its weights ``e / Z``: a thumbnail cell's max weight is the max over its rows of (the max
+    of ``e`` over its keys) / Z, and each row's statistics are sums over ``e`` divided by its Z
+    (``_row_sum``)."""
+
+    def __init__(self, cap: QKCapture, layer: int, heads: slice, thumb: int):
+        q, k = cap.queries[layer], cap.keys[layer]
+        self.q, self.n, self.causal = q[heads], cap.n_tokens, cap.causal
+        self.kt = np.ascontiguousarray(k[heads.start // (q.shape[0] // k.shape[0])].T)  # [dim, keys]
+        self.scaling, variant = np.float32(cap.scaling[layer]), cap.variant(layer)
+        self.fold = np.frexp(self.scaling)[0] == 0.5  # a power of two: (q · c)·k is (q·k) · c, bit for bit
+        self.window, self.softcap = variant.window, variant.softcap
+        self.sinks, self.slopes = (
+            None if a is None else np.float32(a)[heads] for a in (variant.sinks, variant.slopes)
+        )
+        self.special = np.asarray(cap.special, dtype=bool)
+        self.edges = cell_edges(self.n, thumb)
+        self.thumbs = np.zeros((len(self.q), len(self.edges) - 1, len(self.edges) - 1), dtype=np.float32)
+        self.sums = np.zeros((len(self.q), len(hs.STATISTICS)))
+        self.space = None  # while running: room for a block's logits and exps
+
+    def run(self, block: int) -> _KeyGroup:
+        """Every row, ``block`` rows of each head at a time (two ``[heads, block, keys]`` arrays:
+        the logits and their exps)."""
+        self.space = np.empty(2 * len(self.q) * min(block, self.n) * self.n, dtype=np.float32)
+        for start, stop in row_blocks(self.n, block):
+            self.add(start, stop)
+        self.space = None
+        return self
+
+    def add(self, start: int, stop: int) -> None:
+        """Query rows ``start:stop`` of every head."""
+        first, width = _span(self.n, self.causal, self.window, start, stop)
+        size = len(self.q) * (stop - start) * (width - first)
+        s, top, peaks = self._logits(start, stop, first, width, self.space[:size])
+        e = np.exp(s, out=self.space[size : 2 * size].reshape(s.shape))
+        a, b = start - first, stop - first
+        parts = (e[..., :a].sum(-1), e[..., a:b].sum(-1), e[..., b:].sum(-1))
+        z = sum(parts).astype(np.float64)
+        if self.sinks is not None:
+            z += np.exp(self.sinks[:, None] - top)
+        block = _Block(start, stop, first, width, s, e, parts, z)
+        self._pool(block, np.exp(peaks - top[..., None]))
+        for i, stat in enumerate(hs.STATISTICS):
+            self.sums[:, i] += (_row_sum(stat, block, self.special) / z).sum(-1)
+
+    def _logits(self, start: int, stop: int, first: int, width: int, out: np.ndarray) -> tuple:
+        """``[heads, rows, keys first:width]`` logits less each row's top (its max, or the sink's
+        logit where higher), the masked ones ``MASKED`` less it, in ``out``; the tops ``[heads,
+        rows]``; and each row's max logit in each thumbnail column it reads ``[heads, rows, cells]``
+        (a row's max is the max of these: no pass of its own)."""
+        heads, rows = len(self.q), stop - start
+        queries = self.q[:, start:stop] * (self.scaling if self.fold else np.float32(1))
+        s = np.matmul(queries, self.kt[:, first:width], out=out.reshape(heads, rows, width - first))
+        if not self.fold:
+            s *= self.scaling
+        if self.softcap:
+            s /= np.float32(self.softcap)
+            np.tanh(s, out=s)
+            s *= np.float32(self.softcap)
+        if self.slopes is not None:
+            s += (self.slopes[:, None] * np.arange(first, width, dtype=np.float32))[:, None, :]
+        _mask(s, first, width, start, stop, self.causal, self.window, MASKED)
+        peaks = np.maximum.reduceat(s, self._columns(first, width)[2], axis=-1)
+        top = peaks.max(-1)
+        if self.sinks is not None:
+            top = np.maximum(top, self.sinks[:, None])
+        s -= top[..., None]
+        return s, top, peaks
+
+    def _columns(self, first: int, width: int) -> tuple[int, int, np.ndarray]:
+        """The thumbnail columns ``lo:hi`` that keys ``first:width`` fall in, and where each starts
+        among those keys."""
+        lo = int(np.searchsorted(self.edges, first, side="right")) - 1
+        hi = int(np.searchsorted(self.edges, width, side="left"))
+        return lo, hi, np.maximum(self.edges[lo:hi], first) - first
+
+    def _pool(self, block: _Block, peaks: np.ndarray) -> None:
+        """Each thumbnail cell's max weight so far, with the block's rows, from each row's max
+        ``e`` in each column it reads (``peaks``, the exp of ``_logits``' column maxima less the top:
+        exp is increasing, and so is dividing by Z)."""
+        lo, hi, _ = self._columns(block.first, block.width)
+        pooled = peaks / block.z.astype(np.float32)[..., None]
+        cells = np.searchsorted(self.edges, np.arange(block.start, block.stop), side="right") - 1
+        runs = np.flatnonzero(np.diff(cells, prepend=-1))  # the block's first row in each row cell
+        at = (slice(None), cells[runs], slice(lo, hi))
+        self.thumbs[at] = np.maximum(self.thumbs[at], np.maximum.reduceat(pooled, runs, axis=1))
+
+
+def _row_sum(stat: hs.Statistic, block: _Block, special: np.ndarray) -> np.ndarray:
+    """``[heads, rows]``: each row's Σₖ e·f of ``stat`` (its row sum times Z)."""
+    e = block.e
+    if stat.surprise:  # −Σ p ln p = (ln Z · Σe − Σ e·s) / Z, in bits
+        return (np.log(block.z) * block.total - np.vecdot(e, block.s)) / np.log(2)
+    if stat.pair is hs.distance:
+        return _distance(block)
+    if stat.key is not None:  # only the keys where f is not 0 (a few special tokens, the first)
+        f = np.broadcast_to(stat.key(np.arange(len(special)), special), special.shape).astype(np.float32)
+        keys = np.flatnonzero(f[block.first : block.width])
+        return (e[..., keys] * f[block.first + keys]).sum(-1)
+    if stat.offset is not None:  # the one key at query + offset, where the block reads it
+        cols = np.arange(block.start, block.stop) + stat.offset - block.first
+        ok = np.flatnonzero((cols >= 0) & (cols < e.shape[-1]))
+        out = np.zeros(e.shape[:-1], dtype=np.float32)
+        out[:, ok] = e[:, ok, cols[ok]]
+        return out
+    queries = np.arange(block.start, block.stop, dtype=np.float32)[:, None]  # any other f(query, key)
+    return (e * stat.pair(queries, np.arange(block.first, block.width, dtype=np.float32)[None, :])).sum(-1)
+
+
+def _distance(block: _Block) -> np.ndarray:
+    """``[heads, rows]``: Σₖ e·|query − key|. A key before the block's rows is (query − start) +
+    (start − key) from a row, one after them (key − (stop − 1)) + (stop − 1 − query): one
+    matrix-vector product with each key's distance from the block's edge, plus each row's own
+    offset times its Σe before (after) the block, plus the block's ``rows × rows`` square."""
+    e, a, rows = block.e, block.before, block.stop - block.start
+    edge = np.zeros(e.shape[-1], dtype=np.float32)
+    edge[:a], edge[a + rows :] = np.arange(a, 0, -1), np.arange(1, e.shape[-1] - a - rows + 1)
+    out = (e.reshape(-1, e.shape[-1]) @ edge).reshape(e.shape[:-1]).astype(np.float64)
+    i = np.arange(rows)
+    out += i * block.parts[0] + (rows - 1 - i) * block.parts[2]
+    square = e[..., a : a + rows] * np.abs(i[:, None] - i[None, :]).astype(np.float32)
+    return out + square.sum(-1)
+
+
+def layer_summary(
+    cap: QKCapture, layer: int, thumb: int = 32, block: int = BLOCK
+) -> tuple[np.ndarray, list[dict]]:
+    """Every head of ``layer``: max-pooled thumbnails ``[heads, ≤thumb, ≤thumb]`` and ``head_table``'s
+    rows, the query heads that share a key head together (``_KeyGroup``)."""
+    group = cap.n_heads // cap.keys[layer].shape[0]
+    heads = [  # up to TOGETHER heads of one key head at a time
+        slice(h, min(h + TOGETHER, g + group))
+        for g in range(0, cap.n_heads, group)
+        for h in range(g, g + group, TOGETHER)
+    ]
+    groups = [_KeyGroup(cap, layer, part, thumb).run(block) for part in heads]
+    thumbs, sums = (np.concatenate([getattr(g, a) for g in groups]) for a in ("thumbs", "sums"))
+    return thumbs, _table_rows(cap, layer, range(cap.n_heads), sums)
 
 
 def head_summary(
     cap: QKCapture, layer: int, head: int, thumb: int = 32, block: int = BLOCK
 ) -> tuple[np.ndarray, dict]:
-    """One head in one pass: its max-pooled thumbnail ``[≤thumb, ≤thumb]`` and ``head_table``'s row."""
-    pooler, stats = _Pooler(cap.n_tokens, thumb, "max"), _Stats(cap.n_tokens, cap.special)
-    for start, part in head_blocks(cap, layer, head, block):
-        pooler.add(start, part)
-        stats.add(start, part)
-    return pooler.result().values, {"layer": layer, "head": head, **stats.row()}
+    """One head: its max-pooled thumbnail ``[≤thumb, ≤thumb]`` and ``head_table``'s row."""
+    cap.head_qk(layer, head)  # a head that is not there: IndexError
+    g = _KeyGroup(cap, layer, slice(head, head + 1), thumb).run(block)
+    return g.thumbs[0], _table_rows(cap, layer, [head], g.sums)[0]
+
+
+def _table_rows(cap: QKCapture, layer: int, heads, sums: np.ndarray) -> list[dict]:
+    """``head_table``'s rows of ``heads`` from their row sums ``[heads, len(STATISTICS)]``."""
+    values = hs.finish(sums, cap.n_tokens, cap.n_tokens)
+    return [{"layer": layer, "head": h, **hs.head_row(values, i)} for i, h in enumerate(heads)]
+
+
+def head_stats(cap: QKCapture, layer: int, head: int, block: int = BLOCK) -> dict:
+    """``head_table``'s row for one head: layer, head, every statistic of ``head_stats`` and the pattern."""
+    return head_summary(cap, layer, head, 1, block)[1]
 
 
 def all_heads(
     cap: QKCapture, thumb: int = 32, block: int = BLOCK, progress=None
 ) -> tuple[np.ndarray, list[dict]]:
-    """Every head in one pass each: max-pooled thumbnails ``[layers, heads, ≤thumb, ≤thumb]`` and
-    ``head_table``'s rows (a list of dicts; ``pandas.DataFrame(rows)`` is the table)."""
+    """Every head, a layer at a time (``layer_summary``): max-pooled thumbnails
+    ``[layers, heads, ≤thumb, ≤thumb]`` and ``head_table``'s rows (a list of dicts;
+    ``pandas.DataFrame(rows)`` is the table). ``progress(layer, head)`` after each head."""
     side = min(cap.n_tokens, thumb)
     thumbs = np.zeros((cap.n_layers, cap.n_heads, side, side), dtype=np.float32)
     table = []
     for layer in range(cap.n_layers):
-        for head in range(cap.n_heads):
-            thumbs[layer, head], row = head_summary(cap, layer, head, thumb, block)
-            table.append(row)
-            if progress:
+        thumbs[layer], rows = layer_summary(cap, layer, thumb, block)
+        table += rows
+        if progress:
+            for head in range(cap.n_heads):
                 progress(layer, head)
     return thumbs, table
 

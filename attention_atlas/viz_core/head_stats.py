@@ -45,9 +45,14 @@ class Statistic:
             raise ValueError(f"statistic {self.name!r} needs exactly one form of f, not {sum(forms)}")
 
 
+def distance(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """|query − key|, in tokens: the mean distance's f (named: ``viz_core.blockwise`` sums it its own way)."""
+    return np.abs(q - k)
+
+
 STATISTICS = (
     Statistic("entropy", "entropy (bits)", surprise=True),
-    Statistic("mean_distance", "mean distance (tokens)", pair=lambda q, k: np.abs(q - k)),
+    Statistic("mean_distance", "mean distance (tokens)", pair=distance),
     Statistic("special_share", "share on special tokens", key=lambda pos, special: special),
     Statistic("previous_share", "share on the previous token", offset=-1),
     Statistic("diagonal_share", "share on itself", offset=0),

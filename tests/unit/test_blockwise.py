@@ -159,4 +159,98 @@ def test_each_variant_equals_its_dense_definition(variant, block):
 def test_layer_variants_must_match_the_layers():
     cap = random_capture()
     with pytest.raises(ValueError, match="1 layer variants for 2 layers"):
-        bw.QKCapture("x", cap.queries, cap.keys, cap.scaling, True, cap.tokens, cap.special, variants=[bw.PLAIN])
+        bw.QKCapture(
+            "x", cap.queries, cap.keys, cap.scaling, True, cap.tokens, cap.special, variants=[bw.PLAIN]
+        )
+
+
+# -- every head's thumbnail and statistics: key groups against the per-head path -----------------------
+
+
+def reference_summary(cap, layer, head, thumb, block=bw.BLOCK):
+    """One head the way ``head_summary`` went before key groups: each row block's normalised
+    weights through ``head_stats.row_sums``, the thumbnail by ``reduce_head``'s max pooling."""
+    n = cap.n_tokens
+    sums = sum(
+        head_stats.row_sums(part, start, cap.special)
+        for start, part in bw.head_blocks(cap, layer, head, block)
+    )
+    row = {"layer": layer, "head": head, **head_stats.head_row(head_stats.finish(sums, n, n))}
+    return bw.reduce_head(cap, layer, head, cells=thumb, how="max", block=block).values, row
+
+
+def assert_same_summary(got, want):
+    (thumb, row), (want_thumb, want_row) = got, want
+    assert thumb.shape == want_thumb.shape and np.abs(thumb - want_thumb).max() <= 1e-6
+    assert list(row) == list(want_row) and row["pattern"] == want_row["pattern"]
+    for name in head_stats.NAMES:
+        assert row[name] == pytest.approx(want_row[name], rel=1e-5, abs=1e-6), name
+
+
+def variant_capture(variant, causal=True, **shape):
+    base = random_capture(**shape)
+    variants = None if variant is None else [variant] * base.n_layers
+    scaling = [0.3, 0.25]  # 0.25: a power of two, folded into the queries
+    return bw.QKCapture(
+        "v", base.queries, base.keys, scaling, causal, base.tokens, base.special, variants=variants
+    )
+
+
+SIX = {
+    "plain": None,
+    "window": bw.Variant(window=9),
+    "softcap": bw.Variant(softcap=2.5),
+    "sinks": bw.Variant(sinks=np.array([3.0, -1.0, 0.5, 2.0, 8.0, -4.0], np.float32)),
+    "alibi": bw.Variant(slopes=np.array([-0.5, -0.25, -0.125, -0.0625, -1.0, 0.0], np.float32)),
+    "all": bw.Variant(
+        window=7, softcap=3.0, sinks=np.linspace(-2, 4, 6, dtype=np.float32), slopes=-np.ones(6, np.float32)
+    ),
+}
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("variant", list(SIX), ids=list(SIX))
+@pytest.mark.parametrize(
+    ("n", "thumb", "block", "kv"),
+    [(37, 8, 5, 2), (20, 32, 6, 2), (130, 32, 48, 2), (64, 8, 256, 2), (45, 8, 16, 1)],
+)
+def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant, n, thumb, block, kv):
+    """Three query heads a key head (one key head: six, summarised four and two at a time), any
+    variant, lengths not a multiple of the block and below the thumbnail's side."""
+    cap = variant_capture(SIX[variant], causal, n=n, heads=6, kv=kv)
+    for layer in range(2):
+        thumbs, rows = bw.layer_summary(cap, layer, thumb, block)
+        for head in range(6):
+            want = reference_summary(cap, layer, head, thumb, block)
+            assert_same_summary((thumbs[head], rows[head]), want)
+            assert_same_summary(bw.head_summary(cap, layer, head, thumb, block), want)
+    thumbs, table = bw.all_heads(cap, thumb, block)
+    assert thumbs.shape == (2, 6, min(n, thumb), min(n, thumb)) and len(table) == 12
+    assert_same_summary((thumbs[1, 4], table[10]), reference_summary(cap, 1, 4, thumb, block))
+
+
+def test_key_groups_sum_any_other_pair_statistic_from_its_definition(monkeypatch):
+    """A pair statistic other than the distance goes through its own f; here |q − k| again, under
+    another name, must give the distance's sums."""
+    cap = variant_capture(SIX["alibi"], False, n=45, heads=6, kv=2)
+    generic = head_stats.Statistic("distance_again", "", pair=lambda q, k: np.abs(q - k))
+    monkeypatch.setattr(head_stats, "STATISTICS", (*head_stats.STATISTICS, generic))
+    group = bw._KeyGroup(cap, 1, slice(3, 6), 8).run(10)
+    np.testing.assert_allclose(group.sums[:, -1], group.sums[:, 1], rtol=1e-6)
+    assert group.sums[:, 1].min() > 1
+
+
+@pytest.mark.parametrize("block", [1, 4, 256])
+def test_a_window_without_a_causal_mask_drops_only_the_keys_too_far_back(block):
+    base = random_capture(causal=False)
+    variant = bw.Variant(window=6)
+    cap = bw.QKCapture(
+        "w", base.queries, base.keys, base.scaling, False, base.tokens, base.special, variants=[variant] * 2
+    )
+    q, k = (a.astype(np.float64) for a in cap.head_qk(0, 3))
+    s = q @ k.T * cap.scaling[0]
+    i, j = np.indices(s.shape)
+    s = np.where(j <= i - 6, -np.inf, s)
+    want = np.exp(s - s.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    assert np.abs(bw.head_weights(cap, 0, 3, block=block) - want).max() < 1e-5
