@@ -28,7 +28,8 @@ import torch
 
 from attention_atlas.models.registry import load
 from attention_atlas.notebook import model_view
-from attention_atlas.notebook.page import HEADS_BYTES, PLOTLY_JS
+from attention_atlas.notebook.assets import PLOTLY_JS
+from attention_atlas.notebook.page import HEADS_BYTES
 from attention_atlas.paths import DATA
 from bench.results import machine, write_section
 

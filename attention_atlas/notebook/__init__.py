@@ -2,8 +2,8 @@
 ``show(model, tokenizer, text)``, each a self-contained interactive HTML view (``notebook.page``)."""
 
 from attention_atlas.notebook.inputs import NotebookError
-from attention_atlas.notebook.page import View
+from attention_atlas.notebook.page import View, display
 from attention_atlas.notebook.run import show
 from attention_atlas.notebook.views import head_view, line_view, model_view
 
-__all__ = ["NotebookError", "View", "head_view", "line_view", "model_view", "show"]
+__all__ = ["NotebookError", "View", "display", "head_view", "line_view", "model_view", "show"]

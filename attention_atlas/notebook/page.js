@@ -1,17 +1,13 @@
-// A notebook file's views, mounted with the app's own scripts (ui/live_heads.js, ui/line_view.js).
+// A notebook's views, mounted with the app's own scripts (ui/live_heads.js, ui/line_view.js).
 //
 // Each script is an ES module whose default export is a Streamlit component's body; here it is
-// imported from a blob URL of its text (carried in the file: nothing is fetched) and called with
-// the data the component would get. Plotly.js was inlined just before this script: the copy it
-// defined is handed to live_heads.js as the one it would load, and window.Plotly put back.
-window.__atlasPlotly ||= Promise.resolve(window.Plotly);
-window.Plotly = window.__atlasPlotlyBefore;
+// imported from a blob URL of its text (carried with the view: nothing is fetched) and called with
+// the data the component would get. Plotly.js is whatever window.__atlasPlotly resolves to: the
+// copy inlined in a saved file (page.py), or the one the live widget asked its kernel for
+// (widget.js). `hooks` are the live widget's: `pick(section, value)` gets a tile click or an arrow
+// key, `head(section, draw)` a function that draws a head figure the kernel sent.
 
-function atlasNotebook(rootId) {
-  const root = document.getElementById(rootId);
-  const read = (suffix) => JSON.parse(document.getElementById(rootId + suffix).textContent);
-  const spec = read("-data");
-  const sources = read("-js");
+function atlasSections(root, spec, sources, hooks = {}) {
   const load = (name) => {
     const url = URL.createObjectURL(new Blob([sources[name]], { type: "text/javascript" }));
     return import(url).then((module) => module.default);
@@ -22,39 +18,51 @@ function atlasNotebook(rootId) {
     parent.appendChild(element);
     return element;
   };
-  Promise.all([load("live"), load("line")])
+  const modelView = (live, box, section, index) => {
+    const { group, config } = section;
+    const model = block(box);
+    model.className = "atlas-model-view";
+    const setStateValue = hooks.pick ? (name, value) => hooks.pick(index, value) : () => {};
+    live({ data: { role: "model", group, config, ...section.model }, parentElement: model, setStateValue });
+    if (section.note) block(box, section.note, "p");
+    block(box, "Click a tile to open its head below; in the head view (click it first), ←/→ step through the heads and ↑/↓ through the layers.", "p").style.color = "gray";
+    const head = block(box);
+    head.className = "atlas-head-view";
+    const draw = (extra) =>
+      live({ data: { role: "head", group, config, ...section.head, ...extra }, parentElement: head, setStateValue() {} });
+    draw({});
+    hooks.head?.(index, draw);
+  };
+  const figures = (box, section) => {
+    for (const figure of section.figures) {
+      const { data, layout } = JSON.parse(figure);
+      const div = block(box);
+      window.__atlasPlotly.then((Plotly) => Plotly.newPlot(div, data, layout, section.config));
+    }
+    if (section.note) block(box, section.note, "p").style.color = "gray";
+  };
+  return Promise.all([load("live"), load("line")])
     .then(([live, line]) => {
-      for (const section of spec.sections) {
+      spec.sections.forEach((section, index) => {
         const box = block(root);
         box.className = "atlas-section";
         if (section.title) block(box, section.title, "h3");
-        if (section.model) {
-          const { group, config } = section;
-          const model = block(box);
-          model.className = "atlas-model-view";
-          live({ data: { role: "model", group, config, ...section.model }, parentElement: model, setStateValue() {} });
-          if (section.note) block(box, section.note, "p");
-          block(box, "Click a tile to open its head below; in the head view (click it first), ←/→ step through the heads and ↑/↓ through the layers.", "p").style.color = "gray";
-          const head = block(box);
-          head.className = "atlas-head-view";
-          live({ data: { role: "head", group, config, ...section.head }, parentElement: head, setStateValue() {} });
-        }
-        if (section.figures) {
-          for (const figure of section.figures) {
-            const { data, layout } = JSON.parse(figure);
-            const div = block(box);
-            window.__atlasPlotly.then((Plotly) => Plotly.newPlot(div, data, layout, section.config));
-          }
-          if (section.note) block(box, section.note, "p").style.color = "gray";
-        }
+        if (section.model) modelView(live, box, section, index);
+        if (section.figures) figures(box, section);
         if (section.line) {
           const lines = block(box);
           lines.className = "atlas-line-view-box";
           line({ data: section.line, parentElement: lines });
         }
-      }
+      });
     })
     .catch((err) => {
       block(root, `The views could not be drawn: ${err.message}`);
     });
+}
+
+function atlasNotebook(rootId) {
+  // A saved file's or an HTML output's view: its data and scripts sit in the page beside it.
+  const read = (suffix) => JSON.parse(document.getElementById(rootId + suffix).textContent);
+  return atlasSections(document.getElementById(rootId), read("-data"), read("-js"));
 }

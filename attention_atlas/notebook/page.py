@@ -13,33 +13,26 @@ next views find it there. Nothing is fetched from any URL.
 
 from __future__ import annotations
 
-import functools
+import importlib.util
 import json
+import os
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import plotly
 import plotly.io as pio
 
+from attention_atlas.notebook.assets import driver, plotly_js, scripts
 from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_view
 from attention_atlas.viz_core.line_view import line_data
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.wire import all_heads, record_id
 
-PACKAGE = Path(__file__).resolve().parent.parent
-SCRIPTS = {"live": PACKAGE / "ui" / "live_heads.js", "line": PACKAGE / "ui" / "line_view.js"}
-DRIVER = Path(__file__).resolve().parent / "page.js"
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 # Every head's 16-bit weights ride in the file up to this size (minilm's 72 heads to 512 tokens;
 # SmolLM2's 270 heads to about 270 tokens); beyond it the head view keeps the head it opened with.
 HEADS_BYTES = 40_000_000
-
-
-@functools.cache
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
 
 
 def _json(value) -> str:
@@ -64,34 +57,39 @@ class Section:
     labels: tuple[list[int], list[int]] | None = None  # the layers' and heads' own numbers (a subset)
     sentence_b: int | None = None  # BertViz's sentence_b_start: the head view divides A from B there
 
-    def data(self) -> dict:
+    def data(self, live: bool = False) -> dict:
+        """What ``page.js`` draws. ``live``: the live widget's, without every head's weights (its
+        head view asks the kernel for each head it opens, ``head``)."""
         record, gid = self.record, f"atlas-{uuid.uuid4().hex[:12]}"
         out: dict = {"title": self.title, "group": gid, "config": {**PLOTLY_CONFIG, "responsive": True}}
         if self.model:
             rid = record_id(gid, record.n_layers, record.n_heads)
-            heads = all_heads(record, rid, HEADS_BYTES)
+            heads = None if live else all_heads(record, rid, HEADS_BYTES)
             fig = model_view(record)
             if self.labels:
                 self._relabel(fig, heads)
             out["model"] = {"figure": _figure(fig), "grid": [record.n_layers, record.n_heads], "heads": heads}
-            if heads is None:
+            if heads is None and not live:
                 size = record.weights.size * 2 / 1e6
                 out["note"] = (
                     f"Every head of this input would take {size:,.0f} MB, over the file's {HEADS_BYTES / 1e6:,.0f} MB: "
                     "the head view stays on the head it opened with. Pick fewer with include_layers and "
                     "include_heads, or open another with layer= and heads=."
                 )
-            head = head_view(record, self.layer, self.head)
-            if self.sentence_b:
-                dividers(head, [self.sentence_b - 0.5], [self.sentence_b - 0.5])
-            out["head"] = {
-                "figure": _figure(head),
-                "shown": f"{rid}|{self.layer}|{self.head}",
-                "single": True,
-            }
+            out["head"] = {**self.head_data(self.layer, self.head, rid), "single": True}
         if self.line_heads:
-            out["line"] = line_data(record, self.layer, self.line_heads)
+            out["line"] = line_data(self.record, self.layer, self.line_heads)
         return out
+
+    def head_data(self, layer: int, head: int, rid: str) -> dict:
+        """The head view of ``layer``, ``head`` (indices into the record): its figure, titled by the
+        model's own numbers, and its ``shown`` key for ``live_heads.js``."""
+        fig = head_view(self.record, layer, head)
+        if self.labels:
+            fig.update_layout(title_text=f"layer {self.labels[0][layer]}, head {self.labels[1][head]}")
+        if self.sentence_b:
+            dividers(fig, [self.sentence_b - 0.5], [self.sentence_b - 0.5])
+        return {"figure": _figure(fig), "shown": f"{rid}|{layer}|{head}"}
 
     def _relabel(self, fig, heads: dict | None) -> None:
         """Tiles and titles named by the model's own layer and head numbers (``include_layers``…)."""
@@ -126,15 +124,16 @@ def fragment(sections: list[Section | Figures]) -> str:
     scripts and Plotly.js inline."""
     root = f"atlas-nb-{uuid.uuid4().hex[:12]}"
     spec = {"root": root, "sections": [s.data() for s in sections]}
-    sources = {name: _text(path) for name, path in SCRIPTS.items()}
     return f"""<div id="{root}" class="atlas-notebook" style="font-family: Arial, sans-serif"></div>
 <script type="application/json" id="{root}-data">{_json(spec)}</script>
-<script type="application/json" id="{root}-js">{_json(sources)}</script>
+<script type="application/json" id="{root}-js">{_json(scripts())}</script>
 <script>window.__atlasPlotlyBefore = window.Plotly;</script>
 <script>if (!window.__atlasPlotly) {{
-{_text(PLOTLY_JS)}
+{plotly_js()}
 }}</script>
-<script>{_text(DRIVER)}
+<script>window.__atlasPlotly ||= Promise.resolve(window.Plotly);
+window.Plotly = window.__atlasPlotlyBefore;
+{driver()}
 atlasNotebook("{root}");</script>
 """
 
@@ -152,12 +151,41 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+DISPLAYS = ("auto", "widget", "html")
+_display = {"mode": "auto"}
+
+
+def display(mode: str = "auto") -> None:
+    """How views show in a notebook: ``"widget"``, live (anywidget: the kernel sends each head a
+    click opens); ``"html"``, the self-contained file's HTML; ``"auto"`` (the default), live in a
+    Jupyter kernel where anywidget is installed, except in VS Code and Colab, whose notebooks
+    fetch anywidget's front end from a CDN."""
+    if mode not in DISPLAYS:
+        raise ValueError(f"display is one of {', '.join(DISPLAYS)}, not {mode!r}")
+    if mode == "widget" and importlib.util.find_spec("anywidget") is None:
+        raise ImportError("the live widget needs anywidget: pip install 'attention-atlas[notebook]'")
+    _display["mode"] = mode
+
+
+def live() -> bool:
+    """Whether views show as live widgets now (``display``)."""
+    mode = _display["mode"]
+    if mode != "auto":
+        return mode == "widget"
+    if any(k.startswith("VSCODE_") for k in os.environ) or "google.colab" in sys.modules:
+        return False
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return getattr(shell, "kernel", None) is not None and importlib.util.find_spec("anywidget") is not None
+
+
 @dataclass
 class View:
-    """What each notebook call returns: shown in Jupyter, ``to_html()`` one self-contained file."""
+    """What each notebook call returns: shown in Jupyter (live or as HTML, ``display``),
+    ``to_html()`` one self-contained file, ``widget()`` the live widget."""
 
     sections: list[Section]
     name: str = "model view"
+    _widget: object = field(default=None, repr=False, compare=False)
 
     def to_html(self) -> str:
         return html(self.sections, f"Attention Atlas: {self.name}")
@@ -167,10 +195,20 @@ class View:
         path.write_text(self.to_html(), encoding="utf-8")
         return path
 
+    def widget(self):
+        """The live widget of these sections (``notebook.widget.LiveView``), made once."""
+        if self._widget is None:
+            from attention_atlas.notebook.widget import LiveView
+
+            self._widget = LiveView(self.sections)
+        return self._widget
+
     def _repr_html_(self) -> str:
         return fragment(self.sections)
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        if live():
+            return self.widget()._repr_mimebundle_()
         return {"text/html": self._repr_html_(), "text/plain": repr(self)}
 
     @property
@@ -179,5 +217,7 @@ class View:
         return self.sections[0].record
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{s.title or s.record.kind}: {s.record.weights.shape}" for s in self.sections)
+        parts = ", ".join(
+            f"{s.title or s.record.kind}: {s.record.weights.shape}" for s in self.sections if s.record is not None
+        )
         return f"<Attention Atlas {self.name} ({parts})>"

@@ -365,3 +365,82 @@ def test_show_past_1024_tokens_draws_the_long_input_view(long_text_model, tmp_pa
     assert len(tiles["data"]) >= 1 and "drag a box" in section["note"]
     with pytest.raises(NotebookError, match="long-input view alone"):
         show(model, tokenizer, text, view="head")
+
+
+# -- the live widget (anywidget): the kernel sends each head a click opens ------------------------
+
+
+def live_widget(view: View):
+    """The view's widget, with what it sends to the front end collected instead of sent."""
+    widget = view.widget()
+    sent: list[dict] = []
+    widget.send = lambda content, buffers=None: sent.append(content)
+    return widget, sent
+
+
+def test_the_widget_carries_the_tiles_and_sends_each_picked_head_as_the_model_computed_it(minilm):
+    weights = torch.cat(minilm["attentions"]).numpy()
+    view = model_view(minilm["attentions"], minilm["tokens"])
+    widget, sent = live_widget(view)
+    section = widget.spec["sections"][0]
+    assert section["model"]["heads"] is None  # every head's weights stay in the kernel
+    assert len(json.dumps(widget.spec)) < len(view.to_html()) / 10
+    for layer, head in [(0, 0), (3, 7), (5, 11)]:
+        widget._answer(widget, {"pick": {"section": 0, "layer": layer, "head": head}}, [])
+        reply = sent[-1]["head"]
+        fig = json.loads(reply["figure"])
+        assert fig["layout"]["title"]["text"] == f"layer {layer}, head {head}"
+        assert reply["shown"].endswith(f"|{layer}|{head}") and reply["section"] == 0
+        np.testing.assert_allclose(z_of(fig["data"][0]), weights[layer, head], rtol=2**-10, atol=1e-6)
+    widget._answer(widget, {"need": "plotly"}, [])
+    assert sent[-1]["plotly"].startswith("/**") and len(sent[-1]["plotly"]) > 1e6  # Plotly.js, on request
+    assert view.widget() is widget  # made once
+
+
+def test_a_subset_widget_titles_heads_by_the_models_own_numbers(minilm):
+    view = model_view(minilm["attentions"], minilm["tokens"], include_layers=[1, 4], include_heads=[2, 9])
+    widget, sent = live_widget(view)
+    widget._answer(widget, {"pick": {"section": 0, "layer": 1, "head": 1}}, [])
+    assert json.loads(sent[-1]["head"]["figure"])["layout"]["title"]["text"] == "layer 4, head 9"
+
+
+@pytest.mark.parametrize(
+    ("message", "says"),
+    [
+        ({"pick": {"section": 0, "layer": 6, "head": 0}}, "outside this view's 6 × 12 heads"),
+        ({"pick": {"section": 0, "layer": -1, "head": 0}}, "outside"),
+        ({"pick": {"section": 3, "layer": 0, "head": 0}}, "no model view 3"),
+        ({"pick": {"section": 0, "layer": "0", "head": 0}}, "three whole numbers"),
+        ({"pick": {"section": 0, "layer": True, "head": 0}}, "three whole numbers"),
+        ({"pick": {}}, "three whole numbers"),
+    ],
+)
+def test_a_malformed_pick_gets_one_line_back(minilm, message, says):
+    widget, sent = live_widget(model_view(minilm["attentions"], minilm["tokens"]))
+    widget._answer(widget, message, [])
+    assert says in sent[-1]["error"] and "\n" not in sent[-1]["error"]
+
+
+def test_messages_the_widget_does_not_know_are_ignored(minilm):
+    widget, sent = live_widget(model_view(minilm["attentions"], minilm["tokens"]))
+    for message in (["pick"], "plotly", {"need": "weights"}, {"pick": "0,0"}):
+        widget._answer(widget, message, [])
+    assert sent == []
+
+
+def test_display_chooses_widget_or_html(minilm):
+    from attention_atlas.notebook import display
+    from attention_atlas.notebook.page import live
+
+    view = head_view(minilm["attentions"], minilm["tokens"], layer=2, heads=[0, 3])
+    assert not live()  # no kernel here: auto means HTML
+    assert "text/html" in view._repr_mimebundle_()
+    try:
+        display("widget")
+        bundle, _ = view._repr_mimebundle_()
+        assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget().model_id
+        assert view.widget().spec["sections"][0]["line"]["heads"]  # the line view rides along
+    finally:
+        display("auto")
+    with pytest.raises(ValueError, match="one of auto, widget, html"):
+        display("svg")

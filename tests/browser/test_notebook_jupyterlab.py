@@ -1,0 +1,94 @@
+"""The example notebook in a real JupyterLab, in chromium, offline (issue 25): JupyterLab on
+loopback runs every cell of ``examples/atlas_in_a_notebook.ipynb``; each view is a live widget
+that draws; a tile click and an arrow key open heads the kernel sends, equal to the model's own
+``outputs.attentions``; and no request leaves the machine."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from harness.jupyter import jupyterlab, run_notebook
+from tests.support import minilm_loaded
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+NOTEBOOK = "atlas_in_a_notebook.ipynb"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / NOTEBOOK
+TEXT = "The cat sat on the mat because it was tired."  # the example's first text
+
+
+def views_expected() -> int:
+    """The example's cells whose output is a view: those ending in a call that returns one."""
+    cells = json.loads(EXAMPLE.read_text(encoding="utf-8"))["cells"]
+    last = ["".join(c["source"]).strip().splitlines()[-1] for c in cells if c["cell_type"] == "code"]
+    return sum(line.startswith(("model_view(", "head_view(", "line_view(", "show(", "view")) for line in last)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    shutil.copy(EXAMPLE, root / NOTEBOOK)
+    with jupyterlab(root) as url:
+        yield url, root
+
+
+def head_title(view) -> str:
+    return view.locator(".atlas-head-view .gtitle").text_content()
+
+
+def drawn_z(page, index: int) -> np.ndarray:
+    return np.array(
+        page.evaluate(
+            f"Array.from(document.querySelectorAll('.atlas-widget')[{index}]"
+            ".querySelector('.atlas-head-view .js-plotly-plot')._fullData[0].z, r => Array.from(r))"
+        )
+    )
+
+
+def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium, lab):
+    url, root = lab
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    page, tried, errors = context.new_page(), [], []
+
+    def route(r):
+        ok = r.request.url.startswith((url, "blob:", "data:"))
+        (r.continue_ if ok else r.abort)()
+        if not ok:
+            tried.append(r.request.url)
+
+    page.route("**/*", route)
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    try:
+        run_notebook(page, url, NOTEBOOK)
+        widgets = page.locator(".atlas-widget")
+        widgets.nth(views_expected() - 1).locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+        assert widgets.count() == views_expected()
+        assert page.get_by_text("could not be drawn").count() == 0
+        assert (root / "minilm_model_view.html").stat().st_size > 1e6  # view.save(...) in the example
+
+        first = widgets.nth(0)  # model_view(outputs.attentions, tokens): minilm, 6 × 12
+        assert first.locator(".atlas-model-view .scatterlayer .point").count() == 6 * 12
+        tile = first.locator(".atlas-model-view .scatterlayer .point").nth(1 * 12 + 5)
+        tile.scroll_into_view_if_needed()
+        box = tile.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_function(
+            "document.querySelector('.atlas-widget .atlas-head-view .gtitle').textContent === 'layer 1, head 5'"
+        )
+        weights = torch.cat(minilm_loaded(TEXT)["attentions"]).numpy()
+        np.testing.assert_allclose(drawn_z(page, 0), weights[1, 5], rtol=2**-10, atol=1e-6)  # 16-bit, as sent
+        first.locator(".atlas-head-view .js-plotly-plot").click()
+        page.keyboard.press("ArrowDown")
+        page.wait_for_function(
+            "document.querySelector('.atlas-widget .atlas-head-view .gtitle').textContent === 'layer 2, head 5'"
+        )
+        np.testing.assert_allclose(drawn_z(page, 0), weights[2, 5], rtol=2**-10, atol=1e-6)
+        assert tried == [] and errors == []
+    finally:
+        context.close()
