@@ -26,7 +26,7 @@ import numpy as np
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import head_stats as hs
 from bench.measure import paired
-from bench.results import machine
+from bench.results import machine, write_section
 
 HEADS, KEY_HEADS, DIM, LAYERS = 9, 3, 64, 30  # SmolLM2-135M
 
@@ -92,27 +92,34 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[2048, 8192])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    print(f"{machine()}; one SmolLM2-shaped layer (9 query heads on 3 key heads), × {LAYERS} for 270 heads")
-    print(
-        "| tokens | per head (before) a layer | key groups a layer | ratio | 270 heads before → now | CPU ratio |"
-    )
-    print("| --- | --- | --- | --- | --- | --- |")
+    lines = [
+        "## Every head's thumbnail and statistics of a long input (bench_long_overview)",
+        "",
+        f"{machine()}; one SmolLM2-shaped layer of random queries and keys (9 query heads on 3 key heads, "
+        f"head_dim 64, causal), median of {args.repeat}, the two paths alternating; × {LAYERS} for SmolLM2's 270 heads.",
+        "",
+        "| tokens | per head (before), a layer | key groups (now), a layer | ratio | 270 heads before → now | CPU ratio | same numbers |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for n in args.sizes:
-        cap = smollm2_layer(n)
-        thumb, stats = differences(old_layer(cap), bw.layer_summary(cap, 0))
-        if thumb > 1e-6 or stats > 1:
-            raise SystemExit(
-                f"{n} tokens: the paths differ (thumbnails by {thumb:.2e}, statistics {stats:.2f}×)"
-            )
-        (old, old_cpu), (new, new_cpu) = paired(
-            lambda cap=cap: old_layer(cap), lambda cap=cap: bw.layer_summary(cap, 0), args.repeat
-        )
-        print(
-            f"| {n:,} | {old:.2f} s | {new:.2f} s | {old / new:.1f}× | {old * LAYERS:.0f} s → {new * LAYERS:.1f} s "
-            f"| {old_cpu / new_cpu:.1f}× | (same numbers: thumbnails within {thumb:.1e}, statistics {stats:.2f} of the tolerance)",
-            flush=True,
-        )
+        lines.append(row(n, args.repeat))
+        print(lines[-1], flush=True)
+    write_section("bench_long_overview", "\n".join(lines))
 
+
+def row(n: int, repeat: int) -> str:
+    """One size's table row: both paths checked equal, then timed alternately."""
+    cap = smollm2_layer(n)
+    thumb, stats = differences(old_layer(cap), bw.layer_summary(cap, 0))
+    if thumb > 1e-6 or stats > 1:
+        raise SystemExit(f"{n} tokens: the paths differ (thumbnails by {thumb:.2e}, statistics {stats:.2f}×)")
+    (old, old_cpu), (new, new_cpu) = paired(
+        lambda: old_layer(cap), lambda: bw.layer_summary(cap, 0), repeat
+    )
+    return (
+        f"| {n:,} | {old:.2f} s | {new:.2f} s | {old / new:.1f}× | {old * LAYERS:.0f} s → {new * LAYERS:.0f} s "
+        f"| {old_cpu / new_cpu:.1f}× | thumbnails within {thumb:.1e}, statistics at {stats:.2f} of the tolerance |"
+    )
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,10 @@ each from a blob URL of its text and mounts it as the Streamlit component would,
 figures in place of the component's data. Plotly.js is the plotly package's own copy, inlined
 (``window.Plotly`` is put back as it was) and run only by the first view of a notebook page: the
 next views find it there. Nothing is fetched from any URL.
+
+The same sections draw the live widget (``notebook.widget``) with ``data(live=True)``: no head's
+weights ride along, each head comes from the kernel (``head_data``). ``display`` picks which a
+notebook shows.
 """
 
 from __future__ import annotations
