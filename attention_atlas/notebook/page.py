@@ -207,13 +207,16 @@ class View:
             self._widget = LiveView(self.sections)
         return self._widget
 
-    def _repr_html_(self) -> str:
+    def fragment(self) -> str:
+        """The HTML a notebook shows when it shows HTML (``fragment``)."""
         return fragment(self.sections)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        # The one display method: IPython would also send what a _repr_html_ gave, beside the
+        # widget, and the HTML carries Plotly.js and every head.
         if live():
             return self.widget()._repr_mimebundle_()
-        return {"text/html": self._repr_html_(), "text/plain": repr(self)}
+        return {"text/html": self.fragment(), "text/plain": repr(self)}
 
     @property
     def record(self) -> AttentionRecord:

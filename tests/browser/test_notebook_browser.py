@@ -101,7 +101,7 @@ def test_two_views_on_one_page_each_open_their_own_heads(new_page, files, tmp_pa
     first, second = model_view(weights, tokens), model_view(weights[:, :6], tokens)
     page_file = tmp_path / "two.html"
     page_file.write_text(
-        f"<!DOCTYPE html><html><body>{first._repr_html_()}{second._repr_html_()}</body></html>"
+        f"<!DOCTYPE html><html><body>{first.fragment()}{second.fragment()}</body></html>"
     )
     with new_page(1400, 1000) as page:
         tried, errors = offline(page), []

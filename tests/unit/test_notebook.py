@@ -429,6 +429,10 @@ def test_messages_the_widget_does_not_know_are_ignored(minilm):
 
 
 def test_display_chooses_widget_or_html(minilm):
+    """What IPython sends: the widget alone (its display formatter would add a ``_repr_html_``'s
+    HTML, Plotly.js and every head, beside the widget), or the HTML."""
+    from IPython.core.formatters import DisplayFormatter
+
     from attention_atlas.notebook import display
     from attention_atlas.notebook.page import live
 
@@ -439,7 +443,10 @@ def test_display_chooses_widget_or_html(minilm):
         display("widget")
         bundle, _ = view._repr_mimebundle_()
         assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == view.widget().model_id
+        assert "text/html" not in bundle
         assert view.widget().spec["sections"][0]["line"]["heads"]  # the line view rides along
+        sent, _ = DisplayFormatter().format(view)
+        assert set(sent) == {"text/plain", "application/vnd.jupyter.widget-view+json"}
     finally:
         display("auto")
     with pytest.raises(ValueError, match="one of auto, widget, html"):
