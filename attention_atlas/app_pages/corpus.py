@@ -11,6 +11,7 @@ from attention_atlas.models.corpus.store import used_now
 from attention_atlas.ui import cached
 from attention_atlas.ui import corpus_views as cv
 from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.views import show_terms
 from attention_atlas.ui.widgets import chart, csv_button, intro, plain, plural
 
 K = "corpus_"
@@ -62,6 +63,7 @@ else:
 models = cached.model_choices()
 default_model = cv.opening_model(sample_id if source == SOURCES[0] else None, models)
 model_id = c4.selectbox("model", models, key=link.choice("model", K + "model", models, default_model))
+show_terms(cached.capabilities(model_id), c4)
 kinds = list(cached.capabilities(model_id).kinds)
 first = "cross" if "cross" in kinds else kinds[0]
 kind = (

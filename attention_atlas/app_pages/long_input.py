@@ -7,7 +7,7 @@ from attention_atlas.ui import cached
 from attention_atlas.ui import long_views as lv
 from attention_atlas.ui.long_cached import THUMB
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import show_notices
+from attention_atlas.ui.views import show_notices, show_terms
 from attention_atlas.ui.widgets import intro, plural
 
 K = lv.K
@@ -28,6 +28,7 @@ if not models:
 c1, c2 = st.columns([1, 3])
 first = models[cached.first_index(models)]
 model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
+show_terms(cached.capabilities(model_id), c1)
 text = lv.text_input(link, model_id, c2)  # the model's bundled sample until typed, or a .txt file
 
 n = lv.checked(model_id, text, c2)  # empty, too long, over the context or the memory: one line, stop

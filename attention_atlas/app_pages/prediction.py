@@ -8,6 +8,7 @@ import streamlit as st
 from attention_atlas.ui import cached, lens_views
 from attention_atlas.ui.prediction_tabs import prediction_tabs
 from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.views import show_terms
 from attention_atlas.ui.widgets import intro, text_box
 
 K = lens_views.K
@@ -28,6 +29,7 @@ if not models:
 c1, c2 = st.columns([1, 3])
 first = models[cached.first_index(models)]
 model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
+show_terms(cached.capabilities(model_id), c1)
 text_key = link.text("text", K + "text", TEXT_LIMIT, DEFAULT)
 text = text_box(c2, "text", text_key, TEXT_LIMIT, DEFAULT)
 prediction_tabs(cached.Source.of_model(model_id), text, text_key, link, K + "tab")

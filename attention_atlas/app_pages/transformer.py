@@ -7,7 +7,7 @@ from attention_atlas.ui import ablation, cached, compare, long_views, neuron
 from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.views import head_stats_block, head_view_block, show_notices
+from attention_atlas.ui.views import head_stats_block, head_view_block, show_notices, show_terms
 from attention_atlas.ui.widgets import chart, intro, plain, plural, text_box
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
@@ -42,6 +42,7 @@ if not models:
 c1, c2 = st.columns([1, 3])
 first = models[cached.first_index(models)]
 model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
+show_terms(cached.capabilities(model_id), c1)
 model = cached.capabilities(model_id)
 text_key = link.text("text", K + "text", TEXT_LIMIT, model.example)
 text = text_box(c2, "text", text_key, TEXT_LIMIT, model.example)  # kept across models once typed

@@ -83,6 +83,7 @@ class ModelInfo:
     masking: bool = False  # adapter.run_masked(text, position, replacement): a token masked, every head's change
     samples: tuple[str, ...] = ()  # the bundled corpus samples (models.corpus.inputs) it is the first model of
     card: Path | None = None  # a bundled model's metrics.json (training budget, test scores)
+    terms: str = ""  # a line every page shows under the model picker (a licence's required notice)
 
     @property
     def causal(self) -> bool:

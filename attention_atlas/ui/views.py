@@ -81,6 +81,13 @@ def measures_as_rows(table: pd.DataFrame, name: str) -> pd.DataFrame:
     return turned.rename_axis("measure").reset_index()
 
 
+def show_terms(model, where=None) -> None:
+    """The notice ``model``'s licence asks its users to see (``ModelInfo.terms``), if any."""
+    terms = model.terms
+    if terms:
+        (st if where is None else where).caption(f"⚖️ {terms}")
+
+
 def show_notices(notices, warn: bool = False, where=None) -> None:
     """Each distinct notice once, as text (a notice may quote the input): a warning, or an ℹ️ caption;
     in ``where`` (a container) if given."""

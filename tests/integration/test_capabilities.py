@@ -19,7 +19,7 @@ from tests.support import qk_weights
 
 BUNDLED = ["couplet-rnn-additive", "couplet-rnn-dot", "couplet-transformer"]
 BUNDLED += ["translate-gru-additive", "translate-lstm-dot"]
-ALL = [*BUNDLED, "minilm", "smollm2"]  # smollm2 loads from its converted cache in ~2 s
+ALL = [*BUNDLED, "minilm", "smollm2", "gemma3-270m"]  # the last two load from their converted caches
 
 
 @functools.cache
@@ -131,4 +131,4 @@ def test_each_bundled_sample_opens_with_one_model_and_heavy_models_are_declared(
     for sample in SAMPLES:
         assert len([m for m in available() if sample in m.samples]) == 1, sample
     assert all(s in SAMPLES for m in available() for s in m.samples)
-    assert [m.id for m in available() if m.heavy] == ["smollm2"]  # the one over 100 M parameters
+    assert [m.id for m in available() if m.heavy] == ["gemma3-270m", "smollm2"]  # those over 100 M parameters

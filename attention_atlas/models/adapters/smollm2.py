@@ -48,22 +48,9 @@ def converted() -> tuple[Path, list[str]]:
 
 def convert(staging: Path) -> None:
     """Dequantise the GGUF file into a plain safetensors folder at ``staging`` (~25 s)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from attention_atlas.models.adapters.gguf import convert as dequantise
 
-    source = gguf_path()
-    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name, local_files_only=True)
-    gguf_model = AutoModelForCausalLM.from_pretrained(
-        source.parent, gguf_file=source.name, local_files_only=True
-    )
-    # The weights are dequantised floats now, but the model still carries the GGUF
-    # quantizer, which refuses to save: rebuild a plain model from the config.
-    config = gguf_model.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config)
-    model.load_state_dict(gguf_model.state_dict())
-    model.save_pretrained(staging)
-    tokenizer.save_pretrained(staging)
+    dequantise(gguf_path(), staging)
 
 
 @register(
@@ -77,6 +64,7 @@ def convert(staging: Path) -> None:
     queries_keys=True,  # captured after the rotary embedding; 9 query heads share 3 key heads
     heavy=True,  # 135 M parameters: its runs take the heavy lane, one at a time
     long_input=True,  # up to its 8,192-token context, block by block (models.adapters.capture)
+    default=True,  # the causal LM pages open with: small and quick (Gemma 3 is the other)
     value_norms=True,
     masking=True,
 )
