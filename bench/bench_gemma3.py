@@ -17,13 +17,12 @@ import argparse
 import json
 import os
 import resource
-import subprocess
-import sys
 import time
 from datetime import date
 
 import torch
 
+from bench.measure import child_json
 from bench.results import machine, write_section
 
 
@@ -79,14 +78,7 @@ def overviews(adapter, ids, store) -> dict:
 
 
 def measure(mode: str, n: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.bench_gemma3", "--child", mode, str(n)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, OPENBLAS_NUM_THREADS="2"),
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return child_json("bench.bench_gemma3", mode, n)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,14 +20,13 @@ import json
 import os
 import pathlib
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import date
 
 import torch
 
+from bench.measure import child_json
 from bench.results import machine, write_section
 
 SIZES = dict(
@@ -90,14 +89,7 @@ def child(arch: str, mode: str, n: int) -> dict:
 
 
 def measure(arch: str, mode: str, n: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.bench_long_variants", "--child", arch, mode, str(n)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, OPENBLAS_NUM_THREADS="2"),
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return child_json("bench.bench_long_variants", arch, mode, n)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -35,7 +35,7 @@ from attention_atlas.models.registry import load
 from bench.bench_notebook import MODELS, attentions, bertviz
 from bench.results import machine, write_section
 from harness.browser import chromium_browser
-from harness.jupyter import READY, jupyterlab
+from harness.jupyter import READY, jupyterlab, loopback_only
 
 REPO = Path(__file__).resolve().parents[1]
 SETUP = f"""import sys
@@ -130,15 +130,7 @@ def run_lab(sizes: list[int]) -> tuple[list[dict], dict]:
     nbformat.write(notebook(sizes), root / "live.ipynb")
     with jupyterlab(root) as url, chromium_browser() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        tried: list[str] = []
-
-        def route(r):
-            ok = r.request.url.startswith((url, "blob:", "data:"))
-            (r.continue_ if ok else r.abort)()
-            if not ok:
-                tried.append(r.request.url)
-
-        page.route("**/*", route)
+        tried = loopback_only(page, url)
         frames = Frames(page)
         page.goto(f"{url}/lab/tree/live.ipynb")
         page.wait_for_function(READY, timeout=120_000, polling=500)

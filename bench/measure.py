@@ -3,8 +3,12 @@ wall and CPU seconds of a call, their medians (alone and timed alternately), and
 
 from __future__ import annotations
 
+import json
+import os
 import resource
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -103,3 +107,16 @@ def mapped_mb(folder: Path) -> float:
         elif inside and line.startswith("Rss:"):
             total += int(head[1])
     return total / 1024
+
+
+def child_json(module: str, *args) -> dict:
+    """Run ``python -m module --child args…`` in a fresh process with two BLAS threads; the JSON
+    object its last line prints (a benchmark's measurement, away from this process's memory)."""
+    out = subprocess.run(
+        [sys.executable, "-m", module, "--child", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, OPENBLAS_NUM_THREADS="2"),
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -62,6 +62,21 @@ def _wait(url: str, server: subprocess.Popen, timeout: float) -> None:
 
 # The notebook's own kernel is up and idle (JupyterLab's status bar can say idle before then).
 READY = "window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'"
+def loopback_only(page, base: str) -> list[str]:
+    """Abort every request of ``page`` that is not to ``base`` (or a blob or data URL); the list of
+    what was tried and aborted (it stays empty when nothing leaves the machine)."""
+    tried: list[str] = []
+
+    def route(r):
+        ok = r.request.url.startswith((base, "blob:", "data:"))
+        (r.continue_ if ok else r.abort)()
+        if not ok:
+            tried.append(r.request.url)
+
+    page.route("**/*", route)
+    return tried
+
+
 RUN_ALL = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"  # not awaited
 # Every code cell has run (each prompt holds a number: a running cell shows [*], an unrun one [ ]),
 # or one failed (a traceback stops the run): the traceback's text, else null while waiting.

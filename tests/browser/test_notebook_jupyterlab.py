@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.jupyter import jupyterlab, run_notebook
+from harness.jupyter import jupyterlab, loopback_only, run_notebook
 from tests.support import minilm_loaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -54,15 +54,8 @@ def drawn_z(page, index: int) -> np.ndarray:
 def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium, lab):
     url, root = lab
     context = chromium.new_context(viewport={"width": 1400, "height": 1000})
-    page, tried, errors = context.new_page(), [], []
-
-    def route(r):
-        ok = r.request.url.startswith((url, "blob:", "data:"))
-        (r.continue_ if ok else r.abort)()
-        if not ok:
-            tried.append(r.request.url)
-
-    page.route("**/*", route)
+    page, errors = context.new_page(), []
+    tried = loopback_only(page, url)
     page.on("pageerror", lambda err: errors.append(str(err)))
     try:
         run_notebook(page, url, NOTEBOOK)
