@@ -1,6 +1,7 @@
 """Tiny random causal LMs of the attention variants modern models use (issue 26: sliding windows,
-per-layer local and global layers, logit softcapping, learned sinks), built from transformers' own
-configs with a window of ``WINDOW`` keys, for the tests and the benches (``bench.bench_gpu``)."""
+per-layer local and global layers, logit softcapping, learned sinks, BLOOM's ALiBi), built from
+transformers' own configs with a window of ``WINDOW`` keys, for the tests and the benches
+(``bench.bench_gpu``)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ ARCHS = {
         "GptOssConfig",
         dict(SIZES, head_dim=8, sliding_window=WINDOW, num_local_experts=2, num_experts_per_tok=1),
         [WINDOW, None] * 2,
+    ),
+    "bloom": (  # ALiBi added in its attention modules, outside transformers' attention interface
+        "BloomConfig",
+        dict(vocab_size=30522, hidden_size=64, n_layer=4, n_head=8, initializer_range=0.3),
+        [None] * 4,
     ),
 }
 

@@ -11,7 +11,8 @@ Three places report to it, each with the same point names:
 
 - transformers' attention interface: ``models.adapters.capture`` registers ``atlas_capture``, an
   attention function that reports each layer's ``queries``, ``keys``, ``scaling``, ``variant`` and ``masked``
-  (site: the layer index) and then runs SDPA; a Hugging Face model's capture twin runs it;
+  (site: the layer index) and then runs SDPA; a Hugging Face model's capture twin runs it (BLOOM's,
+  whose attention modules add ALiBi themselves, runs eager: a hook before each reports the same);
 - our ``MultiHeadAttention`` (``models.attention.multihead``): its projected ``queries`` and
   ``keys`` (site: the module itself);
 - a ``Tap``: a forward hook that reports a module's output as a point, installed by the recording

@@ -7,6 +7,8 @@ weights recomputed from the capture (``viz_core.blockwise``: ``head_weights``, `
 The variants are found from the models (config and attention module), never named here: each test
 states only what the capture must have found, and checks the weights against eager attention."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -30,9 +32,9 @@ def arch(request, tmp_path_factory):
     return request.param, build(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def eager(adapter: HFAdapter, cap: bw.QKCapture) -> np.ndarray:
+def eager(adapter: HFAdapter, cap: bw.QKCapture, text: str = TEXT) -> np.ndarray:
     """transformers' own eager weights ``[layers, heads, query, key]`` for the capture's tokens."""
-    ids = cp.encode_long(adapter, TEXT).ids
+    ids = cp.encode_long(adapter, text).ids
     with torch.no_grad():
         out = adapter.model(input_ids=ids, output_attentions=True)
     return torch.cat([a.float() for a in out.attentions]).numpy()
@@ -181,6 +183,30 @@ def test_falcon_with_alibi_is_refused_in_one_line_naming_alibi(tmp_path):
         cp.capture(adapter, TEXT)
     assert "\n" not in str(err.value)
     assert str(err.value).startswith("tiny-falcon: ALiBi position biases are not captured")
+
+
+def test_bloom_alibi_added_in_its_attention_modules_is_captured_and_equals_eager(tmp_path):
+    """BLOOM adds its ALiBi tensor to q·k in its own attention modules (not through transformers'
+    attention interface): the capture reads their queries, keys and slopes, and the weights from
+    them equal BLOOM's own eager attention on every layer and head at a few hundred tokens."""
+    adapter = build("bloom", tmp_path)
+    assert cp.supports(adapter) is None
+    text = " ".join([TEXT] * 5)
+    cap = cp.capture(adapter, text)
+    assert cap.n_tokens > 200 and cap.causal
+    assert cap.keys[0].shape == cap.queries[0].shape == (8, cap.n_tokens, 8)  # no grouped key heads
+    assert cap.scaling[0] == pytest.approx(8**-0.5)
+    for layer in range(cap.n_layers):  # BLOOM's slopes for 8 heads: 2^-1 … 2^-8, times the key position
+        assert np.array_equal(cap.variant(layer).slopes, 2.0 ** -np.arange(1, 9, dtype=np.float32))
+        assert cap.variant(layer).describe() == "ALiBi"
+    want = eager(adapter, cap, text)
+    for layer in range(cap.n_layers):
+        for head in range(cap.n_heads):
+            got = bw.head_weights(cap, layer, head, block=7)
+            assert np.abs(got - want[layer, head]).max() < 1e-5, (layer, head)
+    plain = dataclasses.replace(cap, variants=None)  # the slopes carry BLOOM's position bias
+    assert np.abs(bw.head_weights(plain, 0, 0) - want[0, 0]).max() > 1e-2
+    assert not adapter.model.transformer.h[0].self_attention._forward_pre_hooks  # hooks on the twin only
 
 
 def test_mapped_queries_and_keys_equal_those_in_memory_and_leave_no_file(arch, tmp_path, monkeypatch):

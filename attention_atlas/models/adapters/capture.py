@@ -23,14 +23,22 @@ that shares every parameter tensor with it (no second copy of the weights) and d
 attention implementation. Nothing per request is kept on either model: the recording is a local
 of each call, and per thread.
 
-Architectures whose attention layers do not call the interface (the check: every layer must
-have reported; Falcon and BLOOM with ALiBi compute their scores themselves), encoder–decoders, and
-models with an attention bias or mask that q·k and the variant do not hold are refused by name.
+BLOOM adds its ALiBi tensor to q·k in its own attention modules, outside the interface: its twin
+runs BLOOM's own eager attention, and a hook before each such module (``FUSED_ALIBI``: found by
+its fused ``query_key_value`` and its ``alibi`` argument, split as the module splits it) reports
+the same points, the variant holding each head's slope (BLOOM's ALiBi is slope × key position).
+
+Architectures whose attention layers do not call the interface and are not hooked (the check:
+every layer must have reported), Falcon with ALiBi (its eager path adds the bias twice),
+encoder–decoders, and models with an attention bias or mask that q·k and the variant do not hold
+are refused by name.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import os
 import shutil
 import tempfile
@@ -89,6 +97,67 @@ def _variant(module, kwargs: dict, heads: int) -> Variant:
     return Variant(
         window=int(window) if window else None, softcap=float(softcap) if softcap else None, sinks=sinks
     )
+
+
+# -- ALiBi added inside the attention module (BLOOM) --------------------------------------------------
+
+
+def _bloom_split(module, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float, float]:
+    """BLOOM's queries and keys ``[batch, heads, seq, d]`` (its own split of the fused projection),
+    the factor on q·k and the one on the ALiBi tensor (``alibi.baddbmm(q, k, beta, alpha)``)."""
+    query, key, _ = module._reshape(module.query_key_value(hidden))
+    return query, key, float(module.inv_norm_factor), float(module.beta)
+
+
+# The one place keyed on a module class: attention modules that take a fused ``query_key_value``
+# and add the ``alibi`` tensor they are handed to q·k themselves, outside the attention interface.
+# Falcon's is not here: its eager path adds ALiBi twice (``supports`` refuses it by its config).
+FUSED_ALIBI = {"BloomAttention": _bloom_split}
+
+
+def _fused_alibi(module):
+    """``module``'s split (``FUSED_ALIBI``) if it adds the ``alibi`` argument to its q·k itself."""
+    split = FUSED_ALIBI.get(type(module).__name__)
+    if split is None or not hasattr(module, "query_key_value"):
+        return None
+    return split if "alibi" in inspect.signature(module.forward).parameters else None
+
+
+def _hook_alibi(model: torch.nn.Module) -> bool:
+    """Put ``_report_alibi`` before each attention module of ``model`` that adds ALiBi itself; whether any."""
+    found = [(module, split) for module in model.modules() if (split := _fused_alibi(module))]
+    for module, split in found:
+        module.register_forward_pre_hook(functools.partial(_report_alibi, split), with_kwargs=True)
+    return bool(found)
+
+
+def _report_alibi(split, module, args, kwargs) -> None:
+    """Report the layer's queries, keys, scaling and ALiBi slopes (batch item 0) to the thread's
+    recording, as ``_capture_attention`` does; the module's own eager attention then runs."""
+    rec, alibi = points.active(), kwargs.get("alibi")
+    if rec is None or alibi is None:
+        return
+    query, key, alpha, beta = split(module, args[0] if args else kwargs["hidden_states"])
+    heads, n, mask = query.shape[1], query.shape[-2], kwargs.get("attention_mask")
+    slopes = _slopes(alibi[:heads, 0], beta)
+    causal = n == 1 or (mask is not None and _explained(mask, n, None, True, rec.memo))  # it adds its mask
+    rec.report(
+        getattr(module, "layer_idx", len(rec.get(points.QUERIES))),
+        queries=query[0],
+        keys=key[0],
+        scaling=alpha,
+        variant=Variant(slopes=slopes),
+        masked=slopes is None or not causal,
+    )
+
+
+def _slopes(alibi: torch.Tensor, beta: float) -> np.ndarray | None:
+    """Each head's slope (times ``beta``) where ``alibi`` ``[heads, keys]`` is slope × key position
+    (BLOOM's without padding: with the softmax's row invariance, −slope × distance), else None."""
+    rows = alibi.float()
+    slopes = rows[:, min(1, rows.shape[1] - 1)]
+    line = slopes[:, None] * torch.arange(rows.shape[1], device=rows.device)
+    return _numpy(slopes * beta) if torch.allclose(rows, line, rtol=1e-2, atol=0) else None
 
 
 def _allowed_rows(start: int, stop: int, n: int, window: int | None, causal: bool) -> torch.Tensor:
@@ -271,6 +340,8 @@ def _twin(model: torch.nn.Module, device: torch.device, attention: str = ATTENTI
             same = next(model.parameters()).device == device
             memo = {id(p): p for p in model.parameters()} if same else {}
             twin = copy.deepcopy(model, memo).to(device).eval()
+            if attention == ATTENTION and _hook_alibi(twin):
+                attention = "eager"  # ALiBi in the module (BLOOM): its layers report from the hooks
             twin.set_attn_implementation(attention)
             twins[key] = twin
         return twins[key]
@@ -310,14 +381,21 @@ def estimate_bytes(adapter, n: int, block: int = BLOCK) -> int:
     """The memory capturing ``n`` tokens needs: the queries and keys of every layer (one layer's
     where they go to mapped files, ``spills``), the forward's activations (a dozen hidden-size
     and three feed-forward-size tensors of n rows), and the largest weight block computed
-    afterwards (a few copies of ``block × n``)."""
+    afterwards (a few copies of ``block × n``); a model that adds ALiBi in its attention modules
+    (BLOOM) computes its own ``[heads, n, n]`` scores eagerly (three copies at once)."""
     layers, heads, _, dim, hidden = _shape(adapter)
     ffn = getattr(adapter.config, "intermediate_size", None) or 4 * hidden
     qk = qk_bytes(adapter, n)
     qk //= layers if spills(n) and _disk_holds(qk) else 1
     forward = 4 * n * (12 * hidden + 3 * ffn + 2 * heads * dim)
+    if _adds_alibi(getattr(adapter, "model", None)):
+        forward += 3 * 4 * heads * n * n
     rows = 4 * 3 * min(block, n) * n
     return qk + forward + rows
+
+
+def _adds_alibi(model) -> bool:
+    return isinstance(model, torch.nn.Module) and any(_fused_alibi(m) for m in model.modules())
 
 
 def _disk_holds(nbytes: int) -> bool:
