@@ -7,7 +7,8 @@ and 512 tokens of the long-context sample, a cell computes ``outputs.attentions`
 next shows ``model_view(outputs.attentions, tokens)``; that second cell is measured:
 
 - **bytes to the notebook**: every websocket frame the page received from the cell's run to its
-  view drawn (the widget's state, the kernel's status and reply messages: all of it);
+  view drawn (the widget's state, the kernel's status and reply messages), but those of
+  JupyterLab's debugger, which inspects the kernel's variables after each cell whatever it showed;
 - **first paint**: from the run command to the model view's tiles drawn (as ``bench_notebook``
   times a saved file), and to its head view drawn too;
 - **a click**: a tile clicked to its head drawn (a message to the kernel, the head's figure back).
@@ -23,6 +24,7 @@ Run: python -m bench.bench_notebook_live [--bertviz /tmp/bertviz_t] [--sizes 32 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import tempfile
 import time
@@ -84,14 +86,21 @@ def notebook(sizes: list[int]) -> nbformat.NotebookNode:
 
 
 class Frames:
-    """Bytes of every websocket frame the page receives."""
+    """Bytes of every websocket frame the page receives, but JupyterLab's debugger's: after each cell
+    its sidebar asks the kernel to inspect the variables (``debug_reply``, 0.5–0.9 MB here whatever
+    the cell showed), counted apart in ``debugger``."""
 
     def __init__(self, page):
-        self.bytes = 0
+        self.bytes = self.debugger = 0
         page.on("websocket", lambda ws: ws.on("framereceived", self._add))
 
     def _add(self, payload) -> None:
-        self.bytes += len(payload.encode() if isinstance(payload, str) else payload)
+        data = payload.encode() if isinstance(payload, str) else payload
+        kind = re.search(rb'"msg_type":\s*"(\w+)"', data[:4096])
+        if kind and kind.group(1) == b"debug_reply":
+            self.debugger += len(data)
+        else:
+            self.bytes += len(data)
 
 
 def click_seconds(page, grid: tuple[int, int]) -> float:
@@ -166,7 +175,8 @@ def report(rows: list[dict], setup: dict, bv: dict) -> str:
         "",
         f"{machine()}. JupyterLab {__import__('jupyterlab').__version__} on loopback, chromium with every request "
         f"off the machine aborted ({len(setup['tried'])} tried). Bytes: every websocket frame the page received "
-        "from the cell's run until its view was drawn. First paint: from the run command to the model view's "
+        "from the cell's run until its view was drawn, but JupyterLab's debugger's variable inspection after each "
+        "cell (`debug_reply`, the same whatever the cell shows). First paint: from the run command to the model view's "
         "tiles drawn; then its head view. Click: a tile to its head drawn, the kernel sending the head. The page's first widget "
         f"(a warm-up cell, with loading both models) brought Plotly.js: {mb(setup['bytes'])} in all, "
         f"{setup['seconds']:.1f} s. BertViz: its own HTML for the same `outputs.attentions` and tokens "
