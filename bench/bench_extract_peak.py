@@ -38,7 +38,8 @@ def text_of(tokens: int) -> str:
 
     tokenizer = AutoTokenizer.from_pretrained(converted_folder())
     text = (DATA / "long_context" / "tatoeba_en.txt").read_text(encoding="utf-8")
-    return tokenizer.decode(tokenizer(text)["input_ids"][:tokens])
+    ids = tokenizer(text)["input_ids"]  # about 2,000: repeated to length
+    return tokenizer.decode((ids * (tokens // len(ids) + 1))[:tokens])
 
 
 def extract(text: str, folder: Path) -> tuple[float, float]:
