@@ -13,7 +13,6 @@ Run: python -m bench.bench_extract_peak [--tokens 7894]
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile
@@ -22,13 +21,11 @@ from datetime import date
 from pathlib import Path
 
 from attention_atlas.paths import DATA
+from bench.measure import peak_mb
 from bench.results import machine, write_section
 
 REPO = Path(__file__).resolve().parents[1]
 
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def text_of(tokens: int) -> str:
@@ -50,7 +47,7 @@ def extract(text: str, folder: Path) -> tuple[float, float]:
     command += ["--layer", "18", "--head", "6", "--out", str(folder / "head.npz")]
     t = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True)
-    return time.perf_counter() - t, peak_mb()
+    return time.perf_counter() - t, peak_mb(children=True)
 
 
 def main(argv: list[str] | None = None) -> None:

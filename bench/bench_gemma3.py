@@ -16,18 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import time
 from datetime import date
 
 import torch
 
-from bench.measure import child_json
+from bench.measure import child_json, peak_mb
 from bench.results import machine, write_section
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(mode: str, n: int) -> dict:

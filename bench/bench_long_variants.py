@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import pathlib
-import resource
 import tempfile
 import time
 from datetime import date
 
 import torch
 
-from bench.measure import child_json
+from bench.measure import child_json, peak_mb
 from bench.results import machine, write_section
 
 SIZES = dict(
@@ -46,9 +45,6 @@ ARCHS = {  # harness.tiny_variants' architectures, with these options over its o
     "gpt_oss": dict(num_local_experts=2, num_experts_per_tok=1),
 }
 
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def adapter_of(arch: str):

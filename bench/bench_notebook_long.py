@@ -14,7 +14,6 @@ Run: python -m bench.bench_notebook_long [--tokens 4000]
 from __future__ import annotations
 
 import argparse
-import resource
 import time
 from datetime import date
 
@@ -23,12 +22,8 @@ import torch
 from attention_atlas.models.registry import load
 from attention_atlas.notebook import show
 from attention_atlas.paths import DATA
-from bench.measure import own_mb
+from bench.measure import own_mb, peak_mb
 from bench.results import machine, write_section
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def sample(tokenizer, n: int) -> str:

@@ -25,9 +25,11 @@ def rss_mb() -> float:
         return peak_mb()
 
 
-def peak_mb() -> float:
-    """The highest resident memory of this process so far, MB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def peak_mb(children: bool = False) -> float:
+    """The highest resident memory of this process so far, MB (Linux reports KiB); ``children``:
+    the largest of its waited-for child processes' instead."""
+    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
+    return resource.getrusage(who).ru_maxrss / 1024
 
 
 class PeakRss:
