@@ -19,7 +19,6 @@ import anywidget
 import traitlets
 
 from attention_atlas.notebook.assets import esm, plotly_js, scripts
-from attention_atlas.viz_core.wire import record_id
 
 
 class LiveView(anywidget.AnyWidget):
@@ -34,7 +33,8 @@ class LiveView(anywidget.AnyWidget):
         data = [s.data(live=True) for s in sections]
         super().__init__(spec={"sections": data}, scripts=scripts(), **kwargs)
         self._sections = sections
-        self._ids = [d.get("head", {}).get("shown", "").split("|")[0] for d in data]
+        # the record id each model view's head keys carry (``shown``), by section
+        self._ids = {i: d["head"]["shown"].split("|")[0] for i, d in enumerate(data) if "head" in d}
         self.on_msg(self._answer)
 
     def _answer(self, _widget, content, _buffers) -> None:
@@ -50,11 +50,10 @@ class LiveView(anywidget.AnyWidget):
         section, layer, head = (pick.get(k) for k in ("section", "layer", "head"))
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (section, layer, head)):
             return {"error": f"a head is picked by three whole numbers, not {pick!r}"}
-        if not 0 <= section < len(self._sections) or not self._sections[section].model:
+        if section not in self._ids:  # out of range, or plain figures (the long-input view)
             return {"error": f"this view has no model view {section}"}
         target = self._sections[section]
         record = target.record
         if not (0 <= layer < record.n_layers and 0 <= head < record.n_heads):
             return {"error": f"layer {layer}, head {head} is outside this view's {record.n_layers} × {record.n_heads} heads"}
-        rid = self._ids[section] or record_id("atlas", record.n_layers, record.n_heads)
-        return {"head": {"section": section, **target.head_data(layer, head, rid)}}
+        return {"head": {"section": section, **target.head_data(layer, head, self._ids[section])}}
