@@ -5,7 +5,8 @@
 // the data the component would get. Plotly.js is whatever window.__atlasPlotly resolves to: the
 // copy inlined in a saved file (page.py), or the one the live widget asked its kernel for
 // (widget.js). `hooks` are the live widget's: `pick(section, value)` gets a tile click or an arrow
-// key, `head(section, draw)` a function that draws a head figure the kernel sent.
+// key, and the opening head of a live section (which carries only its layer and head, `open`);
+// `head(section, draw)` a function that draws a head figure the kernel sent.
 
 function atlasSections(root, spec, sources, hooks = {}) {
   const load = (name) => {
@@ -30,8 +31,9 @@ function atlasSections(root, spec, sources, hooks = {}) {
     head.className = "atlas-head-view";
     const draw = (extra) =>
       live({ data: { role: "head", group, config, ...section.head, ...extra }, parentElement: head, setStateValue() {} });
-    draw({});
     hooks.head?.(index, draw);
+    if (section.head.figure) draw({});
+    else hooks.pick?.(index, { layer: section.head.open[0], head: section.head.open[1] }); // the live widget's first head
   };
   const figures = (box, section) => {
     for (const figure of section.figures) {

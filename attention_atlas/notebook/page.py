@@ -62,8 +62,9 @@ class Section:
     sentence_b: int | None = None  # BertViz's sentence_b_start: the head view divides A from B there
 
     def data(self, live: bool = False) -> dict:
-        """What ``page.js`` draws. ``live``: the live widget's, without every head's weights (its
-        head view asks the kernel for each head it opens, ``head``)."""
+        """What ``page.js`` draws. ``live``: the live widget's, without any head's weights: its head
+        view asks the kernel for each head it opens (``head_data``), the first one too, once the
+        tiles are on their way, so they paint without waiting for a 512² figure."""
         record, gid = self.record, f"atlas-{uuid.uuid4().hex[:12]}"
         out: dict = {"title": self.title, "group": gid, "config": {**PLOTLY_CONFIG, "responsive": True}}
         if self.model:
@@ -80,7 +81,8 @@ class Section:
                     "the head view stays on the head it opened with. Pick fewer with include_layers and "
                     "include_heads, or open another with layer= and heads=."
                 )
-            out["head"] = {**self.head_data(self.layer, self.head, rid), "single": True}
+            opening = {"open": [self.layer, self.head], "id": rid} if live else self.head_data(self.layer, self.head, rid)
+            out["head"] = {**opening, "single": True}
         if self.line_heads:
             out["line"] = line_data(self.record, self.layer, self.line_heads)
         return out

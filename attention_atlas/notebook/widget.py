@@ -1,9 +1,10 @@
 """The live widget: a view drawn by the notebook's own front end (anywidget), asking the kernel.
 
-The widget carries what the first screen shows: the model view's tiles and the head it opens
-with (``page.Section.data(live=True)``), the line view, the long-input figures. A tile click or
-an arrow key sends ``{"pick": {section, layer, head}}``; the kernel answers with that head's
-figure, so the weights of every head never travel. Plotly.js (4.8 MB) goes once per page, when
+The widget carries what the first screen shows: the model view's tiles, which head it opens with
+(``page.Section.data(live=True)``), the line view, the long-input figures. The front end asks for
+that first head as soon as it has the tiles, and for another at each tile click or arrow key:
+``{"pick": {section, layer, head}}``; the kernel answers with that head's figure, so the weights
+of every head never travel and the tiles paint without waiting for the head. Plotly.js (4.8 MB) goes once per page, when
 the first widget asks for it (``{"need": "plotly"}``): a notebook of ten views loads it once.
 The front end is ``page.js`` and ``widget.js`` joined into one ES module; both mount the app's
 own ``ui/live_heads.js`` and ``ui/line_view.js``.
@@ -34,7 +35,7 @@ class LiveView(anywidget.AnyWidget):
         super().__init__(spec={"sections": data}, scripts=scripts(), **kwargs)
         self._sections = sections
         # the record id each model view's head keys carry (``shown``), by section
-        self._ids = {i: d["head"]["shown"].split("|")[0] for i, d in enumerate(data) if "head" in d}
+        self._ids = {i: d["head"]["id"] for i, d in enumerate(data) if "head" in d}
         self.on_msg(self._answer)
 
     def _answer(self, _widget, content, _buffers) -> None:

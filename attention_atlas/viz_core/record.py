@@ -85,12 +85,12 @@ def _validate(rec: AttentionRecord) -> None:
         raise RecordError(f"kind {rec.kind!r} is not one of {KINDS}")
     if rec.scoring is not None and rec.scoring not in SCORINGS:
         raise RecordError(f"scoring {rec.scoring!r} is not one of {SCORINGS}")
-    if not np.isfinite(w).all():
+    sums = w.sum(-1, dtype=np.float64)  # one pass: a non-finite weight makes its row's sum non-finite
+    if not np.isfinite(sums).all():
         raise RecordError(f"weights hold {int((~np.isfinite(w)).sum())} non-finite values")
-    if (w < 0).any():
-        raise RecordError(f"weights hold negative values (min {w.min():.3g}); pass them after softmax")
+    if (low := w.min()) < 0:
+        raise RecordError(f"weights hold negative values (min {low:.3g}); pass them after softmax")
     sink = _sink(rec)
-    sums = w.sum(-1, dtype=np.float64)
     worst = np.unravel_index(np.abs(sums + sink - 1).argmax(), sums.shape)
     if abs(sums[worst] + sink[worst] - 1) > ROW_SUM_TOLERANCE:
         layer, head, query = (int(i) for i in worst)

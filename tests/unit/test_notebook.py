@@ -384,6 +384,7 @@ def test_the_widget_carries_the_tiles_and_sends_each_picked_head_as_the_model_co
     widget, sent = live_widget(view)
     section = widget.spec["sections"][0]
     assert section["model"]["heads"] is None  # every head's weights stay in the kernel
+    assert "figure" not in section["head"] and len(section["head"]["open"]) == 2  # the page asks for it
     assert len(json.dumps(widget.spec)) < len(view.to_html()) / 10
     for layer, head in [(0, 0), (3, 7), (5, 11)]:
         widget._answer(widget, {"pick": {"section": 0, "layer": layer, "head": head}}, [])
