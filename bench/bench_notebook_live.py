@@ -10,7 +10,8 @@ next shows ``model_view(outputs.attentions, tokens)``; that second cell is measu
   view drawn (the widget's state, the kernel's status and reply messages), but those of
   JupyterLab's debugger, which inspects the kernel's variables after each cell whatever it showed;
 - **first paint**: from the run command to the model view's tiles drawn (as ``bench_notebook``
-  times a saved file), and to its head view drawn too;
+  times a saved file), and to its head view drawn too (the page asks for it once the tiles are
+  on their way); the view cell runs three times, each with its own output, and the medians count;
 - **a click**: a tile clicked to its head drawn (a message to the kernel, the head's figure back).
 
 Plotly.js (4.8 MB) goes to the page once, at the first widget (a warm-up cell here), and is
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -40,6 +42,7 @@ from harness.browser import chromium_browser
 from harness.jupyter import READY, jupyterlab, loopback_only
 
 REPO = Path(__file__).resolve().parents[1]
+REPEAT = 3  # runs of each view cell: the paints reported are their medians
 SETUP = f"""import sys
 sys.path.insert(0, {str(REPO)!r})
 import torch
@@ -80,7 +83,7 @@ def notebook(sizes: list[int]) -> nbformat.NotebookNode:
     for model_id in MODELS:
         for n in sizes:
             cells.append(nbformat.v4.new_code_cell(f"att, tokens = attentions(adapters[{model_id!r}], {n})"))
-            cells.append(nbformat.v4.new_code_cell("model_view(att, tokens)"))
+            cells.extend(nbformat.v4.new_code_cell("model_view(att, tokens)") for _ in range(REPEAT))
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}  # no kernel dialog
     return nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": kernel})
 
@@ -118,19 +121,27 @@ def click_seconds(page, grid: tuple[int, int]) -> float:
 
 
 def measure(page, frames: Frames, sizes: list[int]) -> list[dict]:
+    """Each view cell run ``REPEAT`` times (one output each): the median paints, the first run's
+    bytes, the last view's click."""
     rows, index = [], 1
     grids = {"minilm": (6, 12), "smollm2": (30, 9)}
     for model_id in MODELS:
+        points = grids[model_id][0] * grids[model_id][1]
         for n in sizes:
             page.evaluate(RUN, index)
-            start = frames.bytes
-            tiles, head = page.evaluate(RUN_AND_PAINT, [index + 1, grids[model_id][0] * grids[model_id][1]])
-            page.wait_for_timeout(300)  # the reply and status messages after the output
-            rows.append({"model": model_id, "n": n, "bytes": frames.bytes - start, "paint": tiles / 1000})
-            rows[-1]["head"] = head / 1000
-            rows[-1]["click"] = click_seconds(page, grids[model_id])
-            print(rows[-1], flush=True)
-            index += 2
+            runs = []
+            for i in range(REPEAT):
+                start = frames.bytes
+                runs.append([t / 1000 for t in page.evaluate(RUN_AND_PAINT, [index + 1 + i, points])])
+                page.wait_for_timeout(300)  # the reply and status messages after the output
+                runs[-1].append(frames.bytes - start)
+            tiles, head = (statistics.median(r[k] for r in runs) for k in (0, 1))
+            row = {"model": model_id, "n": n, "bytes": runs[0][2], "paint": tiles, "head": head}
+            row["paints"] = [r[0] for r in runs]
+            row["click"] = click_seconds(page, grids[model_id])
+            rows.append(row)
+            print(row, flush=True)
+            index += 1 + REPEAT
     return rows
 
 
@@ -177,7 +188,8 @@ def report(rows: list[dict], setup: dict, bv: dict) -> str:
         f"off the machine aborted ({len(setup['tried'])} tried). Bytes: every websocket frame the page received "
         "from the cell's run until its view was drawn, but JupyterLab's debugger's variable inspection after each "
         "cell (`debug_reply`, the same whatever the cell shows). First paint: from the run command to the model view's "
-        "tiles drawn; then its head view. Click: a tile to its head drawn, the kernel sending the head. The page's first widget "
+        f"tiles drawn, the median of {REPEAT} runs of the cell (each run's in brackets); then its head view (median), "
+        "which the page asks the kernel for once the tiles are on their way. Click: a tile to its head drawn, the kernel sending the head. The page's first widget "
         f"(a warm-up cell, with loading both models) brought Plotly.js: {mb(setup['bytes'])} in all, "
         f"{setup['seconds']:.1f} s. BertViz: its own HTML for the same `outputs.attentions` and tokens "
         "(×L: layer 0 multiplied by the layers); offline it draws nothing (require.js from cdnjs).",
@@ -190,7 +202,7 @@ def report(rows: list[dict], setup: dict, bv: dict) -> str:
         theirs_cell = f"{mb(b['bytes'])}{' (×L)' if b['scaled'] else ''}" if b else "not installed"
         ratio = f"{b['bytes'] / r['bytes']:,.0f}×" if b else ""
         lines.append(
-            f"| {r['model']} | {r['n']} | {mb(r['bytes'])} | {r['paint']:.2f} s | {r['head']:.2f} s | {r['click']:.2f} s "
+            f"| {r['model']} | {r['n']} | {mb(r['bytes'])} | {r['paint']:.2f} s ({', '.join(f'{p:.2f}' for p in r['paints'])}) | {r['head']:.2f} s | {r['click']:.2f} s "
             f"| {theirs_cell} | {ratio} |"
         )
     return "\n".join(lines)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_atlas.ui.live_heads import head_view_chart
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, for_screen, plain
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, fact, for_screen, plain
 from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.export import record_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import (
@@ -82,10 +82,10 @@ def measures_as_rows(table: pd.DataFrame, name: str) -> pd.DataFrame:
 
 
 def show_terms(model, where=None) -> None:
-    """The notice ``model``'s licence asks its users to see (``ModelInfo.terms``), if any."""
-    terms = model.terms
-    if terms:
-        (st if where is None else where).caption(f"⚖️ {terms}")
+    """The notice ``model``'s licence asks its users to see (``ModelInfo.terms``), if any: on
+    screen in projector mode too (``fact``)."""
+    if model.terms:
+        fact(f"⚖️ {model.terms}", where)
 
 
 def show_notices(notices, warn: bool = False, where=None) -> None:

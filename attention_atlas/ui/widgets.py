@@ -117,10 +117,11 @@ def intro(text: str, label: str = "About this page") -> None:
         st.markdown(text)
 
 
-def fact(text: str) -> None:
-    """A caption that carries a number the class should see: a caption, or plain text in projector
-    mode (where captions are hidden)."""
-    (st.markdown if presenting() else st.caption)(text)
+def fact(text: str, where=None) -> None:
+    """A caption that carries a number (or a notice) the class should see: a caption, or plain
+    text in projector mode (where captions are hidden); in ``where`` (a column) if given."""
+    place = st if where is None else where
+    (place.markdown if presenting() else place.caption)(text)
 
 
 def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:

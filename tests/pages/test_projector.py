@@ -108,3 +108,26 @@ def test_lesson_links_on_home_keep_projector_mode():
     at = app({"present": "1"})
     lessons = [p.proto for p in at.get("page_link") if p.proto.icon == "📖"]
     assert lessons and all("present=1" in p.query_string for p in lessons)
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_a_models_terms_stay_on_screen_in_projector_mode(present):
+    """Gemma's notice is a caption, and plain text where projector mode hides the captions."""
+
+    def page(present: bool):
+        import streamlit as st
+
+        from attention_atlas.models.registry import info
+        from attention_atlas.ui.views import show_terms
+        from attention_atlas.ui.widgets import PRESENT
+
+        st.session_state[PRESENT] = present
+        show_terms(info("gemma3-270m"), st.columns(2)[0])
+        show_terms(info("minilm"))  # no terms: nothing
+
+    at = AppTest.from_function(page, args=(present,), default_timeout=TIMEOUT).run()
+    assert not at.exception
+    shown = [m.value for m in at.markdown] if present else [c.value for c in at.caption]
+    hidden = at.caption if present else at.markdown
+    assert len(shown) == 1 and shown[0].startswith("⚖️ ") and "Gemma Terms of Use" in shown[0]
+    assert not hidden
