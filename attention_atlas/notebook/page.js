@@ -6,7 +6,9 @@
 // copy inlined in a saved file (page.py), or the one the live widget asked its kernel for
 // (widget.js). `hooks` are the live widget's: `pick(section, value)` gets a tile click or an arrow
 // key, and the opening head of a live section (which carries only its layer and head, `open`);
-// `head(section, draw)` a function that draws a head figure the kernel sent.
+// `head(section, draw)` a function that draws a head figure the kernel sent; on a long-input
+// view, `zoom(section, x, y)` gets a box drawn on the overview and `window(section, element)` the
+// element where the kernel's window at full resolution goes.
 
 function atlasSections(root, spec, sources, hooks = {}) {
   const load = (name) => {
@@ -35,13 +37,28 @@ function atlasSections(root, spec, sources, hooks = {}) {
     if (section.head.figure) draw({});
     else hooks.pick?.(index, { layer: section.head.open[0], head: section.head.open[1] }); // the live widget's first head
   };
-  const figures = (box, section) => {
-    for (const figure of section.figures) {
+  const zoomable = (div, index) => {
+    // A box drawn on a live long-input overview asks the kernel for the tokens under it.
+    div.on("plotly_relayout", (event) => {
+      const x = [event["xaxis.range[0]"], event["xaxis.range[1]"]];
+      const y = [event["yaxis.range[0]"], event["yaxis.range[1]"]];
+      if ([...x, ...y].every(Number.isFinite)) hooks.zoom(index, x, y); // not a double-click's reset
+    });
+  };
+  const figures = (box, section, index) => {
+    section.figures.forEach((figure, i) => {
       const { data, layout } = JSON.parse(figure);
       const div = block(box);
-      window.__atlasPlotly.then((Plotly) => Plotly.newPlot(div, data, layout, section.config));
-    }
+      window.__atlasPlotly
+        .then((Plotly) => Plotly.newPlot(div, data, layout, section.config))
+        .then(() => i === section.zoom && hooks.zoom && zoomable(div, index));
+    });
     if (section.note) block(box, section.note, "p").style.color = "gray";
+    if (section.zoom !== undefined && hooks.window) {
+      const win = block(box);
+      win.className = "atlas-window";
+      hooks.window(index, win);
+    }
   };
   return Promise.all([load("live"), load("line")])
     .then(([live, line]) => {
@@ -50,7 +67,7 @@ function atlasSections(root, spec, sources, hooks = {}) {
         box.className = "atlas-section";
         if (section.title) block(box, section.title, "h3");
         if (section.model) modelView(live, box, section, index);
-        if (section.figures) figures(box, section);
+        if (section.figures) figures(box, section, index);
         if (section.line) {
           const lines = block(box);
           lines.className = "atlas-line-view-box";

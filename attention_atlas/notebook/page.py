@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,14 +116,21 @@ class Figures:
     title: str = ""
     caption: str = ""
     record: AttentionRecord | None = None  # none: no head's full matrix is carried
+    # the live widget's zoom: a box drawn on the last figure, ``(x range, y range)`` in its cells,
+    # answered by a window at full resolution, ``{"figure": JSON, "note": text}``
+    zoom: Callable[[list, list], dict] | None = None
 
-    def data(self) -> dict:
-        return {
+    def data(self, live: bool = False) -> dict:
+        """What ``page.js`` draws; ``live``: which figure a box zooms into, if the kernel can."""
+        out = {
             "title": self.title,
             "config": {**PLOTLY_CONFIG, "responsive": True},
             "figures": [_figure(fig) for fig in self.figures],
             "note": self.caption,
         }
+        if live and self.zoom is not None:
+            out["zoom"] = len(self.figures) - 1
+        return out
 
 
 def fragment(sections: list[Section | Figures]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import plotly.io as pio
 
 from attention_atlas.notebook.inputs import NotebookError, pick
 from attention_atlas.notebook.page import Figures, View
@@ -179,12 +180,29 @@ def long_view(adapter, text: str, layer: int | None = None, head=None) -> View:
     caption = (
         f"{cap.n_tokens:,} tokens: every head max-pooled to a tile (a cell shows its strongest weight), and one "
         "head's overview, coloured by the square root of the weight (the hover and colour bar keep the weights); "
-        "drag a box on it to zoom into its cells (double-click: back). The app's Long inputs page opens any "
-        "window at full resolution."
+        "drag a box on it to zoom into its cells (double-click: back). As a live widget, the box also opens the "
+        "tokens under it at full resolution below (at most 512 a side), as the app's Long inputs page does."
     )
     for notice in dict.fromkeys(cap.notices):
         print(f"note: {notice}")
-    return View([Figures([lf.long_model_view(thumbs), overview], "", caption)], "long-input view")
+    figures = Figures([lf.long_model_view(thumbs), overview], "", caption, zoom=_zoom(cap, layer, head, red))
+    return View([figures], "long-input view")
+
+
+def _zoom(cap, layer: int, head: int, red):
+    """The live widget's zoom: a box drawn on the overview (cell positions) → the window of tokens
+    under it at full resolution, cut to 512 a side from its top-left corner, as on the app's page."""
+    from attention_atlas.viz_core import blockwise as bw
+    from attention_atlas.viz_core import long_figures as lf
+
+    def zoom(xs: list, ys: list) -> dict:
+        (queries, keys), cut = bw.box_window(red, xs, ys)
+        weights = bw.window(cap, layer, head, queries, keys)
+        fig = lf.window_figure(weights, cap.tokens, queries[0], keys[0], lf.window_title(layer, head, queries, keys))
+        note = f"The box was larger than {bw.MAX_WINDOW} tokens a side: its top-left corner is shown." if cut else ""
+        return {"figure": pio.to_json(lf.sqrt_colours(fig), validate=False), "note": note}
+
+    return zoom
 
 
 def _bar(total: int, what: str):

@@ -1,6 +1,7 @@
 // The live widget's front end (anywidget): page.js's atlasSections precedes this text in one ES
-// module (widget.py joins them). The view carries the tiles and the head it opens with; a tile
-// click or an arrow key asks the kernel for that head, and the kernel sends its figure back.
+// module (widget.py joins them). The view carries the tiles, then asks for the head it opens with; a tile
+// click or an arrow key asks the kernel for that head, and the kernel sends its figure back; a box
+// drawn on a long-input overview asks for the tokens under it at full resolution.
 // Plotly.js comes from the kernel too, once per page: the first widget asks, the others wait.
 
 function plotlyFrom(model) {
@@ -35,6 +36,16 @@ function showError(el, text) {
   note.textContent = text;
 }
 
+function drawWindow(element, win, spec) {
+  // The kernel's window at full resolution under a box drawn on a long-input overview.
+  const { data, layout } = JSON.parse(win.figure);
+  element.replaceChildren();
+  const chart = element.appendChild(document.createElement("div"));
+  chart.className = "atlas-window-chart";
+  if (win.note) element.appendChild(document.createElement("p")).textContent = win.note;
+  window.__atlasPlotly.then((Plotly) => Plotly.newPlot(chart, data, layout, spec.sections[win.section].config));
+}
+
 let views = 0; // each rendering of a widget gets its own head groups (a widget may be shown twice)
 
 function render({ model, el }) {
@@ -43,15 +54,21 @@ function render({ model, el }) {
   const suffix = `-v${++views}`;
   for (const section of spec.sections) if (section.group) section.group += suffix;
   const draws = [];
+  const windows = [];
   const hooks = {
     pick: (section, value) => model.send({ pick: { section, layer: value.layer, head: value.head } }),
     head: (section, draw) => {
       draws[section] = draw;
     },
+    zoom: (section, x, y) => model.send({ zoom: { section, x, y } }),
+    window: (section, element) => {
+      windows[section] = element;
+    },
   };
   const reply = (msg) => {
     const head = msg?.head;
     if (head && draws[head.section]) draws[head.section]({ figure: head.figure, shown: head.shown });
+    if (msg?.window && windows[msg.window.section]) drawWindow(windows[msg.window.section], msg.window, spec);
     if (msg?.error) showError(el, msg.error);
   };
   model.on("msg:custom", reply);

@@ -4,7 +4,9 @@ The widget carries what the first screen shows: the model view's tiles, which he
 (``page.Section.data(live=True)``), the line view, the long-input figures. The front end asks for
 that first head as soon as it has the tiles, and for another at each tile click or arrow key:
 ``{"pick": {section, layer, head}}``; the kernel answers with that head's figure, so the weights
-of every head never travel and the tiles paint without waiting for the head. Plotly.js (4.8 MB) goes once per page, when
+of every head never travel and the tiles paint without waiting for the head. On a long-input
+view, a box drawn on the overview sends ``{"zoom": {section, x, y}}``; the kernel answers with
+the window of tokens under it at full resolution, from the captured queries and keys. Plotly.js (4.8 MB) goes once per page, when
 the first widget asks for it (``{"need": "plotly"}``): a notebook of ten views loads it once.
 The front end is ``page.js`` and ``widget.js`` joined into one ES module; both mount the app's
 own ``ui/live_heads.js`` and ``ui/line_view.js``.
@@ -15,6 +17,8 @@ Colab) the views stay self-contained HTML (``page.View``, ``display``).
 """
 
 from __future__ import annotations
+
+import math
 
 import anywidget
 import traitlets
@@ -45,6 +49,8 @@ class LiveView(anywidget.AnyWidget):
             self.send({"plotly": plotly_js()})
         elif isinstance(content.get("pick"), dict):
             self.send(self.head(content["pick"]))
+        elif isinstance(content.get("zoom"), dict):
+            self.send(self.window(content["zoom"]))
 
     def head(self, pick: dict) -> dict:
         """The reply to a pick: ``{"head": {section, figure, shown}}``, or ``{"error": why}``."""
@@ -58,3 +64,26 @@ class LiveView(anywidget.AnyWidget):
         if not (0 <= layer < record.n_layers and 0 <= head < record.n_heads):
             return {"error": f"layer {layer}, head {head} is outside this view's {record.n_layers} × {record.n_heads} heads"}
         return {"head": {"section": section, **target.head_data(layer, head, self._ids[section])}}
+
+    def window(self, box: dict) -> dict:
+        """The reply to a box drawn on a long-input overview, ``{section, x: [a, b], y: [c, d]}`` in
+        its cells: ``{"window": {section, figure, note}}`` at full resolution, or ``{"error": why}``."""
+        section, xs, ys = (box.get(k) for k in ("section", "x", "y"))
+        target = self._sections[section] if isinstance(section, int) and 0 <= section < len(self._sections) else None
+        if getattr(target, "zoom", None) is None:
+            return {"error": f"this view has no overview to zoom into at {section!r}"}
+        if not all(_span(v) for v in (xs, ys)):
+            return {"error": f"a box is two ranges of two numbers each, not x={xs!r}, y={ys!r}"}
+        try:
+            return {"window": {"section": section, **target.zoom(xs, ys)}}
+        except ValueError as err:
+            return {"error": str(err)}
+
+
+def _span(value) -> bool:
+    """Whether ``value`` is two finite numbers (a box's range on one axis)."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+    )

@@ -322,11 +322,7 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool, polling: 
     if st.session_state.pop(K + "cut", False):
         st.caption(f"The box was larger than {bw.MAX_WINDOW} tokens a side: its top-left corner is shown.")
     weights = bw.window(cap, layer, head, queries, keys)
-    title = (
-        f"layer {layer}, head {head}: queries {queries[0]:,}–{queries[1] - 1:,} × "
-        f"keys {keys[0]:,}–{keys[1] - 1:,}, every token"
-    )
-    fig = lf.window_figure(weights, cap.tokens, queries[0], keys[0], title)
+    fig = lf.window_figure(weights, cap.tokens, queries[0], keys[0], lf.window_title(layer, head, queries, keys))
     if sqrt:
         lf.sqrt_colours(fig)
     st.plotly_chart(fig, key=K + "window", config=PLOTLY_CONFIG, width="stretch")

@@ -78,6 +78,14 @@ def overview_figure(red: Reduced, tokens: list[str], title: str = "", ticks: int
     return fig
 
 
+def window_title(layer: int, head: int, queries: tuple[int, int], keys: tuple[int, int]) -> str:
+    """A zoom window's title: its head and its token ranges (``[first, stop)`` each)."""
+    return (
+        f"layer {layer}, head {head}: queries {queries[0]:,}–{queries[1] - 1:,} × "
+        f"keys {keys[0]:,}–{keys[1] - 1:,}, every token"
+    )
+
+
 def window_figure(
     weights: np.ndarray,
     tokens: list[str],

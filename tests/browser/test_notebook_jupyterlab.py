@@ -85,3 +85,48 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
         assert tried == [] and errors == []
     finally:
         context.close()
+
+
+LONG = "long_view.ipynb"
+LONG_CELL = f"""import sys
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from transformers import AutoTokenizer
+from attention_atlas.models.adapters.minilm import model_folder
+from attention_atlas.notebook import show
+from harness.tiny_variants import tiny_variant
+model = tiny_variant("qwen2_no_window", num_hidden_layers=2, max_position_embeddings=4096)
+tokenizer = AutoTokenizer.from_pretrained(model_folder(), model_max_length=4096)
+show(model, tokenizer, " ".join(["the cat sat on the mat ."] * 300), layer=1, heads=2)"""
+
+
+def test_a_box_on_the_long_view_widget_opens_its_tokens_at_full_resolution(chromium, lab):
+    """show() past 1,024 tokens as a live widget: a box dragged on the overview gets the window
+    of tokens under it from the kernel, drawn below with its token ranges in the title."""
+    import nbformat
+
+    url, root = lab
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LONG_CELL)], metadata={"kernelspec": kernel})
+    nbformat.write(notebook, root / LONG)
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    page, errors = context.new_page(), []
+    tried = loopback_only(page, url)
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    try:
+        run_notebook(page, url, LONG)
+        overview = page.locator(".atlas-widget .js-plotly-plot").nth(1)
+        overview.wait_for(timeout=60_000)
+        overview.scroll_into_view_if_needed()
+        area = overview.locator(".nsewdrag").first.bounding_box()
+        x, y = area["x"] + area["width"] * 0.4, area["y"] + area["height"] * 0.4
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + area["width"] * 0.05, y + area["height"] * 0.05, steps=5)
+        page.mouse.up()
+        title = page.locator(".atlas-window .gtitle")
+        title.wait_for(timeout=60_000)
+        assert title.text_content().startswith("layer 1, head 2: queries ")
+        assert "every token" in title.text_content()
+        assert tried == [] and errors == []
+    finally:
+        context.close()

@@ -367,6 +367,38 @@ def test_show_past_1024_tokens_draws_the_long_input_view(long_text_model, tmp_pa
         show(model, tokenizer, text, view="head")
 
 
+def test_a_box_on_the_live_long_view_opens_its_tokens_at_full_resolution(long_text_model, tmp_path, monkeypatch):
+    """The long-input view as a live widget: a box drawn over overview cells 20–25 (queries) ×
+    10–12 (keys) gets those cells' tokens at full resolution; bad boxes get one line back."""
+    from attention_atlas.models.adapters import capture as cp
+    from attention_atlas.notebook.run import adapter_of
+    from attention_atlas.viz_core import blockwise as bw
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path))
+    model, tokenizer, text = long_text_model
+    widget, sent = live_widget(show(model, tokenizer, text, layer=1, heads=2))
+    assert widget.spec["sections"][0]["zoom"] == 1  # the overview, after the tiles
+    widget._answer(widget, {"zoom": {"section": 0, "x": [9.6, 12.4], "y": [25.2, 19.8]}}, [])
+    reply = sent[-1]["window"]
+    cap = cp.capture(adapter_of(model, tokenizer), text)
+    red = bw.reduce_head(cap, 1, 2)
+    queries = (int(red.row_edges[20]), int(red.row_edges[26]))
+    keys = (int(red.col_edges[10]), int(red.col_edges[13]))
+    fig = json.loads(reply["figure"])
+    assert fig["layout"]["title"]["text"].startswith(
+        f"layer 1, head 2: queries {queries[0]:,}–{queries[1] - 1:,} × keys {keys[0]:,}–{keys[1] - 1:,}"
+    )
+    z = np.array(fig["data"][0]["z"]) if isinstance(fig["data"][0]["z"], list) else z_of(fig["data"][0])
+    assert z.shape == (queries[1] - queries[0], keys[1] - keys[0]) and reply["note"] == ""
+    np.testing.assert_allclose(z, bw.window(cap, 1, 2, queries, keys), rtol=1e-6, atol=1e-7)
+    widget._answer(widget, {"zoom": {"section": 0, "x": [0, 1e9], "y": [0, 1e9]}}, [])
+    assert "top-left corner" in sent[-1]["window"]["note"]  # cut to 512 a side
+    for box in ({"section": 0, "x": [1, "a"], "y": [0, 1]}, {"section": 0, "x": [1], "y": [0, 1]},
+                {"section": 3, "x": [0, 1], "y": [0, 1]}, {"section": 0, "x": [0, float("nan")], "y": [0, 1]}):
+        widget._answer(widget, {"zoom": box}, [])
+        assert set(sent[-1]) == {"error"} and "\n" not in sent[-1]["error"]
+
+
 # -- the live widget (anywidget): the kernel sends each head a click opens ------------------------
 
 
