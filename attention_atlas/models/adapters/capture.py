@@ -531,7 +531,7 @@ def _forward(adapter, ids: torch.Tensor, device: torch.device, spill: bool | Non
     twin = _twin(adapter.model, device)
     keep = _spilled if (spills(ids.shape[1]) if spill is None else spill) else _numpy
     with torch.no_grad(), points.recording(*STORED, keep=keep) as rec:
-        twin.base_model(input_ids=ids.to(device))  # no LM head: n × vocab logits
+        twin.base_model(input_ids=ids.to(device), use_cache=False)  # no LM head: n × vocab logits
     queries, keys, scaling, masked, variant = (rec[p] for p in STORED)
     store = {
         layer: (q, keys[layer], scaling[layer], masked[layer], variant[layer]) for layer, q in queries.items()
