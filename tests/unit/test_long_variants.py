@@ -40,9 +40,15 @@ def eager(adapter: HFAdapter, cap: bw.QKCapture, text: str = TEXT) -> np.ndarray
     return torch.cat([a.float() for a in out.attentions]).numpy()
 
 
-def test_each_variant_equals_eager_attention_past_its_window(arch):
+@pytest.mark.parametrize("rows", [cp.MLP_ROWS, 16])
+def test_each_variant_equals_eager_attention_past_its_window(arch, rows, monkeypatch):
+    """Also with the twin's feed-forward blocks run 16 tokens at a time (``cp.MLP_ROWS``, 4,096
+    for real inputs), as a long capture runs them."""
     name, adapter = arch
+    monkeypatch.setattr(cp, "MLP_ROWS", rows)
     cap = cp.capture(adapter, TEXT)
+    blocks = [m for n, m in cp._twin(adapter.model, CPU).named_modules() if n.endswith(".mlp")]
+    assert blocks and all(m.forward.__name__ == "in_rows" for m in blocks)
     assert cap.n_tokens > 5 * WINDOW  # well past every window
     assert [cap.variant(layer).window for layer in range(cap.n_layers)] == ARCHS[name][2]
     want = eager(adapter, cap)
