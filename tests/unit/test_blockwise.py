@@ -254,3 +254,21 @@ def test_a_window_without_a_causal_mask_drops_only_the_keys_too_far_back(block):
     want = np.exp(s - s.max(-1, keepdims=True))
     want /= want.sum(-1, keepdims=True)
     assert np.abs(bw.head_weights(cap, 0, 3, block=block) - want).max() < 1e-5
+
+
+@pytest.mark.parametrize("how", ["max", "mean"])
+@pytest.mark.parametrize(("n", "cells", "block", "window"), [(61, 8, 5, 6), (61, 61, 7, 3), (90, 7, 4, 20)])
+def test_reduce_head_of_a_window_pools_the_rows_it_reads(how, n, cells, block, window):
+    """A window's blocks read a band of keys (``narrow_rows``); pooled, they equal the full rows'
+    cells, those outside the band 0."""
+    import dataclasses
+
+    cap = random_capture(n=n)
+    cap = dataclasses.replace(cap, variants=[bw.Variant(window=window)] * cap.n_layers)
+    full = bw.head_weights(cap, 1, 3, block=block)
+    red = bw.reduce_head(cap, 1, 3, cells=cells, how=how, block=block)
+    for i, (a, b) in enumerate(red.ranges(0)):
+        for j, (c, d) in enumerate(red.ranges(1)):
+            cell = full[a : b + 1, c : d + 1]
+            assert red.values[i, j] == pytest.approx(cell.max() if how == "max" else cell.mean(), abs=1e-6)
+    assert red.values[-1, 0] == 0 and red.values.max() > 0  # the last queries never read the first keys
