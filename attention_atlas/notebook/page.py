@@ -82,8 +82,10 @@ class Section:
                     "the head view stays on the head it opened with. Pick fewer with include_layers and "
                     "include_heads, or open another with layer= and heads=."
                 )
-            opening = {"open": [self.layer, self.head], "id": rid} if live else self.head_data(self.layer, self.head, rid)
-            out["head"] = {**opening, "single": True}
+            if live:  # the page asks for it (``head_data``) once the tiles are on their way
+                out["head"] = {"open": [self.layer, self.head], "id": rid, "single": True}
+            else:
+                out["head"] = {**self.head_data(self.layer, self.head, rid), "single": True}
         if self.line_heads:
             out["line"] = line_data(self.record, self.layer, self.line_heads)
         return out

@@ -1,7 +1,8 @@
 // The live widget's front end (anywidget): page.js's atlasSections precedes this text in one ES
-// module (widget.py joins them). The view carries the tiles, then asks for the head it opens with; a tile
-// click or an arrow key asks the kernel for that head, and the kernel sends its figure back; a box
-// drawn on a long-input overview asks for the tokens under it at full resolution.
+// module (widget.py joins them). The view carries the tiles, then asks for the head it opens
+// with; a tile click or an arrow key asks the kernel for that head, and the kernel sends its
+// figure back; a box drawn on a long-input overview asks for the tokens under it at full
+// resolution.
 // Plotly.js comes from the kernel too, once per page: the first widget asks, the others wait.
 
 function plotlyFrom(model) {

@@ -6,8 +6,9 @@ that first head as soon as it has the tiles, and for another at each tile click 
 ``{"pick": {section, layer, head}}``; the kernel answers with that head's figure, so the weights
 of every head never travel and the tiles paint without waiting for the head. On a long-input
 view, a box drawn on the overview sends ``{"zoom": {section, x, y}}``; the kernel answers with
-the window of tokens under it at full resolution, from the captured queries and keys. Plotly.js (4.8 MB) goes once per page, when
-the first widget asks for it (``{"need": "plotly"}``): a notebook of ten views loads it once.
+the window of tokens under it at full resolution, from the captured queries and keys.
+Plotly.js (4.8 MB) goes once per page, when the first widget asks for it
+(``{"need": "plotly"}``): a notebook of ten views loads it once.
 The front end is ``page.js`` and ``widget.js`` joined into one ES module; both mount the app's
 own ``ui/live_heads.js`` and ``ui/line_view.js``.
 
