@@ -78,12 +78,14 @@ def loopback_only(page, base: str) -> list[str]:
 
 
 RUN_ALL = "() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }"  # not awaited
-# Every code cell has run (each prompt holds a number: a running cell shows [*], an unrun one [ ]),
-# or one failed (a traceback stops the run): the traceback's text, else null while waiting.
+# Every code cell of the open notebook has run (each prompt holds a number: a running cell shows
+# [*], an unrun one [ ]), or one failed (a traceback stops the run): the traceback's text, else
+# null while waiting.
 DONE = """() => {
-  const failed = document.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] pre, .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]');
+  const notebook = window.jupyterapp.shell.currentWidget.node;
+  const failed = notebook.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"] pre, .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]');
   if (failed && /Error|Traceback/.test(failed.textContent)) return {error: failed.textContent.slice(-3000)};
-  const prompts = Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'));
+  const prompts = Array.from(notebook.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt'));
   const done = prompts.length > 0 && prompts.every((p) => /\\[\\d+\\]/.test(p.textContent));
   return done ? {error: null} : null;
 }"""
@@ -91,8 +93,10 @@ DONE = """() => {
 
 def run_notebook(page, base: str, name: str, timeout_ms: int = 600_000) -> None:
     """Open notebook ``name`` in JupyterLab at ``base``, wait for its kernel, run every cell and
-    wait until each has run; a cell's traceback is raised as a ``RuntimeError``."""
-    page.goto(f"{base}/lab/tree/{name}")
+    wait until each has run; a cell's traceback is raised as a ``RuntimeError``. The workspace is
+    reset (``?reset``): JupyterLab would reopen the notebooks an earlier page of the same server
+    had open, beside this one."""
+    page.goto(f"{base}/lab/tree/{name}?reset")
     page.wait_for_function(READY, timeout=120_000, polling=500)
     page.evaluate(RUN_ALL)
     outcome = page.wait_for_function(DONE, timeout=timeout_ms, polling=1000).json_value()
