@@ -161,23 +161,10 @@ def row_blocks(n: int, block: int = BLOCK) -> Iterator[tuple[int, int]]:
         yield start, min(start + block, n)
 
 
-def rows(
-    q: np.ndarray,
-    k: np.ndarray,
-    scaling: float,
-    causal: bool,
-    start: int,
-    stop: int,
-    window: int | None = None,
-    softcap: float | None = None,
-    sink: float | None = None,
-    slope: float | None = None,
-) -> np.ndarray:
-    """Weights of query rows ``start:stop`` over every key ``[stop - start, keys]``, float32: the
-    softmax of ``q·k · scaling`` (softcapped, plus ``slope`` · key position), each query reading
-    the keys up to it (``causal``) and no further back than ``window``; a ``sink`` logit joins the
-    denominator (the row then sums to 1 − its mass)."""
-    first, scores = narrow_rows(q, k, scaling, causal, start, stop, window, softcap, sink, slope)
+def rows(q: np.ndarray, k: np.ndarray, scaling: float, causal: bool, start: int, stop: int, **variant) -> np.ndarray:
+    """``narrow_rows`` over every key, ``[stop - start, keys]`` float32: the keys no row of the
+    block reads weigh 0."""
+    first, scores = narrow_rows(q, k, scaling, causal, start, stop, **variant)
     n_keys, width = k.shape[0], first + scores.shape[1]
     if first == 0 and width == n_keys:
         return scores
@@ -198,8 +185,11 @@ def narrow_rows(
     sink: float | None = None,
     slope: float | None = None,
 ) -> tuple[int, np.ndarray]:
-    """``rows`` without the keys no row of the block reads: ``(first key, weights [rows, keys
-    first:first + width])``; every other key weighs 0."""
+    """Weights of query rows ``start:stop`` over the keys they may read, ``(first key, weights
+    [rows, keys first:first + width])`` float32 (every other key weighs 0): the softmax of
+    ``q·k · scaling`` (softcapped, plus ``slope`` · key position), each query reading the keys up
+    to it (``causal``) and no further back than ``window``; a ``sink`` logit joins the denominator
+    (the row then sums to 1 − its mass)."""
     n_keys = k.shape[0]
     first, width = _span(n_keys, causal, window, start, stop)
     scores = q[start:stop] @ k[first:width].T
