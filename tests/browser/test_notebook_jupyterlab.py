@@ -5,6 +5,7 @@ that draws; a tile click and an arrow key open heads the kernel sends, equal to 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from pathlib import Path
@@ -51,13 +52,23 @@ def drawn_z(page, index: int) -> np.ndarray:
     )
 
 
-def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium, lab):
-    url, root = lab
+@contextlib.contextmanager
+def lab_page(chromium, url: str):
+    """A page of its own on JupyterLab at ``url``, every request off the machine aborted:
+    ``(page, what was tried off the machine, the page's errors)``."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1000})
     page, errors = context.new_page(), []
     tried = loopback_only(page, url)
     page.on("pageerror", lambda err: errors.append(str(err)))
     try:
+        yield page, tried, errors
+    finally:
+        context.close()
+
+
+def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium, lab):
+    url, root = lab
+    with lab_page(chromium, url) as (page, tried, errors):
         run_notebook(page, url, NOTEBOOK)
         widgets = page.locator(".atlas-widget")
         widgets.nth(views_expected() - 1).locator(".js-plotly-plot").first.wait_for(timeout=60_000)
@@ -83,8 +94,6 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
         )
         np.testing.assert_allclose(drawn_z(page, 0), weights[2, 5], rtol=2**-10, atol=1e-6)
         assert tried == [] and errors == []
-    finally:
-        context.close()
 
 
 LONG = "long_view.ipynb"
@@ -108,11 +117,7 @@ def test_a_box_on_the_long_view_widget_opens_its_tokens_at_full_resolution(chrom
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LONG_CELL)], metadata={"kernelspec": kernel})
     nbformat.write(notebook, root / LONG)
-    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
-    page, errors = context.new_page(), []
-    tried = loopback_only(page, url)
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    try:
+    with lab_page(chromium, url) as (page, tried, errors):
         run_notebook(page, url, LONG)
         overview = page.locator(".atlas-widget .js-plotly-plot").nth(1)
         overview.wait_for(timeout=60_000)
@@ -128,5 +133,3 @@ def test_a_box_on_the_long_view_widget_opens_its_tokens_at_full_resolution(chrom
         assert title.text_content().startswith("layer 1, head 2: queries ")
         assert "every token" in title.text_content()
         assert tried == [] and errors == []
-    finally:
-        context.close()
