@@ -64,7 +64,7 @@ def old_head_summary(cap: bw.QKCapture, layer: int, head: int, thumb: int = 32) 
     q, k = cap.head_qk(layer, head)
     for start, stop in bw.row_blocks(n):
         part = old_rows(q, k, cap.scaling[layer], cap.causal, start, stop)
-        pooler.add(start, part)
+        pooler.add(start, bw._pool(part, pooler.cols, "max", axis=1))
         sums += hs.row_sums(part, start, cap.special)
     return pooler.result().values, {"layer": layer, "head": head, **hs.head_row(hs.finish(sums, n, n))}
 

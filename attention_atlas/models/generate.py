@@ -19,6 +19,13 @@ token's attention over every token before it, never a ``[positions, positions]``
 that produced new token ``k`` is the query at position ``prompt_len + k − 1``; ``Result.attention``
 stacks the rows as ``[layers, heads, new tokens, all tokens]``, zeros after each row's query.
 
+A cached step's row is the same attention as the row of one forward over the whole sequence, but
+computed in other shapes, so float rounding differs: up to 1.3e-5 over SmolLM2's 30 layers
+(transformers' own cached ``generate`` likewise). ``result()`` therefore takes its rows from one
+eager forward over prompt and continuation (``whole_rows``) where that forward's weights of every
+layer fit in ``WHOLE_BYTES``: the views then show the attention over the text as it stands, and the
+streamed rows are only the preview while tokens arrive.
+
 Nothing here names a model family: a model is a causal LM if transformers can generate with it
 and it is not an encoder–decoder; its EOS ids come from its generation config; its context from
 its config. No hooks are installed, so a model that several sessions share is safe to step.
@@ -35,6 +42,7 @@ import torch
 from attention_atlas.viz_core.tokens import well_formed
 
 MAX_NEW_TOKENS = 1024  # per request: the attention kept grows as layers × heads × new × all tokens
+WHOLE_BYTES = 512 * 2**20  # the most one forward's [layers, heads, n, n] weights may take (result())
 
 
 class GenerateError(ValueError):
@@ -208,6 +216,21 @@ def stack_rows(rows: list[np.ndarray], prompt_len: int) -> np.ndarray:
     return out
 
 
+def whole_rows(model, ids: list[int], prompt_len: int, layers: int, heads: int) -> np.ndarray | None:
+    """``stack_rows``' array from one eager forward over ``ids`` (prompt and continuation): row k
+    is the query at ``prompt_len + k − 1``; None where its weights would pass ``WHOLE_BYTES`` or the
+    model hands back none."""
+    n = len(ids)
+    if layers * heads * n * n * 4 > WHOLE_BYTES or n <= prompt_len:
+        return None
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        att = model(input_ids=torch.tensor([ids], device=device), output_attentions=True).attentions
+    if not att or any(a is None or a.shape[-1] != n for a in att):
+        return None
+    return torch.stack([a[0, :, prompt_len - 1 : n - 1] for a in att]).float().cpu().numpy()
+
+
 # -- from text ---------------------------------------------------------------------------------------
 
 
@@ -232,6 +255,7 @@ class Generation:
     new_ids: list[int] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     _said: str = ""  # the continuation's text handed out so far
+    _whole: tuple[int, np.ndarray] | None = None  # result()'s attention, and for how many new tokens
 
     @property
     def prompt_len(self) -> int:
@@ -248,13 +272,22 @@ class Generation:
             piece, self._said = new_text(self.adapter.tokenizer, self.new_ids, self._said)
             yield Token(len(self.new_ids) - 1, step.id, piece, step.attention)
 
+    def _attention(self, ids: list[int]) -> np.ndarray:
+        """``whole_rows`` (once per length: a page asks at every rerun), else the steps' rows."""
+        if self._whole is None or self._whole[0] != len(self.new_ids):
+            if not self.rows:
+                raise GenerateError("no new tokens were generated yet")
+            whole = whole_rows(self.adapter.model, ids, self.prompt_len, *self.rows[0].shape[:2])
+            self._whole = (len(self.new_ids), stack_rows(self.rows, self.prompt_len) if whole is None else whole)
+        return self._whole[1]
+
     def result(self) -> Result:
         ids = [*self.prompt_ids, *self.new_ids]
         return Result(
             ids=np.asarray(ids, dtype=np.int64),
             tokens=self.adapter.labels(ids),
             prompt_len=self.prompt_len,
-            attention=stack_rows(self.rows, self.prompt_len),
+            attention=self._attention(ids),
             text=self.adapter.tokenizer.decode(self.new_ids),
         )
 

@@ -17,7 +17,8 @@ Reductions for the views, each block-wise:
 - ``reduce_head``: a head pooled to at most ``cells × cells`` cells with the token range of each
   cell. The model view's thumbnails and the head overview use **max** pooling, so a sharp
   diagonal or a single strong key stays visible however far the view is reduced (a mean would
-  dilute a one-token line 1/width). ``how="mean"`` is there too.
+  dilute a one-token line 1/width). ``how="mean"`` is there too. No weights are written out:
+  ``pooled_rows`` pools a block's logits and exps, and divides the pooled cells by each row's Z.
 - ``window``: a rectangle at full resolution (≤ 512 × 512), each row normalised over all keys.
 - ``layer_summary`` / ``head_summary`` / ``all_heads`` / ``head_stats``: every head's 32 × 32
   max-pooled thumbnail and the head statistics of ``viz_core.head_stats`` (the same numbers as
@@ -187,11 +188,48 @@ def narrow_rows(
 ) -> tuple[int, np.ndarray]:
     """Weights of query rows ``start:stop`` over the keys they may read, ``(first key, weights
     [rows, keys first:first + width])`` float32 (every other key weighs 0): the softmax of
-    ``q·k · scaling`` (softcapped, plus ``slope`` · key position), each query reading the keys up
-    to it (``causal``) and no further back than ``window``; a ``sink`` logit joins the denominator
-    (the row then sums to 1 − its mass)."""
-    n_keys = k.shape[0]
-    first, width = _span(n_keys, causal, window, start, stop)
+    ``_logits``; a ``sink`` logit joins the denominator (the row then sums to 1 − its mass)."""
+    first, scores = _logits(q, k, scaling, causal, start, stop, window, softcap, slope)
+    top = _top(scores.max(-1, keepdims=True), sink)
+    scores /= _exp_rows(scores, top, sink)
+    return first, scores
+
+
+def pooled_rows(
+    q: np.ndarray,
+    k: np.ndarray,
+    scaling: float,
+    causal: bool,
+    start: int,
+    stop: int,
+    edges: np.ndarray,
+    how: str = "max",
+    window: int | None = None,
+    softcap: float | None = None,
+    sink: float | None = None,
+    slope: float | None = None,
+) -> np.ndarray:
+    """``narrow_rows`` pooled into the key cells between ``edges``, ``[rows, cells]`` (cells the
+    rows do not read hold 0), with no weights written out: a cell's max weight is exp(its max logit
+    − the row's top) / Z, exp and dividing by Z being increasing; its mean is Σexp / Z / its width."""
+    first, scores = _logits(q, k, scaling, causal, start, stop, window, softcap, slope)
+    lo, hi, starts = _cells(edges, first, first + scores.shape[1])
+    peaks = np.maximum.reduceat(scores, starts, axis=1) if how == "max" else scores
+    top = _top(peaks.max(-1, keepdims=True), sink)
+    z = _exp_rows(scores, top, sink)
+    out = np.zeros((stop - start, len(edges) - 1), dtype=np.float32)
+    if how == "max":
+        out[:, lo:hi] = np.exp(peaks - top) / z
+    else:
+        out[:, lo:hi] = np.add.reduceat(scores, starts, axis=1) / z / np.diff(edges[lo : hi + 1]).astype(np.float32)
+    return out
+
+
+def _logits(q, k, scaling, causal, start, stop, window, softcap, slope) -> tuple[int, np.ndarray]:
+    """``(first key, [rows, keys first:width] logits)`` of query rows ``start:stop``: ``q·k ·
+    scaling`` (softcapped, plus ``slope`` · key position), −inf where a query may not read a key
+    (after it when ``causal``, ``window`` or more before it)."""
+    first, width = _span(k.shape[0], causal, window, start, stop)
     scores = q[start:stop] @ k[first:width].T
     scores *= np.float32(scaling)
     if softcap:
@@ -199,16 +237,31 @@ def narrow_rows(
     if slope is not None:
         scores += np.float32(slope) * np.arange(first, width, dtype=np.float32)[None, :]
     _mask(scores, first, width, start, stop, causal, window)
-    top = scores.max(-1, keepdims=True)
-    if sink is not None:
-        top = np.maximum(top, np.float32(sink))
+    return first, scores
+
+
+def _top(row_max: np.ndarray, sink: float | None) -> np.ndarray:
+    """What a row's logits are shifted by before exp: their max, or the sink's logit where higher."""
+    return row_max if sink is None else np.maximum(row_max, np.float32(sink))
+
+
+def _exp_rows(scores: np.ndarray, top: np.ndarray, sink: float | None) -> np.ndarray:
+    """``exp(scores − top)`` in place; each row's softmax denominator ``[rows, 1]`` (the sink's
+    exp in it)."""
     scores -= top
     np.exp(scores, out=scores)
     denominator = scores.sum(-1, keepdims=True)
     if sink is not None:
         denominator += np.exp(np.float32(sink) - top)
-    scores /= denominator
-    return first, scores
+    return denominator
+
+
+def _cells(edges: np.ndarray, first: int, width: int) -> tuple[int, int, np.ndarray]:
+    """The cells ``lo:hi`` between ``edges`` that keys ``first:width`` fall in, and where each
+    starts among those keys."""
+    lo = int(np.searchsorted(edges, first, side="right")) - 1
+    hi = int(np.searchsorted(edges, width, side="left"))
+    return lo, hi, np.maximum(edges[lo:hi], first) - first
 
 
 def _span(n_keys: int, causal: bool, window: int | None, start: int, stop: int) -> tuple[int, int]:
@@ -246,12 +299,6 @@ def head_rows(cap: QKCapture, layer: int, head: int, start: int, stop: int) -> n
     """``rows`` of one head of ``cap``: query rows ``start:stop`` with the layer's variant."""
     q, k = cap.head_qk(layer, head)
     return rows(q, k, cap.scaling[layer], cap.causal, start, stop, **cap.variant(layer).head(head))
-
-
-def head_narrow(cap: QKCapture, layer: int, head: int, start: int, stop: int) -> tuple[int, np.ndarray]:
-    """``narrow_rows`` of one head of ``cap``: the keys query rows ``start:stop`` read, from which."""
-    q, k = cap.head_qk(layer, head)
-    return narrow_rows(q, k, cap.scaling[layer], cap.causal, start, stop, **cap.variant(layer).head(head))
 
 
 def sink_mass(cap: QKCapture, layer: int, head: int, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -337,11 +384,11 @@ class _Pooler:
         self.values = np.zeros((len(self.rows) - 1, len(self.cols) - 1), dtype=np.float32)
         self.pending, self.first_cell = [], 0
 
-    def add(self, start: int, part: np.ndarray, first: int = 0) -> None:
-        """Feed the next row block (rows arrive in order), its keys from ``first`` on (those beyond
-        it weigh 0); full cells are pooled and dropped."""
-        self.pending.append(self._columns(part, first))
-        stop = start + len(part)
+    def add(self, start: int, cells: np.ndarray) -> None:
+        """Feed the next row block (rows arrive in order), its keys already pooled ``[rows, cells]``
+        (``pooled_rows``); full row cells are pooled and dropped."""
+        self.pending.append(cells)
+        stop = start + len(cells)
         last = int(np.searchsorted(self.rows, stop, side="right")) - 1  # cells complete up to here
         if last > self.first_cell:
             stacked = np.concatenate(self.pending)
@@ -352,23 +399,6 @@ class _Pooler:
             self.pending = [stacked[done:]] if done < len(stacked) else []
             self.first_cell = last
 
-    def _columns(self, part: np.ndarray, first: int) -> np.ndarray:
-        """``part`` (keys ``first:first + width``) pooled into every column cell: those it does not
-        reach hold 0, as its zero weights would; a cell it covers in part is pooled over that part
-        (its other keys weigh 0: the same max, and the same sum over the cell's whole width)."""
-        if first == 0 and part.shape[1] == self.cols[-1]:
-            return _pool(part, self.cols, self.how, axis=1)
-        lo = int(np.searchsorted(self.cols, first, side="right")) - 1
-        hi = int(np.searchsorted(self.cols, first + part.shape[1], side="left"))
-        out = np.zeros((len(part), len(self.cols) - 1), dtype=np.float32)
-        starts = np.maximum(self.cols[lo:hi] - first, 0)
-        ufunc = np.maximum if self.how == "max" else np.add
-        pooled = ufunc.reduceat(part, starts, axis=1)
-        if self.how == "mean":
-            pooled /= np.diff(self.cols[lo : hi + 1]).astype(np.float32)[None, :]
-        out[:, lo:hi] = pooled
-        return out
-
     def result(self) -> Reduced:
         return Reduced(self.values, self.rows, self.cols, self.how)
 
@@ -378,9 +408,11 @@ def reduce_head(
 ) -> Reduced:
     """One head pooled to at most ``cells × cells`` (the overview; a thumbnail with small ``cells``)."""
     pooler = _Pooler(cap.n_tokens, cells, how)
+    q, k = cap.head_qk(layer, head)
+    variant = cap.variant(layer).head(head)
     for start, stop in row_blocks(cap.n_tokens, block):
-        first, part = head_narrow(cap, layer, head, start, stop)
-        pooler.add(start, part, first)
+        part = pooled_rows(q, k, cap.scaling[layer], cap.causal, start, stop, pooler.cols, how, **variant)
+        pooler.add(start, part)
     return pooler.result()
 
 
@@ -494,25 +526,18 @@ class _KeyGroup:
         if self.slopes is not None:
             s += (self.slopes[:, None] * np.arange(first, width, dtype=np.float32))[:, None, :]
         _mask(s, first, width, start, stop, self.causal, self.window, MASKED)
-        peaks = np.maximum.reduceat(s, self._columns(first, width)[2], axis=-1)
+        peaks = np.maximum.reduceat(s, _cells(self.edges, first, width)[2], axis=-1)
         top = peaks.max(-1)
         if self.sinks is not None:
             top = np.maximum(top, self.sinks[:, None])
         s -= top[..., None]
         return s, top, peaks
 
-    def _columns(self, first: int, width: int) -> tuple[int, int, np.ndarray]:
-        """The thumbnail columns ``lo:hi`` that keys ``first:width`` fall in, and where each starts
-        among those keys."""
-        lo = int(np.searchsorted(self.edges, first, side="right")) - 1
-        hi = int(np.searchsorted(self.edges, width, side="left"))
-        return lo, hi, np.maximum(self.edges[lo:hi], first) - first
-
     def _pool(self, block: _Block, peaks: np.ndarray) -> None:
         """Each thumbnail cell's max weight so far, with the block's rows, from each row's max
         ``e`` in each column it reads (``peaks``, the exp of ``_logits``' column maxima less the top:
         exp is increasing, and so is dividing by Z)."""
-        lo, hi, _ = self._columns(block.first, block.width)
+        lo, hi, _ = _cells(self.edges, block.first, block.width)
         pooled = peaks / block.z.astype(np.float32)[..., None]
         cells = np.searchsorted(self.edges, np.arange(block.start, block.stop), side="right") - 1
         runs = np.flatnonzero(np.diff(cells, prepend=-1))  # the block's first row in each row cell
