@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import copy
 import os
+import time
 from datetime import date
 
+import numpy as np
 import plotly.io as pio
 import torch
 
@@ -47,6 +49,19 @@ def capture_of(adapter, ids) -> bw.QKCapture:
     n = ids.shape[1]
     enc = cp.encoded(adapter, ids, [False] * n, list(range(n)))
     return cp._to_capture(adapter, store, enc, [])
+
+
+def products_alone(cap: bw.QKCapture) -> float:
+    """Seconds of nothing but every head's q·kᵀ, a row block at a time over the keys it reads (as
+    the summaries multiply them): the floor under every head's thumbnail and statistics."""
+    t = time.perf_counter()
+    for layer in range(cap.n_layers):
+        for head in range(cap.n_heads):
+            q, k = cap.head_qk(layer, head)
+            kt = np.ascontiguousarray(k.T)
+            for start, stop in bw.row_blocks(cap.n_tokens):
+                q[start:stop] @ kt[:, :stop]
+    return time.perf_counter() - t
 
 
 def forward_ratio(adapter, plain, n: int) -> tuple[float, float, bw.QKCapture, float]:
@@ -109,13 +124,16 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print(lines[-1], flush=True)
     t_all, _, (thumbs, table) = timed(lambda: bw.all_heads(cap))
+    t_products = products_alone(cap)
     payload = len(pio.to_json(long_model_view(thumbs), validate=False).encode())
     lines += [
         "",
         f"Model view at {n:,} tokens: {thumbs.shape[0]} × {thumbs.shape[1]} heads, {thumbs.shape[-1]}² max-pooled "
         f"thumbnails, payload {payload / 2**20:.2f} MB [≤ 2 MB] (the Plotly JSON, model_view's uint8 tile "
         f"encoding); every head's thumbnail and statistics took {t_all:.0f} s "
-        f"({t_all / len(table):.2f} s a head). Patterns: "
+        f"({t_all / len(table):.2f} s a head); nothing but their q·kᵀ products, block by block as the "
+        f"summaries multiply them, took {t_products:.0f} s in the same run "
+        f"({t_all / t_products:.1f}× that). Patterns: "
         + ", ".join(
             f"{p} {sum(r['pattern'] == p for r in table)}" for p in sorted({r["pattern"] for r in table})
         )

@@ -8,6 +8,7 @@ The variants are found from the models (config and attention module), never name
 states only what the capture must have found, and checks the weights against eager attention."""
 
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
@@ -56,6 +57,28 @@ def test_each_variant_equals_eager_attention_past_its_window(arch, rows, monkeyp
         for head in range(cap.n_heads):
             got = bw.head_weights(cap, layer, head, block=7)
             assert np.abs(got - want[layer, head]).max() < 1e-5, (name, layer, head)
+
+
+def test_the_rotary_embedding_a_head_at_a_time_is_the_same_to_the_bit(arch, monkeypatch):
+    """Once a twin exists, its modelling module's ``apply_rotary_pos_emb`` runs a head at a time past
+    ``cp.MLP_ROWS`` tokens: the model's own eager forward gives the same weights and logits with it
+    as whole (16 tokens: every call of this text goes a head at a time)."""
+    name, adapter = arch
+    cp._twin(adapter.model, CPU)
+    ids = cp.encode_long(adapter, TEXT).ids
+
+    def forward():
+        with torch.no_grad():
+            out = adapter.model(input_ids=ids, output_attentions=True)
+        return torch.cat([a.float() for a in out.attentions]), out.logits
+
+    whole = forward()
+    monkeypatch.setattr(cp, "MLP_ROWS", 16)
+    calls, by_head = [], cp._by_head
+    monkeypatch.setattr(cp, "_by_head", lambda *a: calls.append(a[1].shape) or by_head(*a))
+    assert all(torch.equal(a, b) for a, b in zip(forward(), whole, strict=True)), name
+    rotary = hasattr(sys.modules[type(adapter.model).__module__], "apply_rotary_pos_emb")
+    assert len(calls) == (adapter.model.config.num_hidden_layers if rotary else 0), name
 
 
 def test_the_page_reductions_follow_the_variant(arch):

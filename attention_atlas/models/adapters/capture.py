@@ -347,6 +347,7 @@ def _twin(model: torch.nn.Module, device: torch.device, attention: str = ATTENTI
             for name, module in twin.named_modules():
                 if name.rsplit(".", 1)[-1] == "mlp":
                     _in_rows(module)
+                _rope_by_head(type(module).__module__)
             twin.set_attn_implementation(attention)
             twins[key] = twin
         return twins[key]
@@ -372,6 +373,45 @@ def _in_rows(mlp: torch.nn.Module) -> None:
         return torch.cat([first, *rest], dim=1)
 
     mlp.forward = in_rows
+
+
+def _rope_by_head(module_name: str) -> None:
+    """The ``apply_rotary_pos_emb(q, k, cos, sin)`` of a modelling module, run a head at a time past
+    ``MLP_ROWS`` tokens: whole, ``q·cos + rotate_half(q)·sin`` holds four temporaries the size of q
+    (536 MB for Gemma 3's four query heads at 32,768 tokens), a head at a time four of one head's.
+    Elementwise, so the result is the same to the bit, and the same function in the module for
+    the twin and its model alike. Called otherwise (other arguments, layouts), it runs whole."""
+    import sys
+
+    module = sys.modules.get(module_name)
+    whole = getattr(module, "apply_rotary_pos_emb", None)
+    if not callable(whole) or getattr(whole, "by_head", False):
+        return
+
+    @functools.wraps(whole)
+    def rope(q, k, *args, **kwargs):
+        if kwargs or len(args) != 2 or q.dim() != 4 or k.dim() != 4 or q.shape[-2] <= MLP_ROWS:
+            return whole(q, k, *args, **kwargs)
+        cos = args[0]
+        if cos.dim() != 3 or cos.shape[-2] != q.shape[-2]:  # not [batch, n, d] beside [batch, heads, n, d]
+            return whole(q, k, *args, **kwargs)
+        return _by_head(whole, q, k, *args)
+
+    rope.by_head = True
+    module.apply_rotary_pos_emb = rope
+
+
+def _by_head(whole, q: torch.Tensor, k: torch.Tensor, cos, sin) -> tuple[torch.Tensor, torch.Tensor]:
+    """``whole(q, k, cos, sin)``, one query head (with one key head) at a time."""
+    out_q = out_k = None
+    for h in range(max(q.shape[1], k.shape[1])):
+        hq, hk = min(h, q.shape[1] - 1), min(h, k.shape[1] - 1)
+        part_q, part_k = whole(q[:, hq : hq + 1], k[:, hk : hk + 1], cos, sin)
+        if out_q is None:
+            out_q = part_q.new_empty(q.shape[:2] + part_q.shape[2:])
+            out_k = part_k.new_empty(k.shape[:2] + part_k.shape[2:])
+        out_q[:, hq : hq + 1], out_k[:, hk : hk + 1] = part_q, part_k
+    return out_q, out_k
 
 
 # -- limits ------------------------------------------------------------------------------------------
