@@ -53,11 +53,14 @@ def test_local_and_global_layers_equal_eager_attention_past_the_window(gemma):
     ids = cp.encode_long(gemma, text).ids
     with torch.no_grad():
         out = gemma.model(input_ids=ids, output_attentions=True)  # the eager twin's own weights
-    for layer in (0, 4, 5, 17):
+    # The capture's forward runs SDPA in its global layers where this one runs eager attention: the
+    # hidden states drift apart by float rounding, layer on layer; by the last layer a weight is up
+    # to 1.5e-5 off on an AVX-512 CPU (not on the CPU these tests were first run on).
+    for layer, tolerance in ((0, 1e-5), (4, 1e-5), (5, 1e-5), (17, 5e-5)):
         want = out.attentions[layer][0].numpy()
         for head in range(cap.n_heads):
             got = bw.head_weights(cap, layer, head)
-            assert np.abs(got - want[head]).max() < 1e-5, (layer, head)
+            assert np.abs(got - want[head]).max() < tolerance, (layer, head)
     local = bw.head_weights(cap, 0, 0)
     assert local[-1, : cap.n_tokens - 512].max() == 0  # a local query reads its last 512 keys only
 
