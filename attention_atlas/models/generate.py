@@ -276,7 +276,7 @@ class Generation:
         """``whole_rows`` (once per length: a page asks at every rerun), else the steps' rows."""
         if self._whole is None or self._whole[0] != len(self.new_ids):
             if not self.rows:
-                raise GenerateError("no new tokens were generated yet")
+                return stack_rows(self.rows, self.prompt_len)  # refuses: no new tokens yet
             whole = whole_rows(self.adapter.model, ids, self.prompt_len, *self.rows[0].shape[:2])
             self._whole = (len(self.new_ids), stack_rows(self.rows, self.prompt_len) if whole is None else whole)
         return self._whole[1]

@@ -41,6 +41,7 @@ import functools
 import inspect
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import weakref
@@ -347,7 +348,8 @@ def _twin(model: torch.nn.Module, device: torch.device, attention: str = ATTENTI
             for name, module in twin.named_modules():
                 if name.rsplit(".", 1)[-1] == "mlp":
                     _in_rows(module)
-                _rope_by_head(type(module).__module__)
+            for module_name in {type(module).__module__ for module in twin.modules()}:
+                _rope_by_head(module_name)
             twin.set_attn_implementation(attention)
             twins[key] = twin
         return twins[key]
@@ -381,8 +383,6 @@ def _rope_by_head(module_name: str) -> None:
     (536 MB for Gemma 3's four query heads at 32,768 tokens), a head at a time four of one head's.
     Elementwise, so the result is the same to the bit, and the same function in the module for
     the twin and its model alike. Called otherwise (other arguments, layouts), it runs whole."""
-    import sys
-
     module = sys.modules.get(module_name)
     whole = getattr(module, "apply_rotary_pos_emb", None)
     if not callable(whole) or getattr(whole, "by_head", False):
@@ -402,15 +402,15 @@ def _rope_by_head(module_name: str) -> None:
 
 
 def _by_head(whole, q: torch.Tensor, k: torch.Tensor, cos, sin) -> tuple[torch.Tensor, torch.Tensor]:
-    """``whole(q, k, cos, sin)``, one query head (with one key head) at a time."""
+    """``whole(q, k, cos, sin)``, one query head and one key head at a time (past the key heads of
+    grouped-query attention, an empty slice of them)."""
     out_q = out_k = None
     for h in range(max(q.shape[1], k.shape[1])):
-        hq, hk = min(h, q.shape[1] - 1), min(h, k.shape[1] - 1)
-        part_q, part_k = whole(q[:, hq : hq + 1], k[:, hk : hk + 1], cos, sin)
+        part_q, part_k = whole(q[:, h : h + 1], k[:, h : h + 1], cos, sin)
         if out_q is None:
             out_q = part_q.new_empty(q.shape[:2] + part_q.shape[2:])
             out_k = part_k.new_empty(k.shape[:2] + part_k.shape[2:])
-        out_q[:, hq : hq + 1], out_k[:, hk : hk + 1] = part_q, part_k
+        out_q[:, h : h + 1], out_k[:, h : h + 1] = part_q, part_k
     return out_q, out_k
 
 
