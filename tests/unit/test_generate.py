@@ -284,3 +284,9 @@ def test_a_character_split_over_pieces_streams_whole():
         pieces.append(piece)
     assert len(ids) > 3 and pieces[0] == "" and pieces[1] == "两"
     assert "".join(pieces) == said == "两个 cats"
+
+
+def test_a_result_before_any_step_is_refused(adapters):
+    gen = g.start(adapters["causal"], "the cat sat", max_new_tokens=3)
+    with pytest.raises(g.GenerateError, match="no new tokens"):
+        gen.result()
