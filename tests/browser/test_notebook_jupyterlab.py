@@ -76,6 +76,10 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
         assert page.get_by_text("could not be drawn").count() == 0
         assert (root / "minilm_model_view.html").stat().st_size > 1e6  # view.save(...) in the example
 
+        page.wait_for_function(  # every widget's opening head drawn: the kernel has answered them all
+            "[...document.querySelectorAll('.atlas-widget .atlas-head-view')].every(h => h.querySelector('.gtitle'))",
+            timeout=120_000,
+        )
         first = widgets.nth(0)  # model_view(outputs.attentions, tokens): minilm, 6 × 12
         assert first.locator(".atlas-model-view .scatterlayer .point").count() == 6 * 12
         tile = first.locator(".atlas-model-view .scatterlayer .point").nth(1 * 12 + 5)
