@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from harness.jupyter import jupyterlab, loopback_only, run_notebook
-from tests.support import minilm_loaded
+from tests.support import SHOTS, minilm_loaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -66,9 +66,48 @@ def lab_page(chromium, url: str):
         context.close()
 
 
+def comm_picks(page) -> list[str]:
+    """The heads the page asks its kernel for, as they leave on the kernel's websocket: a failed
+    wait can then say whether the click was lost in the page or its answer in the kernel."""
+    picks: list[str] = []
+
+    def watch(ws):
+        ws.on("framesent", lambda frame: picks.append(frame) if '"pick"' in str(frame) else None)
+
+    page.on("websocket", watch)
+    return picks
+
+
+def click_tile(page, widget, layer: int, head: int) -> None:
+    """Click tile (layer, head) of a widget's minilm model view as a person does: the mouse rests
+    on it until Plotly's hover names that head (a click before Plotly has hovered finds no point)."""
+    tile = widget.locator(".atlas-model-view .scatterlayer .point").nth(layer * 12 + head)
+    tile.scroll_into_view_if_needed()
+    box = tile.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    widget.locator(".hoverlayer .hovertext", has_text=f"layer {layer}, head {head}").wait_for(timeout=10_000)
+    page.mouse.down()
+    page.mouse.up()
+
+
+def wait_for_head(page, title: str, picks: list[str]) -> None:
+    """Wait for the first widget's head view to be titled ``title`` (a kernel round trip: slow on
+    a loaded machine); on a timeout, say what the page had asked its kernel for."""
+    try:
+        page.wait_for_function(
+            f"document.querySelector('.atlas-widget .atlas-head-view .gtitle').textContent === {title!r}",
+            timeout=90_000,
+        )
+    except Exception as err:
+        page.screenshot(path=str(SHOTS / "jupyterlab_lost_click.png"))
+        sent = [str(p)[-160:] for p in picks]  # each frame ends with its content
+        raise AssertionError(f"{title!r} was not drawn in 90 s; picks sent to the kernel: {sent}") from err
+
+
 def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium, lab):
     url, root = lab
     with lab_page(chromium, url) as (page, tried, errors):
+        picks = comm_picks(page)
         run_notebook(page, url, NOTEBOOK)
         widgets = page.locator(".atlas-widget")
         widgets.nth(views_expected() - 1).locator(".js-plotly-plot").first.wait_for(timeout=60_000)
@@ -82,22 +121,13 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
         )
         first = widgets.nth(0)  # model_view(outputs.attentions, tokens): minilm, 6 × 12
         assert first.locator(".atlas-model-view .scatterlayer .point").count() == 6 * 12
-        tile = first.locator(".atlas-model-view .scatterlayer .point").nth(1 * 12 + 5)
-        tile.scroll_into_view_if_needed()
-        box = tile.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.wait_for_function(
-            "document.querySelector('.atlas-widget .atlas-head-view .gtitle').textContent === 'layer 1, head 5'",
-            timeout=90_000,  # a kernel round trip: slow on a loaded machine (30 s ran out beside a benchmark)
-        )
+        click_tile(page, first, 1, 5)
+        wait_for_head(page, "layer 1, head 5", picks)
         weights = torch.cat(minilm_loaded(TEXT)["attentions"]).numpy()
         np.testing.assert_allclose(drawn_z(page, 0), weights[1, 5], rtol=2**-10, atol=1e-6)  # 16-bit, as sent
         first.locator(".atlas-head-view .js-plotly-plot").click()
         page.keyboard.press("ArrowDown")
-        page.wait_for_function(
-            "document.querySelector('.atlas-widget .atlas-head-view .gtitle').textContent === 'layer 2, head 5'",
-            timeout=90_000,  # a kernel round trip: slow on a loaded machine (30 s ran out beside a benchmark)
-        )
+        wait_for_head(page, "layer 2, head 5", picks)
         np.testing.assert_allclose(drawn_z(page, 0), weights[2, 5], rtol=2**-10, atol=1e-6)
         assert tried == [] and errors == []
 
