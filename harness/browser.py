@@ -72,12 +72,23 @@ def browser_page(width: int = 1400, height: int = 1000):
         yield browser.new_page(viewport={"width": width, "height": height})
 
 
-def hover_tile(page, layer: int, head: int, heads: int) -> None:
-    """Rest the mouse on tile (layer, head) of the page's first chart (the model view), as a person
-    would before clicking: the tile itself scrolled into view (a 30-layer grid is taller than a
-    720-pixel window), then a moment for Plotly's hover."""
-    tile = page.locator(".js-plotly-plot").first.locator(".scatterlayer .point").nth(layer * heads + head)
+def hover_tile(page, layer: int, head: int, heads: int, chart=None) -> None:
+    """Rest the mouse on tile (layer, head) of the model view ``chart`` (default: the page's first
+    chart) as a person would before clicking: the tile itself scrolled into view (a 30-layer grid
+    is taller than a 720-pixel window), until Plotly's hover names that head. A redraw (thumbnails
+    still arriving) drops the hover, so the mouse moves again until the label stays."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    chart = chart or page.locator(".js-plotly-plot").first
+    tile = chart.locator(".scatterlayer .point").nth(layer * heads + head)
     tile.scroll_into_view_if_needed()
     box = tile.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_timeout(300)
+    label = chart.locator(".hoverlayer .hovertext", has_text=f"layer {layer}, head {head}")
+    for nudge in range(20):
+        page.mouse.move(box["x"] + box["width"] / 2 + nudge % 2, box["y"] + box["height"] / 2)
+        try:
+            label.wait_for(timeout=1000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"Plotly's hover never named layer {layer}, head {head} under the mouse")

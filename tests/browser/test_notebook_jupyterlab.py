@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from harness.browser import hover_tile
 from harness.jupyter import jupyterlab, loopback_only, run_notebook
 from tests.support import SHOTS, minilm_loaded
 
@@ -79,13 +80,8 @@ def comm_picks(page) -> list[str]:
 
 
 def click_tile(page, widget, layer: int, head: int) -> None:
-    """Click tile (layer, head) of a widget's minilm model view as a person does: the mouse rests
-    on it until Plotly's hover names that head (a click before Plotly has hovered finds no point)."""
-    tile = widget.locator(".atlas-model-view .scatterlayer .point").nth(layer * 12 + head)
-    tile.scroll_into_view_if_needed()
-    box = tile.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    widget.locator(".hoverlayer .hovertext", has_text=f"layer {layer}, head {head}").wait_for(timeout=10_000)
+    """Click tile (layer, head) of a widget's minilm model view as a person does."""
+    hover_tile(page, layer, head, 12, chart=widget.locator(".atlas-model-view .js-plotly-plot").first)
     page.mouse.down()
     page.mouse.up()
 
