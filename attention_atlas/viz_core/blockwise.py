@@ -439,8 +439,8 @@ def window(
 
 TOGETHER = 4  # query heads of one key head summarised together (memory: 2 × 4 row blocks)
 WORKERS = min(2, os.cpu_count() or 1)  # threads of one summary (this project's servers have two cores)
-# One summary at a time holds numpy's BLAS to one thread: a second would put it back to one when
-# it ended, and the first's limit would then outlast it (the limit saves and restores).
+# One summary at a time holds numpy's BLAS to one thread: two at once would each save the count
+# they found and put it back, and the one ending last would put back the other's limit of one.
 _ONE_BLAS = threading.Lock()
 MASKED = np.float32(-1e30)  # a masked logit in the summaries: exp gives 0, and 0 · MASKED is 0 (not nan)
 
