@@ -6,9 +6,8 @@ Measured in one run on the CPU with two torch threads (issue 12's goals in brack
 - one head's overview (≤ 1024² cells, max-pooled) at 8,192 (≤ 2 s) and 2,048 (≤ 0.5 s); a 512² zoom
   window (≤ 0.3 s); the model view's payload at 8,192 (≤ 2 MB): every head's 32² max-pooled
   thumbnail as viz_core.long_figures.long_model_view (the page's and cli.py figure's), its JSON;
-- all 270 heads' thumbnails and statistics at 8,192 (issue 26: ≤ 15 s; the time a page would wait),
-  against the same on one thread, and against their q·kᵀ products alone (the floor);
-  bench/bench_long_overview.py times them against the per-head path before on random q/k.
+- all 270 heads' thumbnails and statistics at 8,192 (issue 26: ≤ 15 s; the time a page would wait;
+  bench/bench_long_overview.py times it against the per-head path before on random q/k).
 The chromium click-to-head time at 2,048 tokens is bench/bench_long_click.py's (the page half).
 
 Run: python -m bench.bench_long_context [--sizes 2048 8192]
@@ -31,7 +30,7 @@ from attention_atlas.models.registry import load
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import sentences as sn
 from attention_atlas.viz_core.long_figures import long_model_view
-from bench.measure import ids_of, paired, peak_mb, rss_mb, timed
+from bench.measure import ids_of, peak_mb, rss_mb, timed
 from bench.results import machine, write_section
 
 CPU = torch.device("cpu")
@@ -63,26 +62,6 @@ def products_alone(cap: bw.QKCapture) -> float:
             for start, stop in bw.row_blocks(cap.n_tokens):
                 q[start:stop] @ kt[:, :stop]
     return time.perf_counter() - t
-
-
-PAIRS = 2
-
-
-def summaries_one_and_two_threads(cap: bw.QKCapture) -> tuple[float, float, tuple]:
-    """Median seconds of every head's thumbnail and statistics with the row blocks on one thread
-    (the baseline: ``blockwise.WORKERS = 1``) and on the default threads, timed alternately; and
-    ``all_heads``' result."""
-
-    def one_thread():
-        workers, bw.WORKERS = bw.WORKERS, 1
-        try:
-            bw.all_heads(cap)
-        finally:
-            bw.WORKERS = workers
-
-    out = []
-    (t_one, _), (t_all, _) = paired(one_thread, lambda: out.append(bw.all_heads(cap)), PAIRS)
-    return t_one, t_all, out[-1]
 
 
 def forward_ratio(adapter, plain, n: int) -> tuple[float, float, bw.QKCapture, float]:
@@ -144,16 +123,15 @@ def main(argv: list[str] | None = None) -> None:
         "during the forwards).",
     ]
     print(lines[-1], flush=True)
-    t_one, t_all, (thumbs, table) = summaries_one_and_two_threads(cap)
+    t_all, _, (thumbs, table) = timed(lambda: bw.all_heads(cap))
     t_products = products_alone(cap)
     payload = len(pio.to_json(long_model_view(thumbs), validate=False).encode())
     lines += [
         "",
         f"Model view at {n:,} tokens: {thumbs.shape[0]} × {thumbs.shape[1]} heads, {thumbs.shape[-1]}² max-pooled "
         f"thumbnails, payload {payload / 2**20:.2f} MB [≤ 2 MB] (the Plotly JSON, model_view's uint8 tile "
-        f"encoding); every head's thumbnail and statistics took {t_all:.1f} s [≤ 15 s] "
-        f"({t_all / len(table):.2f} s a head), against {t_one:.1f} s on one thread "
-        f"({t_one / t_all:.2f}×; medians of {PAIRS} alternated pairs); nothing but their q·kᵀ products, block by block as the "
+        f"encoding); every head's thumbnail and statistics took {t_all:.0f} s "
+        f"({t_all / len(table):.2f} s a head); nothing but their q·kᵀ products, block by block as the "
         f"summaries multiply them, took {t_products:.0f} s in the same run "
         f"({t_all / t_products:.1f}× that). Patterns: "
         + ", ".join(

@@ -26,8 +26,7 @@ Reductions for the views, each block-wise:
   together (up to ``TOGETHER``, ``block`` rows of each: their logits and exps), and no weights
   are written out: a max-pooled cell is (the max exp over its keys) / each row's denominator,
   maxed over its rows; the entropy comes from the logits (−Σ p ln p = ln Z · Σp − Σ p·s), the
-  mean distance from a matrix-vector product (``_KeyGroup``). Each group's row blocks are shared
-  between two threads (``_summarise``), numpy's BLAS held to one thread meanwhile.
+  mean distance from a matrix-vector product (``_KeyGroup``).
 
 A mask is drawn only over the columns some row of a block masks, never over the whole block.
 
@@ -36,16 +35,11 @@ numpy only (no torch): this module sits in viz_core.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from attention_atlas.viz_core import head_stats as hs
 
@@ -438,10 +432,6 @@ def window(
 # -- every head's thumbnail and statistics (viz_core.head_stats's definitions, block-wise) -----------
 
 TOGETHER = 4  # query heads of one key head summarised together (memory: 2 × 4 row blocks)
-WORKERS = min(2, os.cpu_count() or 1)  # threads of one summary (this project's servers have two cores)
-# One summary at a time holds numpy's BLAS to one thread: two at once would each save the count
-# they found and put it back, and the one ending last would put back the other's limit of one.
-_ONE_BLAS = threading.Lock()
 MASKED = np.float32(-1e30)  # a masked logit in the summaries: exp gives 0, and 0 · MASKED is 0 (not nan)
 
 
@@ -494,19 +484,13 @@ class _KeyGroup:
         self.sums = np.zeros((len(self.q), len(hs.STATISTICS)))
         self.space = None  # while running: room for a block's logits and exps
 
-    def run(self, block: int, part: int = 0, parts: int = 1) -> _KeyGroup:
-        """Every ``parts``-th row block from the ``part``-th, ``block`` rows of each head at a
-        time (two ``[heads, block, keys]`` arrays: the logits and their exps)."""
+    def run(self, block: int) -> _KeyGroup:
+        """Every row, ``block`` rows of each head at a time (two ``[heads, block, keys]`` arrays:
+        the logits and their exps)."""
         self.space = np.empty(2 * len(self.q) * min(block, self.n) * self.n, dtype=np.float32)
-        for start, stop in itertools.islice(row_blocks(self.n, block), part, None, parts):
+        for start, stop in row_blocks(self.n, block):
             self.add(start, stop)
         self.space = None
-        return self
-
-    def merge(self, other: _KeyGroup) -> _KeyGroup:
-        """The same heads' thumbnails and row sums over this one's rows and ``other``'s."""
-        np.maximum(self.thumbs, other.thumbs, out=self.thumbs)
-        self.sums += other.sums
         return self
 
     def add(self, start: int, stop: int) -> None:
@@ -597,33 +581,6 @@ def _distance(block: _Block) -> np.ndarray:
     return out + square.sum(-1)
 
 
-def _summarise(cap: QKCapture, layer: int, heads: slice, thumb: int, block: int) -> _KeyGroup:
-    """A ``_KeyGroup`` run over every row on ``WORKERS`` threads, each taking every other block
-    of ``block / WORKERS`` rows (the blocks in flight hold as much as one did); their thumbnails
-    and row sums are merged. numpy releases the GIL in its array loops, and the passes over the
-    logits and exps are most of the time. numpy's BLAS is held to one thread meanwhile: two
-    threads of products on each of two cores ran slower than one thread in all (``_ONE_BLAS``)."""
-    if WORKERS == 1 or cap.n_tokens <= block:  # one block: nothing to share
-        return _KeyGroup(cap, layer, heads, thumb).run(block)
-    size = max(1, block // WORKERS)
-
-    def shard(part: int) -> _KeyGroup:
-        return _KeyGroup(cap, layer, heads, thumb).run(size, part, WORKERS)
-
-    with (
-        _ONE_BLAS,
-        _blas().limit(limits=1, user_api="blas"),
-        ThreadPoolExecutor(WORKERS, thread_name_prefix="atlas-summary") as pool,
-    ):
-        return functools.reduce(_KeyGroup.merge, pool.map(shard, range(WORKERS)))
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The thread pools of the libraries loaded (found once: looking costs milliseconds)."""
-    return ThreadpoolController()
-
-
 def layer_summary(
     cap: QKCapture, layer: int, thumb: int = 32, block: int = BLOCK
 ) -> tuple[np.ndarray, list[dict]]:
@@ -635,7 +592,7 @@ def layer_summary(
         for g in range(0, cap.n_heads, group)
         for h in range(g, g + group, TOGETHER)
     ]
-    groups = [_summarise(cap, layer, part, thumb, block) for part in heads]
+    groups = [_KeyGroup(cap, layer, part, thumb).run(block) for part in heads]
     thumbs, sums = (np.concatenate([getattr(g, a) for g in groups]) for a in ("thumbs", "sums"))
     return thumbs, _table_rows(cap, layer, range(cap.n_heads), sums)
 
@@ -645,7 +602,7 @@ def head_summary(
 ) -> tuple[np.ndarray, dict]:
     """One head: its max-pooled thumbnail ``[≤thumb, ≤thumb]`` and ``head_table``'s row."""
     cap.head_qk(layer, head)  # a head that is not there: IndexError
-    g = _summarise(cap, layer, slice(head, head + 1), thumb, block)
+    g = _KeyGroup(cap, layer, slice(head, head + 1), thumb).run(block)
     return g.thumbs[0], _table_rows(cap, layer, [head], g.sums)[0]
 
 

@@ -272,21 +272,3 @@ def test_reduce_head_of_a_window_pools_the_rows_it_reads(how, n, cells, block, w
             cell = full[a : b + 1, c : d + 1]
             assert red.values[i, j] == pytest.approx(cell.max() if how == "max" else cell.mean(), abs=1e-6)
     assert red.values[-1, 0] == 0 and red.values.max() > 0  # the last queries never read the first keys
-
-
-def test_summaries_at_once_in_threads_are_right_and_leave_numpy_blas_as_it_was():
-    """A summary runs on threads with numpy's BLAS held to one thread; two summaries at once (two
-    visitors' pages) must each be right, and the BLAS thread count must be back afterwards, not
-    left at one by the second restoring the first's limit."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from threadpoolctl import threadpool_info
-
-    before = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
-    caps = [variant_capture(SIX[v], True, n=130, heads=6, kv=2) for v in ("plain", "all")]
-    with ThreadPoolExecutor(2) as pool:
-        got = list(pool.map(lambda cap: bw.layer_summary(cap, 1, 8, 16), caps * 3))
-    for cap, (thumbs, rows) in zip(caps * 3, got, strict=True):
-        for head in (0, 5):
-            assert_same_summary((thumbs[head], rows[head]), reference_summary(cap, 1, head, 8, 16))
-    assert [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"] == before
