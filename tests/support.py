@@ -320,11 +320,12 @@ def z_of(trace: dict) -> np.ndarray:
     return np.asarray(z, dtype=float)
 
 
-def click_tile(page, layer: int, head: int, heads: int = 12) -> None:
-    """Click the model view's tile (layer, head) in a Playwright page, as a person would."""
+def click_tile(page, layer: int, head: int, heads: int = 12, chart=None) -> None:
+    """Click tile (layer, head) of the model view ``chart`` (default: the page's first chart) in a
+    Playwright page, as a person would."""
     from harness.browser import hover_tile
 
-    hover_tile(page, layer, head, heads)
+    hover_tile(page, layer, head, heads, chart)
     page.mouse.down()
     page.mouse.up()
 

@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from harness.browser import hover_tile
 from harness.jupyter import jupyterlab, loopback_only, run_notebook
-from tests.support import SHOTS, minilm_loaded
+from tests.support import SHOTS, click_tile, minilm_loaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -79,13 +78,6 @@ def comm_picks(page) -> list[str]:
     return picks
 
 
-def click_tile(page, widget, layer: int, head: int) -> None:
-    """Click tile (layer, head) of a widget's minilm model view as a person does."""
-    hover_tile(page, layer, head, 12, chart=widget.locator(".atlas-model-view .js-plotly-plot").first)
-    page.mouse.down()
-    page.mouse.up()
-
-
 def wait_for_head(page, title: str, picks: list[str]) -> None:
     """Wait for the first widget's head view to be titled ``title`` (a kernel round trip: slow on
     a loaded machine); on a timeout, say what the page had asked its kernel for."""
@@ -117,7 +109,7 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
         )
         first = widgets.nth(0)  # model_view(outputs.attentions, tokens): minilm, 6 × 12
         assert first.locator(".atlas-model-view .scatterlayer .point").count() == 6 * 12
-        click_tile(page, first, 1, 5)
+        click_tile(page, 1, 5, chart=first.locator(".atlas-model-view .js-plotly-plot").first)
         wait_for_head(page, "layer 1, head 5", picks)
         weights = torch.cat(minilm_loaded(TEXT)["attentions"]).numpy()
         np.testing.assert_allclose(drawn_z(page, 0), weights[1, 5], rtol=2**-10, atol=1e-6)  # 16-bit, as sent
