@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from attention_atlas.paths import DATA
+from attention_atlas.serve.forked import forked_map, workers
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.viz_core import blockwise as bw
@@ -29,8 +30,8 @@ IDLE = 30.0  # s: background work nobody has looked at for this long stops (and 
 
 
 class Summaries:
-    """Every head's max-pooled thumbnail and ``head_table`` row for one capture, a layer at a time,
-    first layers first. ``run()`` does it all now; ``ask()`` keeps a background ``serve.jobs.Job``
+    """Every head's max-pooled thumbnail and ``head_table`` row for one capture, a layer a core at a
+    time (``serve.forked``), first layers first. ``run()`` does it all now; ``ask()`` keeps a background ``serve.jobs.Job``
     at it, which stops when nobody has asked for ``idle`` seconds (a page left open asks every
     few seconds) and goes on at the next ``ask()``, from the layer it had reached. Readers take
     ``snapshot()``s; the job only writes whole layers, under the lock."""
@@ -53,24 +54,30 @@ class Summaries:
     def error(self) -> str | None:
         return self.job.message if self.job.state == FAILED else None
 
-    def _layer(self, layer: int) -> None:
+    def _summary(self, layer: int) -> tuple[np.ndarray, list[dict]]:
+        return bw.layer_summary(self.cap, layer, self.thumb)
+
+    def _layers(self, layers: range, n_workers: int | None = None) -> None:
+        """``layers`` summarised, one a core at once (``serve.forked``), and kept in order."""
         start = time.perf_counter()
-        thumbs, rows = bw.layer_summary(self.cap, layer, self.thumb)
+        found = dict(forked_map(self._summary, layers, n_workers, cancelled=self.job.cancelled))
         with self._lock:
-            self._thumbs[layer] = thumbs
-            self._rows += rows
-            self.done = layer + 1
+            for layer in layers:
+                if layer not in found:  # the job was stopped: the rest another time
+                    break
+                self._thumbs[layer], rows = found[layer]
+                self._rows += rows
+                self.done = layer + 1
             self.seconds += time.perf_counter() - start
 
     def _next(self) -> str | None:
         if not self.complete:
-            self._layer(self.done)
+            self._layers(range(self.done, min(self.done + workers(), self.cap.n_layers)))
         return "every layer summarised" if self.complete else None
 
     def run(self) -> Summaries:
         """Every remaining layer, now, in this thread."""
-        for layer in range(self.done, self.cap.n_layers):
-            self._layer(layer)
+        self._layers(range(self.done, self.cap.n_layers), n_workers=1)
         return self
 
     def ask(self) -> None:

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from attention_atlas.serve.forked import forked_map
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.stats import head_table
@@ -105,6 +106,19 @@ def test_stats_and_thumbnails_match_head_table_and_reduce_head(causal):
     assert bw.head_stats(cap, 1, 2)["mean_distance"] == pytest.approx(rows[6]["mean_distance"], abs=1e-5)
 
 
+def test_every_head_spread_over_forked_children_equals_every_head_in_turn():
+    cap = random_capture(n=300, layers=5, heads=6, kv=2, dim=16)
+    thumbs, rows = bw.all_heads(cap, thumb=16, block=64)
+    seen = []
+    forked = bw.all_heads(cap, thumb=16, block=64, progress=lambda *lh: seen.append(lh), each=lambda f, ls: forked_map(f, ls, 3))
+    np.testing.assert_allclose(forked[0], thumbs, rtol=1e-6)
+    assert [(r["layer"], r["head"]) for r in forked[1]] == [(r["layer"], r["head"]) for r in rows]
+    for want, got in zip(rows, forked[1], strict=True):
+        assert got["pattern"] == want["pattern"]
+        assert [got[k] for k in head_stats.NAMES] == pytest.approx([want[k] for k in head_stats.NAMES], rel=1e-6)
+    assert sorted(seen) == [(layer, head) for layer in range(5) for head in range(6)]
+
+
 def test_patterns_are_named_like_head_table():
     n = 30
     ids = np.eye(n, dtype=np.float32)[None] * 40
@@ -190,7 +204,7 @@ def assert_same_summary(got, want):
 def variant_capture(variant, causal=True, **shape):
     base = random_capture(**shape)
     variants = None if variant is None else [variant] * base.n_layers
-    scaling = [0.3, 0.25]  # 0.25: a power of two, folded into the queries
+    scaling = [0.3, 0.25]  # 0.25: a power of two
     return bw.QKCapture(
         "v", base.queries, base.keys, scaling, causal, base.tokens, base.special, variants=variants
     )
@@ -208,15 +222,26 @@ SIX = {
 }
 
 
+BASES = {"e": (np.exp, 1.0), "2": (np.exp2, float(np.log2(np.e)))}
+
+
+@pytest.fixture(params=list(BASES), ids=[f"base {b}" for b in BASES])
+def base(request, monkeypatch):
+    """Each exponential the summaries may choose (``_exponential``: 2^x where numpy's is the faster
+    on this CPU), so that both are checked on any CPU."""
+    monkeypatch.setattr(bw, "_exponential", lambda: BASES[request.param])
+    return request.param
+
+
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("variant", list(SIX), ids=list(SIX))
 @pytest.mark.parametrize(
     ("n", "thumb", "block", "kv"),
     [(37, 8, 5, 2), (20, 32, 6, 2), (130, 32, 48, 2), (64, 8, 256, 2), (45, 8, 16, 1)],
 )
-def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant, n, thumb, block, kv):
+def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant, n, thumb, block, kv, base):
     """Three query heads a key head (one key head: six, summarised four and two at a time), any
-    variant, lengths not a multiple of the block and below the thumbnail's side."""
+    variant, lengths not a multiple of the block and below the thumbnail's side, in either base."""
     cap = variant_capture(SIX[variant], causal, n=n, heads=6, kv=kv)
     for layer in range(2):
         thumbs, rows = bw.layer_summary(cap, layer, thumb, block)
@@ -227,6 +252,11 @@ def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant,
     thumbs, table = bw.all_heads(cap, thumb, block)
     assert thumbs.shape == (2, 6, min(n, thumb), min(n, thumb)) and len(table) == 12
     assert_same_summary((thumbs[1, 4], table[10]), reference_summary(cap, 1, 4, thumb, block))
+
+
+def test_the_exponential_chosen_is_one_of_the_two_and_kept():
+    exp, unit = bw._exponential()
+    assert (exp, unit) in BASES.values() and bw._exponential()[0] is exp
 
 
 def test_key_groups_sum_any_other_pair_statistic_from_its_definition(monkeypatch):

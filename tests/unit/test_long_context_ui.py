@@ -221,7 +221,7 @@ def test_summaries_now_and_in_the_background_equal_all_heads():
     while not background.complete and time.monotonic() < deadline:
         time.sleep(0.01)
     assert background.complete and background.error is None
-    np.testing.assert_array_equal(background.snapshot()[0], thumbs)
+    np.testing.assert_allclose(background.snapshot()[0], thumbs, rtol=1e-6)  # computed in forked children
 
 
 def test_summaries_nobody_asks_for_stop_and_resume_where_they_were():
@@ -230,7 +230,7 @@ def test_summaries_nobody_asks_for_stop_and_resume_where_they_were():
     idle.ask()
     idle.job.thread.join(10)
     assert idle.done == 0 and idle.job.state == "idle"
-    idle._layer(0)
+    idle._layers(range(1))
     idle.job.idle = 60.0
     idle.ask()
     idle.job.thread.join(30)
