@@ -657,14 +657,14 @@ def _long_figure(args: argparse.Namespace, adapter):
         return None
     if limit >= cp.context_limit(adapter) or len(adapter.tokenizer(args.text)["input_ids"]) <= limit:
         return None  # run() reads it all, or cuts it with a notice as before (minilm: 512 either way)
-    from attention_atlas.serve.forked import forked_map
     from attention_atlas.viz_core import blockwise as bw
+    from attention_atlas.viz_core import every_head as eh
     from attention_atlas.viz_core import long_figures as lf
 
     cap = cp.capture(adapter, args.text)
     title = f"{adapter.model_id}, {cap.n_tokens:,} tokens"
     if args.view == "model":  # the long-input page's model view, every layer done, on every core
-        return lf.long_model_view(bw.all_heads(cap, each=forked_map)[0])
+        return lf.long_model_view(eh.all_heads(cap)[0])
     if not args.head.isdigit():
         raise CliError(f"--head {args.head!r}: give a head number (0..{cap.n_heads - 1}) at long context")
     args.head = int(args.head)

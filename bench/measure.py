@@ -103,6 +103,24 @@ def own_mb() -> float:
     return rss_mb()
 
 
+def children_own_mb(command: str = "") -> float:
+    """The largest own (anonymous) resident memory now of this process's child processes whose
+    command line holds ``command``, MB (0 with none; Linux /proc): a worker's own, without the file
+    pages it maps. A child between vfork and exec still shows this process's memory: ``command``
+    leaves it out."""
+    most = 0.0
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text(encoding="ascii") if entry.name.isdigit() else ""
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = dict(row.split(":", 1) for row in status.splitlines() if ":" in row)
+        if fields.get("PPid", "").strip() == str(os.getpid()) and "RssAnon" in fields and command in line:
+            most = max(most, int(fields["RssAnon"].split()[0]) / 1024)
+    return most
+
+
 def mapped_mb(folder: Path) -> float:
     """Resident MB of this process's mappings of files in ``folder`` (deleted ones included)."""
     total, inside = 0, False

@@ -155,8 +155,8 @@ def long_view(adapter, text: str, layer: int | None = None, head=None) -> View:
     captured as on the long-input page (in mapped files from 2,048 tokens); a box drawn on the
     overview zooms into its cells."""
     from attention_atlas.models.adapters import capture as cp
-    from attention_atlas.serve.forked import forked_map
     from attention_atlas.viz_core import blockwise as bw
+    from attention_atlas.viz_core import every_head as eh
     from attention_atlas.viz_core import long_figures as lf
 
     try:
@@ -166,7 +166,7 @@ def long_view(adapter, text: str, layer: int | None = None, head=None) -> View:
     layer = pick(cap.n_layers // 2 if layer is None else layer, cap.n_layers, "layer")[0]
     head = pick(0 if head is None else head, cap.n_heads, "heads")[0]
     bar = _bar(cap.n_layers * cap.n_heads, "every head, block-wise")
-    thumbs, _ = bw.all_heads(cap, progress=bar and (lambda *_: bar.update()), each=forked_map)
+    thumbs, _ = eh.all_heads(cap, progress=bar and (lambda *_: bar.update()))
     if bar:
         bar.close()
     red = bw.reduce_head(cap, layer, head)

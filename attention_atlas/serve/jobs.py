@@ -83,6 +83,11 @@ class Job:
         if wait is not None and thread is not None and thread.is_alive():
             thread.join(wait)
 
+    def overdue(self) -> bool:
+        """Nobody has ``touch``-ed or started the job for ``idle`` seconds (a step that runs long may
+        stop for it: the job then ends ``IDLE``)."""
+        return self.idle is not None and time.monotonic() - self._asked >= self.idle
+
     def cancelled(self) -> bool:
         """For a step that runs long (it is called once, not again and again): whether to stop
         now, because ``stop()`` was called or ``alive()`` answers False."""
@@ -134,7 +139,7 @@ class Job:
                 self._give_up()
             if self._stop.is_set():
                 return self._finish(STOPPED, self.message or "stopped")
-            if self.idle is not None and time.monotonic() - self._asked >= self.idle:
+            if self.overdue():
                 return self._finish(IDLE, f"nobody looked for {self.idle:g} s")
             if not self._running.wait(0.5):
                 continue

@@ -16,10 +16,10 @@ import pandas as pd
 import streamlit as st
 
 from attention_atlas.paths import DATA
-from attention_atlas.serve.forked import forked_map, workers
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core import every_head as eh
 from attention_atlas.viz_core import sentences as sn
 
 SAMPLE = DATA / "long_context" / "tatoeba_en.txt"  # see its SOURCE.md
@@ -30,18 +30,20 @@ IDLE = 30.0  # s: background work nobody has looked at for this long stops (and 
 
 
 class Summaries:
-    """Every head's max-pooled thumbnail and ``head_table`` row for one capture, a layer a core at a
-    time (``serve.forked``), first layers first. ``run()`` does it all now; ``ask()`` keeps a background ``serve.jobs.Job``
-    at it, which stops when nobody has asked for ``idle`` seconds (a page left open asks every
-    few seconds) and goes on at the next ``ask()``, from the layer it had reached. Readers take
-    ``snapshot()``s; the job only writes whole layers, under the lock."""
+    """Every head's max-pooled thumbnail and ``head_table`` row for one capture, first layers first,
+    on worker processes (``viz_core.every_head``: a layer a core at once). ``run()`` does it all now,
+    here; ``ask()`` keeps a background ``serve.jobs.Job`` at it, which stops, its workers with it,
+    when nobody has asked for ``idle`` seconds (a page left open asks every few seconds) and goes on
+    at the next ``ask()``, from the layer it had reached. Readers take ``snapshot()``s; whole layers
+    are written, in order, under the lock."""
 
     def __init__(self, cap: bw.QKCapture, thumb: int = THUMB, idle: float = IDLE):
         self.cap, self.thumb = cap, thumb
         side = min(cap.n_tokens, thumb)
         self._thumbs = np.zeros((cap.n_layers, cap.n_heads, side, side), dtype=np.float32)
         self._rows: list[dict] = []
-        self.done = 0  # layers finished
+        self._early: dict[int, tuple] = {}  # layers done before one above them, kept until it comes
+        self.done = 0  # layers finished, from the first
         self.seconds = 0.0  # spent on them
         self._lock = threading.Lock()
         self.job = Job(self._next, name="atlas-long-summaries", idle=idle)
@@ -54,30 +56,30 @@ class Summaries:
     def error(self) -> str | None:
         return self.job.message if self.job.state == FAILED else None
 
-    def _summary(self, layer: int) -> tuple[np.ndarray, list[dict]]:
-        return bw.layer_summary(self.cap, layer, self.thumb)
-
-    def _layers(self, layers: range, n_workers: int | None = None) -> None:
-        """``layers`` summarised, one a core at once (``serve.forked``), and kept in order."""
-        start = time.perf_counter()
-        found = dict(forked_map(self._summary, layers, n_workers, cancelled=self.job.cancelled))
+    def _keep(self, layer: int, summary: tuple, seconds: float) -> None:
         with self._lock:
-            for layer in layers:
-                if layer not in found:  # the job was stopped: the rest another time
-                    break
-                self._thumbs[layer], rows = found[layer]
+            self._early[layer] = summary
+            while self.done in self._early:
+                self._thumbs[self.done], rows = self._early.pop(self.done)
                 self._rows += rows
-                self.done = layer + 1
-            self.seconds += time.perf_counter() - start
+                self.done += 1
+            self.seconds += seconds
+
+    def _summarise(self, n_workers: int | None = None, cancelled=None) -> None:
+        todo = [layer for layer in range(self.done, self.cap.n_layers) if layer not in self._early]
+        start = time.perf_counter()
+        for layer, summary in eh.layer_summaries(self.cap, todo, self.thumb, n_workers=n_workers, cancelled=cancelled):
+            self._keep(layer, summary, time.perf_counter() - start)
+            start = time.perf_counter()
 
     def _next(self) -> str | None:
-        if not self.complete:
-            self._layers(range(self.done, min(self.done + workers(), self.cap.n_layers)))
+        if not self.complete:  # stopped, or nobody asked for a while: the workers go, the rest another time
+            self._summarise(cancelled=lambda: self.job.cancelled() or self.job.overdue())
         return "every layer summarised" if self.complete else None
 
     def run(self) -> Summaries:
         """Every remaining layer, now, in this thread."""
-        self._layers(range(self.done, self.cap.n_layers), n_workers=1)
+        self._summarise(n_workers=1)
         return self
 
     def ask(self) -> None:

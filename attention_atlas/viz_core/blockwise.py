@@ -20,7 +20,7 @@ Reductions for the views, each block-wise:
   dilute a one-token line 1/width). ``how="mean"`` is there too. No weights are written out:
   ``pooled_rows`` pools a block's logits and exps, and divides the pooled cells by each row's Z.
 - ``window``: a rectangle at full resolution (≤ 512 × 512), each row normalised over all keys.
-- ``layer_summary`` / ``head_summary`` / ``all_heads`` / ``head_stats``: every head's 32 × 32
+- ``layer_summary`` / ``head_summary`` / ``head_stats``: every head's 32 × 32
   max-pooled thumbnail and the head statistics of ``viz_core.head_stats`` (the same numbers as
   ``viz_core.stats.head_table``'s, to float32 rounding). The query heads that share a key head go
   together (up to ``TOGETHER``, ``block`` rows of each: their logits and exps), and no weights
@@ -648,30 +648,6 @@ def _table_rows(cap: QKCapture, layer: int, heads, sums: np.ndarray) -> list[dic
 def head_stats(cap: QKCapture, layer: int, head: int, block: int = SUMMARY_BLOCK) -> dict:
     """``head_table``'s row for one head: layer, head, every statistic of ``head_stats`` and the pattern."""
     return head_summary(cap, layer, head, 1, block)[1]
-
-
-def all_heads(
-    cap: QKCapture, thumb: int = 32, block: int = SUMMARY_BLOCK, progress=None, each=None
-) -> tuple[np.ndarray, list[dict]]:
-    """Every head, a layer at a time (``layer_summary``): max-pooled thumbnails
-    ``[layers, heads, ≤thumb, ≤thumb]`` and ``head_table``'s rows (a list of dicts;
-    ``pandas.DataFrame(rows)`` is the table). ``progress(layer, head)`` after each head.
-    ``each(fn, layers)`` gives ``(layer, fn(layer))`` in any order (``serve.forked.forked_map``
-    spreads the layers over the cores); by default the layers are done here, in turn."""
-    side = min(cap.n_tokens, thumb)
-    thumbs = np.zeros((cap.n_layers, cap.n_heads, side, side), dtype=np.float32)
-    tables = {}
-    pairs = (each or _in_turn)(lambda layer: layer_summary(cap, layer, thumb, block), range(cap.n_layers))
-    for layer, (tiles, rows) in pairs:
-        thumbs[layer], tables[layer] = tiles, rows
-        if progress:
-            for head in range(cap.n_heads):
-                progress(layer, head)
-    return thumbs, [row for layer in sorted(tables) for row in tables[layer]]
-
-
-def _in_turn(fn, items):
-    return ((item, fn(item)) for item in items)
 
 
 # -- helpers of the long-input page: zoom windows, one query's keys, queries and keys in 2-D ----------

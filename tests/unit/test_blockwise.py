@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from attention_atlas.serve.forked import forked_map
 from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core import every_head as eh
 from attention_atlas.viz_core import head_stats
 from attention_atlas.viz_core.stats import head_table
 
@@ -95,7 +95,7 @@ def test_stats_and_thumbnails_match_head_table_and_reduce_head(causal):
     cap = random_capture(n=45, causal=causal)
     weights = np.stack([[dense(cap, layer, h) for h in range(4)] for layer in range(2)]).astype(np.float32)
     expected = head_table(weights, cap.special).to_dict("records")
-    thumbs, rows = bw.all_heads(cap, thumb=8, block=7)
+    thumbs, rows = eh.all_heads(cap, thumb=8, block=7)
     assert thumbs.shape == (2, 4, 8, 8)
     for want, got in zip(expected, rows, strict=True):
         assert got["pattern"] == want["pattern"]
@@ -104,19 +104,6 @@ def test_stats_and_thumbnails_match_head_table_and_reduce_head(causal):
             assert got[key] == pytest.approx(want[key], abs=1e-5)
     assert np.allclose(thumbs[1, 2], bw.reduce_head(cap, 1, 2, cells=8).values, atol=1e-6)
     assert bw.head_stats(cap, 1, 2)["mean_distance"] == pytest.approx(rows[6]["mean_distance"], abs=1e-5)
-
-
-def test_every_head_spread_over_forked_children_equals_every_head_in_turn():
-    cap = random_capture(n=300, layers=5, heads=6, kv=2, dim=16)
-    thumbs, rows = bw.all_heads(cap, thumb=16, block=64)
-    seen = []
-    forked = bw.all_heads(cap, thumb=16, block=64, progress=lambda *lh: seen.append(lh), each=lambda f, ls: forked_map(f, ls, 3))
-    np.testing.assert_allclose(forked[0], thumbs, rtol=1e-6)
-    assert [(r["layer"], r["head"]) for r in forked[1]] == [(r["layer"], r["head"]) for r in rows]
-    for want, got in zip(rows, forked[1], strict=True):
-        assert got["pattern"] == want["pattern"]
-        assert [got[k] for k in head_stats.NAMES] == pytest.approx([want[k] for k in head_stats.NAMES], rel=1e-6)
-    assert sorted(seen) == [(layer, head) for layer in range(5) for head in range(6)]
 
 
 def test_patterns_are_named_like_head_table():
@@ -249,7 +236,7 @@ def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant,
             want = reference_summary(cap, layer, head, thumb, block)
             assert_same_summary((thumbs[head], rows[head]), want)
             assert_same_summary(bw.head_summary(cap, layer, head, thumb, block), want)
-    thumbs, table = bw.all_heads(cap, thumb, block)
+    thumbs, table = eh.all_heads(cap, thumb, block)
     assert thumbs.shape == (2, 6, min(n, thumb), min(n, thumb)) and len(table) == 12
     assert_same_summary((thumbs[1, 4], table[10]), reference_summary(cap, 1, 4, thumb, block))
 

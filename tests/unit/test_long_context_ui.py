@@ -13,6 +13,7 @@ from attention_atlas.models.text.pairs import CORPORA
 from attention_atlas.ui import long_cached as lc
 from attention_atlas.ui import long_views as lv
 from attention_atlas.viz_core import blockwise as bw
+from attention_atlas.viz_core import every_head as eh
 from attention_atlas.viz_core import long_figures as lf
 
 
@@ -160,7 +161,7 @@ def test_the_page_and_the_command_line_draw_the_same_model_view():
     those of ``blockwise.all_heads``: once every layer is in, the same figure, byte for byte."""
     cap = random_capture(n=70)
     page = lf.long_model_view(*lc.Summaries(cap).run().snapshot()[::2])  # thumbnails, layers done
-    cli = lf.long_model_view(bw.all_heads(cap)[0])
+    cli = lf.long_model_view(eh.all_heads(cap)[0])
     assert pio.to_json(page, validate=False) == pio.to_json(cli, validate=False)
 
 
@@ -209,7 +210,7 @@ def test_max_chars_is_the_captures():
 
 def test_summaries_now_and_in_the_background_equal_all_heads():
     cap = random_capture()
-    thumbs, table = bw.all_heads(cap, thumb=32)
+    thumbs, table = eh.all_heads(cap, thumb=32)
     now = lc.Summaries(cap).run()
     got, frame, done = now.snapshot()
     assert done == 3 and now.complete
@@ -221,7 +222,7 @@ def test_summaries_now_and_in_the_background_equal_all_heads():
     while not background.complete and time.monotonic() < deadline:
         time.sleep(0.01)
     assert background.complete and background.error is None
-    np.testing.assert_allclose(background.snapshot()[0], thumbs, rtol=1e-6)  # computed in forked children
+    np.testing.assert_array_equal(background.snapshot()[0], thumbs)
 
 
 def test_summaries_nobody_asks_for_stop_and_resume_where_they_were():
@@ -230,7 +231,7 @@ def test_summaries_nobody_asks_for_stop_and_resume_where_they_were():
     idle.ask()
     idle.job.thread.join(10)
     assert idle.done == 0 and idle.job.state == "idle"
-    idle._layers(range(1))
+    idle._keep(0, bw.layer_summary(cap, 0), 0.0)
     idle.job.idle = 60.0
     idle.ask()
     idle.job.thread.join(30)

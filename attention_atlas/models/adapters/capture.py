@@ -300,16 +300,23 @@ def spill_dir() -> Path:
 def mapped(a: np.ndarray, folder: Path) -> np.ndarray:
     """``a`` written to an unnamed file in ``folder`` and mapped back read-only: its pages are the
     system's file cache, read back at memory speed while there is room and dropped (not swapped)
-    when there is not, and the file is gone with the last view of it. ``a`` itself where the
-    folder cannot take it (read-only, full)."""
+    when there is not, and the file is gone with the last view of it. The file stays open on the
+    array (``.file``): ``viz_core.every_head``'s workers map it by descriptor. ``a`` itself where
+    the folder cannot take it (read-only, full)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder) as f:
-            a.tofile(f)
-            f.flush()
-            return np.memmap(f, dtype=a.dtype, mode="r", shape=a.shape)
+        f = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 - kept open on the array, closed with it
     except OSError:
         return a
+    try:
+        a.tofile(f)
+        f.flush()
+        out = np.memmap(f, dtype=a.dtype, mode="r", shape=a.shape)
+    except OSError:
+        f.close()
+        return a
+    out.file = f
+    return out
 
 
 def _spilled(t: torch.Tensor):
