@@ -73,7 +73,7 @@ def every_head(cap: bw.QKCapture, repeat: int) -> tuple[float, float, float, tup
     own memory a worker held (MB, sampled); the workers' result."""
     spread, alone, own = [], [], 0.0
     for _ in range(repeat):
-        with PeakRss(read=lambda: children_own_mb(eh.__name__)) as workers:
+        with PeakRss(read=lambda: children_own_mb(eh.__name__), every=0.5) as workers:  # /proc: not free
             t, _, result = timed(lambda: eh.all_heads(cap))
         spread.append(t)
         own = max(own, workers.peak)

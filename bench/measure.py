@@ -33,11 +33,11 @@ def peak_mb(children: bool = False) -> float:
 
 
 class PeakRss:
-    """The highest resident memory seen while the block runs, sampled every 5 ms (``read``: how
-    it is read, MB; ``own_mb`` for anonymous memory alone)."""
+    """The highest resident memory seen while the block runs, sampled every ``every`` seconds (5 ms;
+    ``read``: how it is read, MB; ``own_mb`` for anonymous memory alone)."""
 
-    def __init__(self, read=None):
-        self.read = read or rss_mb
+    def __init__(self, read=None, every: float = 0.005):
+        self.read, self.every = read or rss_mb, every
 
     def __enter__(self):
         self.peak, self._stop = self.read(), threading.Event()
@@ -46,7 +46,7 @@ class PeakRss:
         return self
 
     def _watch(self):
-        while not self._stop.wait(0.005):
+        while not self._stop.wait(self.every):
             self.peak = max(self.peak, self.read())
 
     def __exit__(self, *exc):

@@ -483,7 +483,13 @@ class _KeyGroup:
             None if a is None else np.float32(np.asarray(a)[heads] * self.unit)
             for a in (variant.sinks, variant.slopes)
         )
-        self.special = np.asarray(cap.special, dtype=bool)
+        special, keys = np.asarray(cap.special, dtype=bool), np.arange(cap.n_tokens)
+        self.f = [  # each key statistic's f over every key, and the keys where it is not 0
+            None if s.key is None else np.broadcast_to(s.key(keys, special), keys.shape).astype(np.float32)
+            for s in hs.STATISTICS
+        ]
+        self.nonzero = [None if f is None else np.flatnonzero(f) for f in self.f]
+        self.ones = np.ones(cap.n_tokens, dtype=np.float32)
         self.edges = cell_edges(self.n, thumb)
         self.thumbs = np.zeros((len(self.q), len(self.edges) - 1, len(self.edges) - 1), dtype=np.float32)
         self.sums = np.zeros((len(self.q), len(hs.STATISTICS)))
@@ -504,14 +510,22 @@ class _KeyGroup:
         size = len(self.q) * (stop - start) * (width - first)
         s, top, peaks = self._logits(start, stop, first, width, self.space[:size])
         e = self.exp(s, out=self.space[size : 2 * size].reshape(s.shape))
-        parts = _parts(e, start - first, stop - first)
+        parts = _parts(e, start - first, stop - first, self.ones)
         z = sum(parts).astype(np.float64)
         if self.sinks is not None:
             z += self.exp(self.sinks[:, None] - top)
         block = _Block(start, stop, first, width, s, e, parts, z, self.unit)
         self._pool(block, self.exp(peaks - top[..., None]))
-        for i, stat in enumerate(hs.STATISTICS):
-            self.sums[:, i] += (_row_sum(stat, block, self.special) / z).sum(-1)
+        sums = np.stack([self._row_sum(i, stat, block) for i, stat in enumerate(hs.STATISTICS)], -1)
+        self.sums += (sums / z[..., None]).sum(1)
+
+    def _row_sum(self, i: int, stat: hs.Statistic, block: _Block) -> np.ndarray:
+        """``[heads, rows]``: each row's Σₖ e·f of statistic ``i`` (its row sum times Z)."""
+        if stat.key is None:
+            return _row_sum(stat, block)
+        keys = self.nonzero[i]  # only the keys where f is not 0 (a few special tokens, the first)
+        keys = keys[(keys >= block.first) & (keys < block.width)]
+        return (block.e[..., keys - block.first] * self.f[i][keys]).sum(-1)
 
     def _logits(self, start: int, stop: int, first: int, width: int, out: np.ndarray) -> tuple:
         """``[heads, rows, keys first:width]`` logits less each row's top (its max, or the sink's
@@ -565,12 +579,11 @@ def _exponential() -> tuple[np.ufunc, float]:
     return (np.exp2, float(np.log2(np.e))) if seconds(np.exp2) < 0.8 * seconds(np.exp) else (np.exp, 1.0)
 
 
-def _parts(e: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parts(e: np.ndarray, a: int, b: int, ones: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``[heads, rows]`` Σe over the keys ``:a`` (before a block's rows), ``a:b`` (among them) and
-    ``b:`` (after them). The long two are matrix-vector products with ones: a BLAS pass, twice as
-    fast as numpy's pairwise ``sum``."""
+    ``b:`` (after them). The long two are matrix-vector products with ``ones`` (at least as many as
+    the keys): a BLAS pass, twice as fast as numpy's pairwise ``sum``."""
     flat, shape = e.reshape(-1, e.shape[-1]), e.shape[:-1]
-    ones = np.ones(max(a, flat.shape[1] - b), dtype=e.dtype)
 
     def total(columns: slice, width: int) -> np.ndarray:
         return (flat[:, columns] @ ones[:width]).reshape(shape) if width else np.zeros(shape, e.dtype)
@@ -578,17 +591,14 @@ def _parts(e: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return total(slice(None, a), a), e[..., a:b].sum(-1), total(slice(b, None), flat.shape[1] - b)
 
 
-def _row_sum(stat: hs.Statistic, block: _Block, special: np.ndarray) -> np.ndarray:
-    """``[heads, rows]``: each row's Σₖ e·f of ``stat`` (its row sum times Z)."""
+def _row_sum(stat: hs.Statistic, block: _Block) -> np.ndarray:
+    """``[heads, rows]``: each row's Σₖ e·f of ``stat``, any form but a key statistic's (its row sum
+    times Z)."""
     e = block.e
     if stat.surprise:  # −Σ p ln p = (ln Z · Σe − Σ e·s) / Z, in bits (s natural: its base's ÷ unit)
         return (np.log(block.z) * block.total - np.vecdot(e, block.s) / block.unit) / np.log(2)
     if stat.pair is hs.distance:
         return _distance(block)
-    if stat.key is not None:  # only the keys where f is not 0 (a few special tokens, the first)
-        f = np.broadcast_to(stat.key(np.arange(len(special)), special), special.shape).astype(np.float32)
-        keys = np.flatnonzero(f[block.first : block.width])
-        return (e[..., keys] * f[block.first + keys]).sum(-1)
     if stat.offset is not None:  # the one key at query + offset, where the block reads it
         cols = np.arange(block.start, block.stop) + stat.offset - block.first
         ok = np.flatnonzero((cols >= 0) & (cols < e.shape[-1]))
