@@ -30,6 +30,7 @@ import contextlib
 import mmap
 import os
 import pickle
+import site
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -147,13 +148,9 @@ def _start(cap: bw.QKCapture, fds: list[int], layers: list[int], thumb: int, blo
         "block": block,
         "out": writer,
     }
-    path = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            pass_fds=[*fds, writer],
-            env={**os.environ, **ONE_THREAD, "PYTHONPATH": path},
+            [sys.executable, "-m", __name__], stdin=subprocess.PIPE, pass_fds=[*fds, writer], env=_environment()
         )
     finally:
         os.close(writer)
@@ -162,6 +159,17 @@ def _start(cap: bw.QKCapture, fds: list[int], layers: list[int], thumb: int, blo
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.close()
     return proc, os.fdopen(reader, "rb")
+
+
+def _environment() -> dict[str, str]:
+    """A worker's environment: this one, BLAS held to one thread, and this package's folder first on
+    ``PYTHONPATH`` unless it is a site folder (an installed package: found there as here; a site
+    folder first would put its modules before the standard library's)."""
+    env = {**os.environ, **ONE_THREAD}
+    sites = {os.path.realpath(p) for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    if os.path.realpath(PACKAGE_ROOT) not in sites:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
+    return env
 
 
 def _arrays(cap: bw.QKCapture) -> list[np.ndarray]:

@@ -125,3 +125,14 @@ def test_workers_from_the_environment(monkeypatch, value):
         eh.workers()
     monkeypatch.delenv(eh.WORKERS_VAR)
     assert 1 <= eh.workers() <= eh.MOST
+
+
+def test_a_worker_finds_this_package_without_a_site_folder_before_the_standard_library(monkeypatch):
+    import site
+
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = eh._environment()
+    assert env["OPENBLAS_NUM_THREADS"] == "1"
+    assert env["PYTHONPATH"] == os.pathsep.join([eh.PACKAGE_ROOT, "/elsewhere"])  # a checkout: first
+    monkeypatch.setattr(eh, "PACKAGE_ROOT", site.getsitepackages()[0])  # an installed wheel: as it was
+    assert eh._environment()["PYTHONPATH"] == "/elsewhere"
