@@ -19,7 +19,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", str(len(os.sched_getaffinity(0))))
 import argparse
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +27,7 @@ from attention_atlas.models.adapters.capture import mapped
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import every_head as eh
 from bench.bench_long_overview import LAYERS, smollm2_layer
+from bench.measure import timed
 from bench.results import machine, write_section
 
 
@@ -37,12 +37,6 @@ def smollm2_shaped(n: int, folder: Path) -> bw.QKCapture:
     return bw.QKCapture(
         one.model_id, [q] * LAYERS, [k] * LAYERS, one.scaling * LAYERS, True, one.tokens, one.special
     )
-
-
-def seconds(fn) -> tuple[float, object]:
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         first = None
         for _ in range(args.repeat):
             for w in runs:
-                t, got = seconds(lambda w=w: eh.all_heads(cap, n_workers=w))
+                t, _, got = timed(lambda w=w: eh.all_heads(cap, n_workers=w))
                 runs[w].append(t)
                 first = first or got
                 np.testing.assert_allclose(got[0], first[0], rtol=1e-5, atol=1e-6)

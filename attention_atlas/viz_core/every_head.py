@@ -95,7 +95,7 @@ def layer_summaries(
     are done, on ``n_workers`` processes where the capture lives in files, else here in turn.
     ``cancelled()``, asked every ``POLL`` seconds, ends the work early (the workers killed, nothing
     more yielded). Closing the iterator kills the workers too."""
-    layers = list(layers)
+    layers, cancelled = list(layers), cancelled or (lambda: False)
     n = min(workers() if n_workers is None else n_workers, len(layers))
     files = _descriptors(cap)
     sent: set[int] = set()
@@ -111,7 +111,7 @@ def layer_summaries(
         finally:
             _end(running)
     for layer in layers:
-        if layer not in sent and not (cancelled is not None and cancelled()):
+        if layer not in sent and not cancelled():
             yield layer, bw.layer_summary(cap, layer, thumb, block)
 
 
@@ -122,7 +122,7 @@ def _descriptors(cap: bw.QKCapture) -> list[int] | None:
     if os.name != "posix":
         return None
     fds = []
-    for a in (x for pair in zip(cap.queries, cap.keys, strict=True) for x in pair):
+    for a in _arrays(cap):
         file = getattr(a, "file", None)
         if not isinstance(a, np.memmap) or file is None or file.closed or a.offset:
             return None
@@ -180,7 +180,7 @@ def _collect(running: list, sent: set[int], cancelled) -> Iterator[tuple[int, Su
     """Yield each ``(layer, summary)`` the workers send, noting it in ``sent``, until every pipe has
     closed or ``cancelled()``."""
     open_ = {reader: proc for proc, reader in running}
-    while open_ and not (cancelled is not None and cancelled()):
+    while open_ and not cancelled():
         for reader in wait(list(open_), timeout=POLL):
             try:
                 layer, summary = pickle.load(reader)
