@@ -7,7 +7,8 @@ Measured in one run on the CPU with two torch threads (issue 12's goals in brack
   window (≤ 0.3 s); the model view's payload at 8,192 (≤ 2 MB): every head's 32² max-pooled
   thumbnail as viz_core.long_figures.long_model_view (the page's and cli.py figure's), its JSON;
 - all 270 heads' thumbnails and statistics at 8,192 (issue 26: ≤ 15 s; the time a page would wait),
-  on worker processes (``viz_core.every_head``) against one process, alternated; bench/bench_long_overview.py
+  on worker processes (``viz_core.every_head``) with the compiled pass (``viz_core.fused``), against
+  numpy's passes on them and against one process, alternated; bench/bench_long_overview.py
   times the key groups against the per-head path before on random q/k.
 The chromium click-to-head time at 2,048 tokens is bench/bench_long_click.py's (the page half).
 
@@ -31,6 +32,7 @@ from attention_atlas.models.adapters import capture as cp
 from attention_atlas.models.registry import load
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import every_head as eh
+from attention_atlas.viz_core import fused
 from attention_atlas.viz_core import sentences as sn
 from attention_atlas.viz_core.long_figures import long_model_view
 from bench.measure import PeakRss, children_own_mb, ids_of, peak_mb, rss_mb, timed
@@ -67,18 +69,22 @@ def products_alone(cap: bw.QKCapture) -> float:
     return time.perf_counter() - t
 
 
-def every_head(cap: bw.QKCapture, repeat: int) -> tuple[float, float, float, tuple]:
-    """Median seconds of every head's thumbnail and statistics on worker processes (as the page, the
-    command line and the notebook run them) and in this process alone (before), alternated; the most
-    own memory a worker held (MB, sampled); the workers' result."""
-    spread, alone, own = [], [], 0.0
+def every_head(cap: bw.QKCapture, repeat: int) -> tuple[float, float, float, float, tuple]:
+    """Median seconds of every head's thumbnail and statistics on worker processes with the compiled
+    pass (as the page, the command line and the notebook run them), on them with numpy's passes
+    (``ATLAS_NUMBA=0``: the last stop's) and in this process alone, alternated; the most own memory a
+    worker held (MB, sampled); the workers' result."""
+    spread, passes, alone, own = [], [], [], 0.0
     for _ in range(repeat):
         with PeakRss(read=lambda: children_own_mb(eh.__name__), every=0.5) as workers:  # /proc: not free
             t, _, result = timed(lambda: eh.all_heads(cap))
         spread.append(t)
         own = max(own, workers.peak)
+        os.environ[fused.NUMBA_VAR] = "0"  # the workers inherit it
+        passes.append(timed(lambda: eh.all_heads(cap))[0])
+        os.environ[fused.NUMBA_VAR] = "1"
         alone.append(timed(lambda: eh.all_heads(cap, n_workers=1))[0])
-    return statistics.median(spread), statistics.median(alone), own, result
+    return (*(statistics.median(t) for t in (spread, passes, alone)), own, result)
 
 
 def forward_ratio(adapter, plain, n: int) -> tuple[float, float, bw.QKCapture, float]:
@@ -141,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         "during the forwards).",
     ]
     print(lines[-1], flush=True)
-    t_all, t_one, own, (thumbs, table) = every_head(cap, args.repeat)
+    t_all, t_passes, t_one, own, (thumbs, table) = every_head(cap, args.repeat)
     t_products = products_alone(cap)
     payload = len(pio.to_json(long_model_view(thumbs), validate=False).encode())
     lines += [
@@ -150,9 +156,11 @@ def main(argv: list[str] | None = None) -> None:
         f"thumbnails, payload {payload / 2**20:.2f} MB [≤ 2 MB] (the Plotly JSON, model_view's uint8 tile "
         f"encoding). Every head's thumbnail and statistics took **{t_all:.1f} s** [≤ 15 s] on "
         f"{eh.workers()} worker processes (`viz_core.every_head`, one BLAS thread each, the capture's "
-        f"files mapped; each worker's own memory at most {own:,.0f} MB), against "
-        f"{t_one:.1f} s in one process (numpy's two BLAS threads) in the same run: {t_one / t_all:.2f}× "
-        f"(medians of {args.repeat} alternated pairs); nothing but their q·kᵀ products, block by block "
+        f"files mapped, the compiled pass of `viz_core.fused`; each worker's own memory at most {own:,.0f} "
+        f"MB), against {t_passes:.1f} s on the same workers with numpy's passes (`ATLAS_NUMBA=0`, the "
+        f"last stop's: {t_passes / t_all:.2f}×) and {t_one:.1f} s in one process (numpy's two BLAS threads, "
+        f"the compiled pass: {t_one / t_all:.2f}×) in the same run (medians of {args.repeat}, "
+        "alternated); nothing but their q·kᵀ products, block by block "
         f"as the summaries multiply them, in one process, took {t_products:.0f} s. Patterns: "
         + ", ".join(
             f"{p} {sum(r['pattern'] == p for r in table)}" for p in sorted({r["pattern"] for r in table})

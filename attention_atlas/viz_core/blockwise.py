@@ -447,10 +447,13 @@ class _Block:
     first: int
     width: int
     s: np.ndarray  # [heads, rows, keys] logits less each row's top (masked: MASKED less it), × unit
+    # (the compiled pass: e, written over them)
     e: np.ndarray  # e^(s / unit): the exponential of the logits in its base
     parts: tuple  # [heads, rows] Σe over the keys before the block's rows, among them, after them
     z: np.ndarray  # [heads, rows] float64: each row's softmax denominator (Σe, and the sink's exp)
     unit: float  # the logits' unit: log₂ e for base 2, 1 for natural logits (``_exponential``)
+    es: np.ndarray | None = None  # [heads, rows] Σe·s where the compiled pass summed it (s is e then)
+    distance: np.ndarray | None = None  # [heads, rows] Σe·|query − key|, likewise
 
     @property
     def before(self) -> int:
@@ -476,7 +479,9 @@ class _KeyGroup:
         q, k = cap.queries[layer], cap.keys[layer]
         self.q, self.n, self.causal = q[heads], cap.n_tokens, cap.causal
         self.kt = np.ascontiguousarray(k[heads.start // (q.shape[0] // k.shape[0])].T)  # [dim, keys]
-        self.exp, self.unit = _exponential()  # logits in the exponential's base: natural ones × unit
+        self.fused = _fused_kernel()  # one compiled pass for exp and the row sums, where numba is
+        # logits in the exponential's base: natural ones × unit (the compiled pass's is 2)
+        self.exp, self.unit = (np.exp2, float(np.log2(np.e))) if self.fused else _exponential()
         self.scaling, variant = cap.scaling[layer], cap.variant(layer)
         self.window, self.softcap = variant.window, variant.softcap
         self.sinks, self.slopes = (
@@ -497,8 +502,9 @@ class _KeyGroup:
 
     def run(self, block: int) -> _KeyGroup:
         """Every row, ``block`` rows of each head at a time (two ``[heads, block, keys]`` arrays:
-        the logits and their exps)."""
-        self.space = np.empty(2 * len(self.q) * min(block, self.n) * self.n, dtype=np.float32)
+        the logits and their exps; one with the compiled pass)."""
+        arrays = 1 if self.fused else 2  # the compiled pass writes the exps over the logits
+        self.space = np.empty(arrays * len(self.q) * min(block, self.n) * self.n, dtype=np.float32)
         for start, stop in row_blocks(self.n, block):
             self.add(start, stop)
         self.space = None
@@ -509,12 +515,10 @@ class _KeyGroup:
         first, width = _span(self.n, self.causal, self.window, start, stop)
         size = len(self.q) * (stop - start) * (width - first)
         s, top, peaks = self._logits(start, stop, first, width, self.space[:size])
-        e = self.exp(s, out=self.space[size : 2 * size].reshape(s.shape))
-        parts = _parts(e, start - first, stop - first, self.ones)
-        z = sum(parts).astype(np.float64)
+        block = (self._fused if self.fused else self._passes)(start, stop, first, width, s, top)
+        z = block.z
         if self.sinks is not None:
             z += self.exp(self.sinks[:, None] - top)
-        block = _Block(start, stop, first, width, s, e, parts, z, self.unit)
         self._pool(block, self.exp(peaks - top[..., None]))
         sums = np.stack([self._row_sum(i, stat, block) for i, stat in enumerate(hs.STATISTICS)], -1)
         self.sums += (sums / z[..., None]).sum(1)
@@ -528,14 +532,15 @@ class _KeyGroup:
         return (block.e[..., keys - block.first] * self.f[i][keys]).sum(-1)
 
     def _logits(self, start: int, stop: int, first: int, width: int, out: np.ndarray) -> tuple:
-        """``[heads, rows, keys first:width]`` logits less each row's top (its max, or the sink's
-        logit where higher), the masked ones ``MASKED`` less it, in ``out``; the tops ``[heads,
-        rows]``; and each row's max logit in each thumbnail column it reads ``[heads, rows, cells]``
-        (a row's max is the max of these: no pass of its own)."""
+        """``[heads, rows, keys first:width]`` logits, the masked ones ``MASKED``, in ``out``; each
+        row's top ``[heads, rows]`` (its max, or the sink's logit where higher); and each row's max
+        logit in each thumbnail column it reads ``[heads, rows, cells]`` (a row's max is the max of
+        these: no pass of its own)."""
         heads, rows = len(self.q), stop - start
         factor = self.scaling / self.softcap if self.softcap else self.scaling * self.unit  # on q: no pass
-        queries = self.q[:, start:stop] * np.float32(factor)
-        s = np.matmul(queries, self.kt[:, first:width], out=out.reshape(heads, rows, width - first))
+        queries = (self.q[:, start:stop] * np.float32(factor)).reshape(heads * rows, -1)
+        s = np.matmul(queries, self.kt[:, first:width], out=out.reshape(heads * rows, -1))  # one product:
+        s = s.reshape(heads, rows, width - first)  # the heads share their keys (4 % faster than a stack)
         if self.softcap:
             np.tanh(s, out=s)
             s *= np.float32(self.softcap * self.unit)
@@ -546,8 +551,22 @@ class _KeyGroup:
         top = peaks.max(-1)
         if self.sinks is not None:
             top = np.maximum(top, self.sinks[:, None])
-        s -= top[..., None]
         return s, top, peaks
+
+    def _passes(self, start: int, stop: int, first: int, width: int, s: np.ndarray, top: np.ndarray) -> _Block:
+        """The block by numpy's passes: each row's top taken off ``s``, the exps beside it, Σe in three
+        parts."""
+        s -= top[..., None]
+        e = self.exp(s, out=self.space[s.size : 2 * s.size].reshape(s.shape))
+        parts = _parts(e, start - first, stop - first, self.ones)
+        return _Block(start, stop, first, width, s, e, parts, sum(parts).astype(np.float64), self.unit)
+
+    def _fused(self, start: int, stop: int, first: int, width: int, s: np.ndarray, top: np.ndarray) -> _Block:
+        """The block by the compiled pass (``viz_core.fused``): ``e`` written over ``s``, Σe, Σe·s and
+        the distances' sum from it; ``parts`` is Σe alone."""
+        total, ent, dist = (np.empty(top.shape) for _ in range(3))
+        self.fused(s, start, first, self.causal, self.window or 0, top, total, ent, dist)
+        return _Block(start, stop, first, width, s, s, (total,), total.copy(), self.unit, ent, dist)
 
     def _pool(self, block: _Block, peaks: np.ndarray) -> None:
         """Each thumbnail cell's max weight so far, with the block's rows, from each row's max
@@ -559,6 +578,13 @@ class _KeyGroup:
         runs = np.flatnonzero(np.diff(cells, prepend=-1))  # the block's first row in each row cell
         at = (slice(None), cells[runs], slice(lo, hi))
         self.thumbs[at] = np.maximum(self.thumbs[at], np.maximum.reduceat(pooled, runs, axis=1))
+
+
+def _fused_kernel():
+    """``viz_core.fused``'s compiled pass, or None (imported here: numba's import is 0.2 s)."""
+    from attention_atlas.viz_core import fused
+
+    return fused.kernel()
 
 
 @functools.cache
@@ -596,9 +622,10 @@ def _row_sum(stat: hs.Statistic, block: _Block) -> np.ndarray:
     times Z)."""
     e = block.e
     if stat.surprise:  # −Σ p ln p = (ln Z · Σe − Σ e·s) / Z, in bits (s natural: its base's ÷ unit)
-        return (np.log(block.z) * block.total - np.vecdot(e, block.s) / block.unit) / np.log(2)
+        es = np.vecdot(e, block.s) if block.es is None else block.es
+        return (np.log(block.z) * block.total - es / block.unit) / np.log(2)
     if stat.pair is hs.distance:
-        return _distance(block)
+        return _distance(block) if block.distance is None else block.distance
     if stat.offset is not None:  # the one key at query + offset, where the block reads it
         cols = np.arange(block.start, block.stop) + stat.offset - block.first
         ok = np.flatnonzero((cols >= 0) & (cols < e.shape[-1]))

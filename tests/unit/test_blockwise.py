@@ -210,13 +210,19 @@ SIX = {
 
 
 BASES = {"e": (np.exp, 1.0), "2": (np.exp2, float(np.log2(np.e)))}
+PATHS = ["numpy, base e", "numpy, base 2", "compiled"]
 
 
-@pytest.fixture(params=list(BASES), ids=[f"base {b}" for b in BASES])
-def base(request, monkeypatch):
-    """Each exponential the summaries may choose (``_exponential``: 2^x where numpy's is the faster
-    on this CPU), so that both are checked on any CPU."""
-    monkeypatch.setattr(bw, "_exponential", lambda: BASES[request.param])
+@pytest.fixture(params=PATHS)
+def path(request, monkeypatch):
+    """Each way the summaries may go: numpy's passes with either exponential (``_exponential``: 2^x
+    where numpy's is the faster on this CPU), so that both are checked on any CPU, and the compiled
+    pass (``viz_core.fused``, numba being a requirement)."""
+    if request.param == "compiled":
+        assert bw._fused_kernel() is not None, "numba is in requirements.txt: the compiled pass must load"
+    else:
+        monkeypatch.setattr(bw, "_fused_kernel", lambda: None)
+        monkeypatch.setattr(bw, "_exponential", lambda: BASES[request.param[-1]])
     return request.param
 
 
@@ -226,9 +232,9 @@ def base(request, monkeypatch):
     ("n", "thumb", "block", "kv"),
     [(37, 8, 5, 2), (20, 32, 6, 2), (130, 32, 48, 2), (64, 8, 256, 2), (45, 8, 16, 1)],
 )
-def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant, n, thumb, block, kv, base):
+def test_key_groups_give_the_per_head_thumbnails_and_statistics(causal, variant, n, thumb, block, kv, path):
     """Three query heads a key head (one key head: six, summarised four and two at a time), any
-    variant, lengths not a multiple of the block and below the thumbnail's side, in either base."""
+    variant, lengths not a multiple of the block and below the thumbnail's side, on every path."""
     cap = variant_capture(SIX[variant], causal, n=n, heads=6, kv=kv)
     for layer in range(2):
         thumbs, rows = bw.layer_summary(cap, layer, thumb, block)
