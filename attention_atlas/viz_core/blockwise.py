@@ -514,8 +514,8 @@ class _KeyGroup:
         """Query rows ``start:stop`` of every head."""
         first, width = _span(self.n, self.causal, self.window, start, stop)
         size = len(self.q) * (stop - start) * (width - first)
-        s, top, peaks = self._logits(start, stop, first, width, self.space[:size])
-        block = (self._fused if self.fused else self._passes)(start, stop, first, width, s, top)
+        s = self._logits(start, stop, first, width, self.space[:size])
+        block, top, peaks = (self._fused if self.fused else self._passes)(start, stop, first, width, s)
         z = block.z
         if self.sinks is not None:
             z += self.exp(self.sinks[:, None] - top)
@@ -531,11 +531,8 @@ class _KeyGroup:
         keys = keys[(keys >= block.first) & (keys < block.width)]
         return (block.e[..., keys - block.first] * self.f[i][keys]).sum(-1)
 
-    def _logits(self, start: int, stop: int, first: int, width: int, out: np.ndarray) -> tuple:
-        """``[heads, rows, keys first:width]`` logits, the masked ones ``MASKED``, in ``out``; each
-        row's top ``[heads, rows]`` (its max, or the sink's logit where higher); and each row's max
-        logit in each thumbnail column it reads ``[heads, rows, cells]`` (a row's max is the max of
-        these: no pass of its own)."""
+    def _logits(self, start: int, stop: int, first: int, width: int, out: np.ndarray) -> np.ndarray:
+        """``[heads, rows, keys first:width]`` logits in ``out`` (the masked ones too)."""
         heads, rows = len(self.q), stop - start
         factor = self.scaling / self.softcap if self.softcap else self.scaling * self.unit  # on q: no pass
         queries = (self.q[:, start:stop] * np.float32(factor)).reshape(heads * rows, -1)
@@ -546,27 +543,36 @@ class _KeyGroup:
             s *= np.float32(self.softcap * self.unit)
         if self.slopes is not None:
             s += (self.slopes[:, None] * np.arange(first, width, dtype=np.float32))[:, None, :]
+        return s
+
+    def _passes(self, start: int, stop: int, first: int, width: int, s: np.ndarray) -> tuple:
+        """The block by numpy's passes, ``(_Block, tops, peaks)``: the masked logits set to ``MASKED``;
+        each row's max logit in each thumbnail column it reads ``[heads, rows, cells]`` and its top
+        ``[heads, rows]`` (the max of those, or the sink's logit where higher), taken off ``s``; the
+        exps beside it; Σe in three parts."""
         _mask(s, first, width, start, stop, self.causal, self.window, MASKED)
         peaks = np.maximum.reduceat(s, _cells(self.edges, first, width)[2], axis=-1)
         top = peaks.max(-1)
         if self.sinks is not None:
             top = np.maximum(top, self.sinks[:, None])
-        return s, top, peaks
-
-    def _passes(self, start: int, stop: int, first: int, width: int, s: np.ndarray, top: np.ndarray) -> _Block:
-        """The block by numpy's passes: each row's top taken off ``s``, the exps beside it, Σe in three
-        parts."""
         s -= top[..., None]
         e = self.exp(s, out=self.space[s.size : 2 * s.size].reshape(s.shape))
         parts = _parts(e, start - first, stop - first, self.ones)
-        return _Block(start, stop, first, width, s, e, parts, sum(parts).astype(np.float64), self.unit)
+        block = _Block(start, stop, first, width, s, e, parts, sum(parts).astype(np.float64), self.unit)
+        return block, top, peaks
 
-    def _fused(self, start: int, stop: int, first: int, width: int, s: np.ndarray, top: np.ndarray) -> _Block:
-        """The block by the compiled pass (``viz_core.fused``): ``e`` written over ``s``, Σe, Σe·s and
-        the distances' sum from it; ``parts`` is Σe alone."""
-        total, ent, dist = (np.empty(top.shape) for _ in range(3))
-        self.fused(s, start, first, self.causal, self.window or 0, top, total, ent, dist)
-        return _Block(start, stop, first, width, s, s, (total,), total.copy(), self.unit, ent, dist)
+    def _fused(self, start: int, stop: int, first: int, width: int, s: np.ndarray) -> tuple:
+        """``_passes``' results by the compiled pass (``viz_core.fused``): ``e`` written over ``s``;
+        Σe, Σe·s and the distances' sum from it (``parts``: Σe alone)."""
+        heads, rows, _ = s.shape
+        _, _, starts = _cells(self.edges, first, width)
+        peaks = np.empty((heads, rows, len(starts)), dtype=np.float32)
+        top, total, ent, dist = np.empty((heads, rows), np.float32), *(np.empty((heads, rows)) for _ in range(3))
+        sinks = np.full(heads, MASKED) if self.sinks is None else self.sinks
+        cells = np.append(starts, width - first)
+        self.fused(s, start, first, self.causal, self.window or 0, cells, sinks, peaks, top, total, ent, dist)
+        block = _Block(start, stop, first, width, s, s, (total,), total.copy(), self.unit, ent, dist)
+        return block, top, peaks
 
     def _pool(self, block: _Block, peaks: np.ndarray) -> None:
         """Each thumbnail cell's max weight so far, with the block's rows, from each row's max

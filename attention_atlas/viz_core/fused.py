@@ -1,9 +1,9 @@
 """One compiled pass over a block of logits for the every-head summaries (``blockwise._KeyGroup``).
 
-numpy makes a pass over memory for each step of a row's softmax sums: the exponential, Σe, Σe·s
-for the entropy, Σe·|query − key| for the mean distance, and zeros where a key is masked. Here one
-loop per row does them all while the row sits in the core's cache, and writes each ``e`` over its
-logit (the statistics that read a few keys, and the thumbnails' cells, still come from numpy).
+numpy makes a pass over memory for each step of a row's softmax sums: the masks, the max in each
+thumbnail cell, the exponential, Σe, Σe·s for the entropy, Σe·|query − key| for the mean distance.
+Here the loops of one row do them all while the row sits in the core's cache, and write each ``e``
+over its logit (the statistics that read a few keys, and the thumbnails' pooling, stay in numpy).
 
 - **Compiled by numba** (``cache=True``: once per installation, then loaded). ``ATLAS_NUMBA=0``,
   or numba missing, leaves the summaries on numpy's passes: the same numbers to float32 rounding.
@@ -31,6 +31,7 @@ except ImportError:  # the summaries stay on numpy's passes
 NUMBA_VAR = "ATLAS_NUMBA"
 RUN = 256  # keys summed in float32 before the float64 total
 LOWEST = np.float32(-126.0)  # below: 0 (2^x would be subnormal)
+MASKED = np.float32(-1e30)  # a cell no key of a row is in (blockwise.MASKED)
 _FRACTION = np.linspace(0, 1, 20001)
 # 2^f on [0, 1), least squares in relative error; lowest power first
 _C0, _C1, _C2, _C3, _C4, _C5, _C6 = (
@@ -73,20 +74,59 @@ def _run_sums(row, m, p, scale, offset):
 
 
 @_compiled
-def exp_sums(s, start, first, causal, window, top, total, ent, dist):
-    """Rows ``start…`` of ``s`` ``[heads, rows, keys first…]`` (logits in base 2): each row's ``e =
-    2^(s − top)`` over the keys it reads, written over ``s`` (0 elsewhere), and per row (float64)
-    ``total`` Σe, ``ent`` Σe·(s − top) and ``dist`` Σe·|query − key|. ``window`` 0: none."""
+def _top_key(keys):
+    """The largest of float32 bits ``keys`` (int32) in the order of their floats: an integer max,
+    which the compiler vectorises (a float max it does not)."""
+    top = np.int32(-2147483648)
+    for j in range(keys.shape[0]):
+        top = max(top, _ordered(keys[j]))
+    return top
+
+
+@_compiled
+def _ordered(bits):
+    """Float32 ``bits`` as an int32 in the order of the floats (negative ones' 31 low bits flipped);
+    its own inverse."""
+    return bits ^ ((bits >> np.int32(31)) & np.int32(0x7FFFFFFF))
+
+
+@_compiled
+def _cell_maxima(row, keys, a, b, cells, peaks, one):
+    """Each cell's max of ``row`` over the keys ``a:b`` a row reads (``MASKED`` where none) into
+    ``peaks``; the largest. ``keys`` is ``row``'s bits; ``one`` an int32 for a bit cast."""
+    top = MASKED
+    for c in range(cells.shape[0] - 1):
+        c0, c1 = max(cells[c], a), min(cells[c + 1], b)
+        peak = MASKED
+        if c0 < c1:
+            one[0] = _ordered(_top_key(keys[c0:c1]))
+            peak = one.view(np.float32)[0]
+        peaks[c] = peak
+        top = max(top, peak)
+    return top
+
+
+@_compiled
+def exp_sums(s, start, first, causal, window, cells, sinks, peaks, top, total, ent, dist):
+    """Rows ``start…`` of ``s`` ``[heads, rows, keys first…]`` (logits in base 2) over the keys each
+    reads (``window`` 0: none): each row's max in each cell between ``cells`` (block columns) into
+    ``peaks`` ``[heads, rows, cells]``, its ``top`` (the largest, or the head's sink logit where
+    higher); ``e = 2^(s − top)`` written over ``s`` (0 elsewhere); and per row (float64) ``total`` Σe,
+    ``ent`` Σe·(s − top) and ``dist`` Σe·|query − key|."""
     heads, rows, width = s.shape
+    keys = s.view(np.int32)
     p = np.empty(width, np.float32)
     bits = np.empty(width, np.int32)
     scale = bits.view(np.float32)
+    one = np.empty(1, np.int32)
     for h in range(heads):
         for r in range(rows):
             q = start + r
             b = min(width, q + 1 - first) if causal else width
             a = max(0, q - window + 1 - first) if window > 0 else 0
-            row, m = s[h, r], top[h, r]
+            row = s[h, r]
+            m = max(_cell_maxima(row, keys[h, r], a, b, cells, peaks[h, r], one), sinks[h])
+            top[h, r] = m
             _exp2(row[a:b], m, p[a:b], bits[a:b])
             zt, et, dt = 0.0, 0.0, 0.0
             for c in range(a, b, RUN):

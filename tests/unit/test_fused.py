@@ -23,9 +23,9 @@ def test_its_exponential_is_within_a_float32_step_of_the_exact_one():
     assert exp2(np.float32([-126.5, -200.0, -1e30])).tolist() == [0.0, 0.0, 0.0]
 
 
-def reference(s, start, first, causal, window):
-    """Float64: which keys each row reads, its e = 2^(s − its max) over them, Σe, Σe·(s − max) and
-    Σe·|q − k|."""
+def reference(s, start, first, causal, window, sink):
+    """Float64: which keys each row reads; its e = 2^(s − top) over them (top: its max, or the sink
+    where higher), Σe, Σe·(s − top) and Σe·|q − k|."""
     _, rows, width = s.shape
     q = start + np.arange(rows)[:, None]
     k = first + np.arange(width)[None, :]
@@ -35,25 +35,37 @@ def reference(s, start, first, causal, window):
     if window:
         reads &= k > q - window
     logits = np.where(reads, s.astype(np.float64), -np.inf)
-    shifted = logits - logits.max(-1, keepdims=True)
-    e = np.exp2(shifted)
-    es = np.where(reads, e * np.where(reads, shifted, 0), 0)
+    top = logits.max(-1, keepdims=True)
+    if sink is not None:
+        top = np.maximum(top, sink)
+    e = np.exp2(logits - top)
+    es = np.where(reads, e * np.where(reads, logits - top, 0), 0)
     return reads, e, e.sum(-1), es.sum(-1), (e * np.abs(q - k)).sum(-1)
 
 
 @pytest.mark.parametrize(
-    ("start", "first", "width", "causal", "window"),
-    [(0, 0, 300, True, 0), (700, 0, 764, True, 0), (512, 400, 176, True, 130), (0, 0, 900, False, 0)],
+    ("start", "first", "width", "causal", "window", "sink"),
+    [
+        (0, 0, 300, True, 0, None),
+        (700, 0, 764, True, 0, 9.0),
+        (512, 400, 176, True, 130, None),
+        (0, 0, 900, False, 0, -3.0),
+    ],
 )
-def test_exp_sums_equal_float64_arithmetic(start, first, width, causal, window):
+def test_exp_sums_equal_float64_arithmetic(start, first, width, causal, window, sink):
     rng = np.random.default_rng(start + width)
     s = rng.normal(0, 6, size=(3, 64, width)).astype(np.float32)
     s[1, :, ::7] -= 150  # some keys far below the top: their e is 0 or tiny
-    reads, want_e, want_total, want_es, want_dist = reference(s, start, first, causal, window)
-    got = np.where(reads, s, bw.MASKED)  # as the summaries hand it over
-    top = got.max(-1)
+    s[2] = -np.abs(s[2])  # a head of negative logits only
+    reads, want_e, want_total, want_es, want_dist = reference(s, start, first, causal, window, sink)
+    cells = np.array([0, 1, 50, 51, 128, width], dtype=np.int64)  # of any widths, one of a key
+    sinks = np.full(3, bw.MASKED if sink is None else sink, np.float32)
+    peaks, top = np.empty((3, 64, len(cells) - 1), np.float32), np.empty((3, 64), np.float32)
     total, es, dist = (np.empty(top.shape) for _ in range(3))
-    fused.exp_sums(got, start, first, causal, window, top, total, es, dist)
+    got = s.copy()
+    fused.exp_sums(got, start, first, causal, window, cells, sinks, peaks, top, total, es, dist)
+    np.testing.assert_array_equal(peaks, np.maximum.reduceat(np.where(reads, s, bw.MASKED), cells[:-1], -1))
+    np.testing.assert_array_equal(top, np.maximum(peaks.max(-1), sinks[:, None]))
     np.testing.assert_allclose(got, want_e, rtol=2e-6, atol=1e-30)
     assert (got[:, ~reads] == 0).all()  # the keys a row may not read weigh 0
     np.testing.assert_allclose(total, want_total, rtol=1e-6)
