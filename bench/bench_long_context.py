@@ -72,7 +72,7 @@ def products_alone(cap: bw.QKCapture) -> float:
 def every_head(cap: bw.QKCapture, repeat: int) -> tuple[float, float, float, float, tuple]:
     """Median seconds of every head's thumbnail and statistics on worker processes with the compiled
     pass (as the page, the command line and the notebook run them), on them with numpy's passes
-    (``ATLAS_NUMBA=0``: the last stop's) and in this process alone, alternated; the most own memory a
+    (``ATLAS_NUMBA=0``) and in this process alone, alternated; the most own memory a
     worker held (MB, sampled); the workers' result."""
     spread, passes, alone, own = [], [], [], 0.0
     for _ in range(repeat):
@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         f"encoding). Every head's thumbnail and statistics took **{t_all:.1f} s** [≤ 15 s] on "
         f"{eh.workers()} worker processes (`viz_core.every_head`, one BLAS thread each, the capture's "
         f"files mapped, the compiled pass of `viz_core.fused`; each worker's own memory at most {own:,.0f} "
-        f"MB), against {t_passes:.1f} s on the same workers with numpy's passes (`ATLAS_NUMBA=0`, the "
-        f"last stop's: {t_passes / t_all:.2f}×) and {t_one:.1f} s in one process (numpy's two BLAS threads, "
+        f"MB), against {t_passes:.1f} s on the same workers with numpy's passes (`ATLAS_NUMBA=0`: "
+        f"{t_passes / t_all:.2f}×) and {t_one:.1f} s in one process (numpy's two BLAS threads, "
         f"the compiled pass: {t_one / t_all:.2f}×) in the same run (medians of {args.repeat}, "
         "alternated); nothing but their q·kᵀ products, block by block "
         f"as the summaries multiply them, in one process, took {t_products:.0f} s. Patterns: "
