@@ -40,8 +40,14 @@ _C0, _C1, _C2, _C3, _C4, _C5, _C6 = (
 
 
 def _compiled(function):
-    """``function`` compiled once per installation (numba's cache), or as it is without numba."""
-    return function if njit is None else njit(cache=True, fastmath=True, nogil=True)(function)
+    """``function`` compiled once per installation (numba's cache), or as it is without numba;
+    where no folder can take the cache (read-only package and home), compiled in each process."""
+    if njit is None:
+        return function
+    try:
+        return njit(cache=True, fastmath=True, nogil=True)(function)
+    except RuntimeError:  # numba: "cannot cache function …: no locator available"
+        return njit(fastmath=True, nogil=True)(function)
 
 
 @_compiled

@@ -88,3 +88,18 @@ def test_the_switch_and_a_missing_numba_leave_the_summaries_on_numpy(monkeypatch
     )
     group = bw._KeyGroup(cap, 0, slice(0, 2), 4)
     assert group.fused is None and group.run(2).sums[:, 0] == pytest.approx(np.log2(np.arange(1, 6)).sum())
+
+
+def test_where_no_folder_can_take_the_cache_it_compiles_in_each_process(monkeypatch):
+    """numba raises RuntimeError at ``cache=True`` when neither the package's folder nor the user's
+    can be written: the kernels are then compiled without a cache, not lost."""
+    asked = []
+
+    def njit(**options):
+        asked.append(options.get("cache", False))
+        if options.get("cache"):
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'fused.py'")
+        return lambda function: ("compiled", function)
+
+    monkeypatch.setattr(fused, "njit", njit)
+    assert fused._compiled(len) == ("compiled", len) and asked == [True, False]
