@@ -59,6 +59,7 @@ def test_exp_sums_equal_float64_arithmetic(start, first, width, causal, window, 
     s[2] = -np.abs(s[2])  # a head of negative logits only
     reads, want_e, want_total, want_es, want_dist = reference(s, start, first, causal, window, sink)
     cells = np.array([0, 1, 50, 51, 128, width], dtype=np.int64)  # of any widths, one of a key
+    assert fused.MASKED == bw.MASKED  # what a cell no key is in holds, and a head with no sink
     sinks = np.full(3, bw.MASKED if sink is None else sink, np.float32)
     peaks, top = np.empty((3, 64, len(cells) - 1), np.float32), np.empty((3, 64), np.float32)
     total, es, dist = (np.empty(top.shape) for _ in range(3))
