@@ -21,6 +21,7 @@ import argparse
 import statistics
 import tempfile
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 
@@ -54,8 +55,8 @@ def main(argv: list[str] | None = None) -> None:
         first = None
         for _ in range(args.repeat):
             for w, compiled in runs:
-                os.environ[fused.NUMBA_VAR] = "1" if compiled else "0"  # the workers inherit it
-                t, _, got = timed(lambda w=w: eh.all_heads(cap, n_workers=w))
+                with patch.dict(os.environ, {fused.NUMBA_VAR: "1" if compiled else "0"}):  # workers inherit it
+                    t, _, got = timed(lambda w=w: eh.all_heads(cap, n_workers=w))
                 runs[w, compiled].append(t)
                 first = first or got
                 np.testing.assert_allclose(got[0], first[0], rtol=1e-5, atol=2e-6)

@@ -23,6 +23,7 @@ import os
 import statistics
 import time
 from datetime import date
+from unittest.mock import patch
 
 import numpy as np
 import plotly.io as pio
@@ -80,9 +81,8 @@ def every_head(cap: bw.QKCapture, repeat: int) -> tuple[float, float, float, flo
             t, _, result = timed(lambda: eh.all_heads(cap))
         spread.append(t)
         own = max(own, workers.peak)
-        os.environ[fused.NUMBA_VAR] = "0"  # the workers inherit it
-        passes.append(timed(lambda: eh.all_heads(cap))[0])
-        os.environ[fused.NUMBA_VAR] = "1"
+        with patch.dict(os.environ, {fused.NUMBA_VAR: "0"}):  # the workers inherit it
+            passes.append(timed(lambda: eh.all_heads(cap))[0])
         alone.append(timed(lambda: eh.all_heads(cap, n_workers=1))[0])
     return (*(statistics.median(t) for t in (spread, passes, alone)), own, result)
 

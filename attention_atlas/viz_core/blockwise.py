@@ -436,6 +436,7 @@ def window(
 TOGETHER = 4  # query heads of one key head summarised together (memory: 2 × 4 row blocks)
 SUMMARY_BLOCK = 128  # rows of each head a block: 15 % faster than 256 at 8,192 tokens (the block stays in cache)
 MASKED = np.float32(-1e30)  # a masked logit in the summaries: exp gives 0, and 0 · MASKED is 0 (not nan)
+BASE_E, BASE_2 = (np.exp, 1.0), (np.exp2, float(np.log2(np.e)))  # an exponential, and the unit of its logits
 
 
 @dataclass
@@ -481,7 +482,7 @@ class _KeyGroup:
         self.kt = np.ascontiguousarray(k[heads.start // (q.shape[0] // k.shape[0])].T)  # [dim, keys]
         self.fused = _fused_kernel()  # one compiled pass for exp and the row sums, where numba is
         # logits in the exponential's base: natural ones × unit (the compiled pass's is 2)
-        self.exp, self.unit = (np.exp2, float(np.log2(np.e))) if self.fused else _exponential()
+        self.exp, self.unit = BASE_2 if self.fused else _exponential()
         self.scaling, variant = cap.scaling[layer], cap.variant(layer)
         self.window, self.softcap = variant.window, variant.softcap
         self.sinks, self.slopes = (
@@ -608,7 +609,7 @@ def _exponential() -> tuple[np.ufunc, float]:
             runs.append(time.perf_counter() - start)
         return min(runs)
 
-    return (np.exp2, float(np.log2(np.e))) if seconds(np.exp2) < 0.8 * seconds(np.exp) else (np.exp, 1.0)
+    return BASE_2 if seconds(np.exp2) < 0.8 * seconds(np.exp) else BASE_E
 
 
 def _parts(e: np.ndarray, a: int, b: int, ones: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

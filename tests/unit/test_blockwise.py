@@ -209,7 +209,7 @@ SIX = {
 }
 
 
-BASES = {"e": (np.exp, 1.0), "2": (np.exp2, float(np.log2(np.e)))}
+BASES = {"e": bw.BASE_E, "2": bw.BASE_2}
 PATHS = ["numpy, base e", "numpy, base 2", "compiled"]
 
 
