@@ -690,7 +690,7 @@ def _save_figure(fig, out: Path) -> int:
 
 
 def cmd_lens(args: argparse.Namespace) -> int:
-    from attention_atlas.models.lens import lens
+    from attention_atlas.models.analysis.lens import lens
 
     text = _from_argv(args.text)
     _check_out(args)
@@ -730,7 +730,7 @@ def _add_lens(sub) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from attention_atlas.models.generate import Sampling, generate
+    from attention_atlas.models.analysis.generate import Sampling, generate
 
     text = _from_argv(args.text)
     _check_out(args)
@@ -791,7 +791,7 @@ CONTRIBUTIONS = ("attn", "attn_residual", "ffn", "ffn_residual")
 
 
 def cmd_contributions(args: argparse.Namespace) -> int:
-    from attention_atlas.models.contributions import contributions
+    from attention_atlas.models.analysis.contributions import contributions
 
     text = _from_argv(args.text)
     _check_out(args)

@@ -26,7 +26,7 @@ from datetime import date
 import numpy as np
 import torch
 
-from attention_atlas.models import contributions as cb
+from attention_atlas.models.analysis import contributions as cb
 from attention_atlas.models.registry import load
 from attention_atlas.serve.process import trim
 from bench.measure import ids_of, paired, peak_above, timed

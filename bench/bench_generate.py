@@ -3,7 +3,7 @@
 Both continue the same prompt by the same number of new tokens with the key-value cache, on the
 same loaded model (eager attention, float32, CPU), timed alternately (``bench.results.paired_medians``:
 one warm-up of each, then ``--repeat`` pairs), so load drift hits both alike:
-- ours: ``models.generate.generate`` from text, the whole path the command line runs: encode, one
+- ours: ``models.analysis.generate.generate`` from text, the whole path the command line runs: encode, one
   forward of the prompt but its last token, one forward per new token with ``output_attentions``
   (each step's row of every layer and head kept), the ``[layers, heads, new, all]`` array and the labels;
 - baseline: ``model.generate(ids, max_new_tokens=N, do_sample=False)``, no attention asked for.
@@ -20,7 +20,7 @@ from datetime import date
 
 import torch
 
-from attention_atlas.models import generate as g
+from attention_atlas.models.analysis import generate as g
 from attention_atlas.models.registry import load
 from bench.results import machine, paired_medians, write_section
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         "| --- | ---: | ---: | --- |",
         f"| transformers' `model.generate` (key-value cache, no attention) | {t_base:.2f} "
         f"| {1000 * t_base / new:.0f} | baseline |",
-        f"| `models.generate.generate`: every step's attention row, every layer and head, kept "
+        f"| `models.analysis.generate.generate`: every step's attention row, every layer and head, kept "
         f"| {t_ours:.2f} | {1000 * t_ours / new:.0f} | |",
         f"| ratio | {t_ours / t_base:.2f}× | | ≤ 1.3× |",
         "",

@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attention_atlas.models import ablation as ab
-from attention_atlas.models import contributions as cb
-from attention_atlas.models import generate as gn
-from attention_atlas.models import lens as ln
-from attention_atlas.models import neuron as nr
+from attention_atlas.models.analysis import ablation as ab
+from attention_atlas.models.analysis import contributions as cb
+from attention_atlas.models.analysis import generate as gn
+from attention_atlas.models.analysis import lens as ln
+from attention_atlas.models.analysis import neuron as nr
 from attention_atlas.models import registry
 from attention_atlas.models.adapters import capture as cp
 from attention_atlas.models.adapters import value_norms as vn

@@ -28,7 +28,7 @@ from datetime import date
 import numpy as np
 import torch
 
-from attention_atlas.models import lens as ln
+from attention_atlas.models.analysis import lens as ln
 from attention_atlas.models.registry import load
 from attention_atlas.viz_core.wire import pack16
 from bench.measure import ids_of, measure, paired, peak_above, timed

@@ -1,4 +1,4 @@
-"""The Transformer page's head ablation: switch off one or several heads (``models.ablation``) and
+"""The Transformer page's head ablation: switch off one or several heads (``models.analysis.ablation``) and
 see every head's attention change downstream, and for a causal LM the next-token distribution."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ NOTE = "Red: more attention with the heads switched off; blue: less."
 def ablated(model_id: str, text: str, kind: str, heads: tuple[tuple[int, int], ...], target: str | None):
     """The records of ``text`` with ``heads`` of ``kind`` switched off (a seq2seq model forced to
     ``target``, the output it wrote with every head on, so the two runs line up)."""
-    from attention_atlas.models.ablation import ablated_run
+    from attention_atlas.models.analysis.ablation import ablated_run
 
     with cached.lane_for(model_id, text).turn():
         return ablated_run(cached.adapter(model_id), text, kind, heads, target=target)
@@ -39,7 +39,7 @@ def ablated(model_id: str, text: str, kind: str, heads: tuple[tuple[int, int], .
 @st.cache_data(show_spinner=False, max_entries=16)
 def next_tokens(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> pd.DataFrame:
     """The most likely next tokens before and after (the top ``TOP`` of each, together)."""
-    from attention_atlas.models.ablation import next_token, token_text
+    from attention_atlas.models.analysis.ablation import next_token, token_text
 
     adapter = cached.adapter(model_id)
     with cached.lane_for(model_id, text).turn():
@@ -61,7 +61,7 @@ def next_tokens(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) ->
 def lens_rows(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> pd.DataFrame:
     """The logit lens at the last position, block by block, with every head on and with ``heads`` off
     (line breaks and spaces made visible, as Inside a prediction shows them)."""
-    from attention_atlas.models.ablation import lens_at_last, token_text
+    from attention_atlas.models.analysis.ablation import lens_at_last, token_text
 
     adapter = cached.adapter(model_id)
     with cached.lane_for(model_id, text).turn():
@@ -109,7 +109,7 @@ def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
     try:
         with st.spinner(f"Running the model with {plural(len(heads), 'head')} switched off…"):
             raw = ablated(model_id, text, options.kind, heads, result.output).records[options.kind]
-    except ValueError as err:  # models.ablation.AblationError: a model whose heads cannot be reached
+    except ValueError as err:  # models.analysis.ablation.AblationError: a model whose heads cannot be reached
         st.warning(plain(err))
         return
     before, after = shown_record(model_id, text, options), options.apply(raw)

@@ -1,5 +1,5 @@
 """The "Inside a prediction" page's Contributions tab (``app_pages/prediction.py``): the contribution
-graph of the page's text (``models.contributions``, computed once per model and text and shared by
+graph of the page's text (``models.analysis.contributions``, computed once per model and text and shared by
 sessions), the routes from a chosen token back to the input above a threshold, the heads ranked by
 their contribution to one edge, and one head's contribution map beside its attention map.
 Widget keys start with ``contrib_``.
@@ -29,7 +29,7 @@ ABOUT = (
 # A resource: every layer's [heads, n, n] contributions and attention are shared, never pickled per rerun.
 @st.cache_resource(show_spinner=False, max_entries=4)
 def computed(key: str, text: str, _source: cached.Source):
-    from attention_atlas.models.contributions import contributions
+    from attention_atlas.models.analysis.contributions import contributions
 
     cached.janitor().on_quiet(computed.clear)
     with cached.lane_for(key, text).turn():
@@ -60,7 +60,7 @@ def contributions_tab(source: cached.Source, text: str) -> None:
 
 
 def _routes(result):
-    from attention_atlas.models.contributions import routes
+    from attention_atlas.models.analysis.contributions import routes
 
     tokens = [clean_token(t) for t in result.tokens]
     c1, c2 = st.columns(2)
@@ -98,7 +98,7 @@ def _routes(result):
 
 
 def _edge_heads(result, graph) -> None:
-    from attention_atlas.models.contributions import heads_of_edge
+    from attention_atlas.models.analysis.contributions import heads_of_edge
 
     attention = [e for e in graph.edges if e.kind == "attention"]
     if not attention:
@@ -120,7 +120,7 @@ def _edge_heads(result, graph) -> None:
 
 
 def _head_maps(result) -> None:
-    from attention_atlas.models.contributions import head_maps
+    from attention_atlas.models.analysis.contributions import head_maps
 
     c1, c2 = st.columns(2)
     layer = c1.slider("block", 0, result.layers - 1, 0, key=K + "layer")

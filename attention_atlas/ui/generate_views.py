@@ -1,5 +1,5 @@
 """The "Inside a prediction" page's Generate tab (``app_pages/prediction.py``): a causal LM continues
-the page's text token by token on the page (``models.generate``: greedy, or sampled with a
+the page's text token by token on the page (``models.analysis.generate``: greedy, or sampled with a
 temperature, top-p and a seed), and each new token's attention over everything before it is kept,
 every layer and head. Pick a new token to see what it looked at: every layer's heads averaged, and
 one layer's heads. The prompt and its continuation can become the page's text, so the logit lens
@@ -84,7 +84,7 @@ def _controls(key: str, text: str) -> Request:
 
 def _run(request: Request, source: cached.Source) -> None:
     """Step the generation here, each new token shown as it comes; the session keeps it as it grows."""
-    from attention_atlas.models.generate import Sampling, start
+    from attention_atlas.models.analysis.generate import Sampling, start
 
     try:
         source.ready()

@@ -41,7 +41,7 @@ class LensRun:
     readers take ``window``s under the lock (the job writes whole chunks)."""
 
     def __init__(self, stream, labels, idle: float = IDLE):
-        from attention_atlas.models.lens import chunk_size
+        from attention_atlas.models.analysis.lens import chunk_size
 
         self.stream, self.labels = stream, labels  # labels(ids) -> their texts, in the model's tokenizer
         n, blocks = stream.positions, stream.layers
@@ -70,7 +70,7 @@ class LensRun:
         return self.job.message if self.job.state == FAILED else None
 
     def _fill(self, positions: range) -> None:
-        from attention_atlas.models.lens import top_tokens
+        from attention_atlas.models.analysis.lens import top_tokens
 
         start = time.perf_counter()
         grid = top_tokens(self.stream, TOP, positions=positions)
@@ -144,7 +144,7 @@ def vocab_labels(adapter):
 @st.cache_resource(show_spinner=False, max_entries=2)
 def lens_input(key: str, text: str, _source: cached.Source) -> LensInput:
     """The forward and the first screen (raises ``LensError`` or ``InputError``: one line each)."""
-    from attention_atlas.models.lens import stream_of
+    from attention_atlas.models.analysis.lens import stream_of
 
     cached.janitor().on_quiet(lens_input.clear)
     adapter = _source.adapter
@@ -169,7 +169,7 @@ def at_position(key: str, text: str, position: int, token: int | None, _run: Len
     """At one position: the followed ``token`` (None: the model's own prediction there), its
     probability and rank after every block, and the ``TOP`` tokens each block promoted and
     suppressed (labels and logit changes)."""
-    from attention_atlas.models.lens import top_tokens
+    from attention_atlas.models.analysis.lens import top_tokens
 
     where = range(position, position + 1)
     if token is None:

@@ -1,6 +1,6 @@
 """The neuron view: one head's query vector, each key vector, their elementwise product, the
 scores and the weights, for one query token (BertViz's third view, for every model that hands over
-its queries and keys: ``models.neuron``; numbers and figure: ``viz_core.neuron``). A tab of the
+its queries and keys: ``models.analysis.neuron``; numbers and figure: ``viz_core.neuron``). A tab of the
 Transformer page for bundled models, a folded panel of the Checkpoint inspector for uploads.
 """
 
@@ -22,7 +22,7 @@ from attention_atlas.viz_core.tokens import clean_token
 # ``key`` names the model: a bundled model's id, or an upload's key (its SHA-256 and answers).
 @st.cache_resource(show_spinner=False, max_entries=4)
 def vectors(key: str, _adapter, text: str, kind: str) -> HeadVectors:
-    from attention_atlas.models.neuron import head_vectors
+    from attention_atlas.models.analysis.neuron import head_vectors
 
     cached.janitor().on_quiet(vectors.clear)
     with cached.lane_for(key, text).turn():
@@ -51,7 +51,7 @@ def upload_neuron(key: str, name: str, adapter, text: str, kind: str, record) ->
     """The Checkpoint inspector's neuron view of an upload (``key``: its cache key, ``name``: its
     model id), folded until opened (it runs the model again); nothing for an upload that has no
     queries and keys to show (an RNN)."""
-    from attention_atlas.models.neuron import supports
+    from attention_atlas.models.analysis.neuron import supports
 
     if supports(adapter):
         return

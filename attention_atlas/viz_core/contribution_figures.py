@@ -1,4 +1,4 @@
-"""The contribution graph's figures (``models.contributions`` hands over plain nodes and edges):
+"""The contribution graph's figures (``models.analysis.contributions`` hands over plain nodes and edges):
 the routes from one token's output back to the input, drawn with the input tokens along x and the
 residual states up the y axis (each block's input, then the state after its attention), edges as
 lines whose width is their renormalised weight; and the heads ranked for one edge. Plain Plotly."""

@@ -1,4 +1,4 @@
-"""Figures and tables of the logit lens (``models.lens``'s top-K grid, as labels and numbers).
+"""Figures and tables of the logit lens (``models.analysis.lens``'s top-K grid, as labels and numbers).
 
 - ``lens_grid``: blocks × positions, each cell the top token after that block (its text in the cell
   where it fits), coloured by its probability; the hover lists the top tokens with their

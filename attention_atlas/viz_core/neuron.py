@@ -3,7 +3,7 @@
 For one head and one query token: the query vector q, each key vector kⱼ, their elementwise
 product q∘kⱼ (whose sum is q·kⱼ), the score sⱼ = q·kⱼ × scaling and the weight, the softmax of
 the scores over the keys the model's mask lets the query see (a causal model: itself and the
-tokens before). ``neuron`` computes them from a ``HeadVectors`` (``models.neuron`` fills one);
+tokens before). ``neuron`` computes them from a ``HeadVectors`` (``models.analysis.neuron`` fills one);
 ``viz_core.neuron_figure`` draws them.
 
 numpy only: ``models`` imports this module.

@@ -66,7 +66,7 @@ def test_local_and_global_layers_equal_eager_attention_past_the_window(gemma):
 
 
 def test_greedy_generation_is_the_models_own(gemma):
-    from attention_atlas.models.generate import generate
+    from attention_atlas.models.analysis.generate import generate
 
     out = generate(gemma, "The capital of France is", max_new_tokens=8)
     ids = torch.as_tensor(out.ids[: out.prompt_len])[None]
@@ -77,7 +77,7 @@ def test_greedy_generation_is_the_models_own(gemma):
 
 
 def test_the_lens_last_row_is_the_output_and_the_graph_is_refused(gemma):
-    from attention_atlas.models import contributions, lens
+    from attention_atlas.models.analysis import contributions, lens
 
     grid, _ = lens.lens(gemma, "The capital of France is", top=5)
     _, src = lens.stream_of(gemma, "The capital of France is")

@@ -300,7 +300,7 @@ def test_an_uploaded_decoder_gets_the_logit_lens_of_its_own_weights(uploaded_dec
 
 def test_an_uploaded_decoder_generates_and_traces_its_contributions(uploaded_decoder, tiny_hf_folders):
     from attention_atlas.models.adapters.hf import HFAdapter
-    from attention_atlas.models.generate import generate
+    from attention_atlas.models.analysis.generate import generate
 
     at = uploaded_decoder
     at.session_state[K + "inside_tab"] = "Generate"

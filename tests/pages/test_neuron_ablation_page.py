@@ -135,7 +135,7 @@ def test_switching_off_no_head_asks_for_one(ablate_page):
 
 @pytest.mark.slow
 def test_switching_off_a_layer_of_smollm2_shows_the_next_token_before_and_after():
-    from attention_atlas.models.ablation import next_token
+    from attention_atlas.models.analysis.ablation import next_token
     from attention_atlas.models.registry import info, load
 
     at = run(ABLATE, model="smollm2")

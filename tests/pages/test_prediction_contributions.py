@@ -1,5 +1,5 @@
 """The Contributions tab of "Inside a prediction" (issue 24, item 3) under AppTest with SmolLM2: the
-routes, the heads of an edge and a head's maps are those ``models.contributions`` computes on its own."""
+routes, the heads of an edge and a head's maps are those ``models.analysis.contributions`` computes on its own."""
 
 import json
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention_atlas.models import contributions as cb
+from attention_atlas.models.analysis import contributions as cb
 from attention_atlas.models import registry
 from tests.support import PACKAGE, page_runner, values, z_of
 

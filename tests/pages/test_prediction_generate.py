@@ -1,5 +1,5 @@
 """The Generate tab of "Inside a prediction" (issue 24, item 1) under AppTest with SmolLM2: the
-continuation is the one ``models.generate`` makes on its own, the charts hold the new token's own
+continuation is the one ``models.analysis.generate`` makes on its own, the charts hold the new token's own
 attention row, the continuation can become the page's text, and a request the model cannot serve is
 one line."""
 
@@ -11,7 +11,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_atlas.models import registry
-from attention_atlas.models.generate import generate
+from attention_atlas.models.analysis.generate import generate
 from tests.support import PACKAGE, page_runner, z_of
 
 PAGE = "app_pages/prediction.py"

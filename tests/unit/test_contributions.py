@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models import contributions as cb
+from attention_atlas.models.analysis import contributions as cb
 
 SIZES = dict(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=3, num_attention_heads=4)
 GQA = dict(SIZES, num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.5)
@@ -264,7 +264,7 @@ def test_the_routes_chart_fits_a_projector_window_and_its_labels_do_not_overlap(
     """At most 640 px tall whatever the depth (a 720-pixel window shows the whole graph), block labels
     at least 14 px apart (every 2nd or 3rd block when deep), the output always labelled, and the
     legend at the right, away from the title on the left."""
-    from attention_atlas.models.contributions import Edge, Node, Routes
+    from attention_atlas.models.analysis.contributions import Edge, Node, Routes
     from attention_atlas.viz_core import contribution_figures as cf
 
     out, start = Node("x", layers, 1), Node("x", 0, 0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models import generate as g
+from attention_atlas.models.analysis import generate as g
 from attention_atlas.models.adapters.hf import HFAdapter, InputError
 from tests.unit.test_lens import ARCHS, GQA, IDS, build
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models import lens as ln
+from attention_atlas.models.analysis import lens as ln
 from attention_atlas.models.adapters.hf import HFAdapter, InputError
 
 CPU = torch.device("cpu")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models import lens as ln
+from attention_atlas.models.analysis import lens as ln
 from attention_atlas.ui import lens_cached as lc
 from attention_atlas.viz_core import lens_figures as lf
 
@@ -123,7 +123,7 @@ def test_the_tables():
 EXITING = """
 import time, torch
 from transformers import GPT2Config, GPT2LMHeadModel
-from attention_atlas.models import lens as ln
+from attention_atlas.models.analysis import lens as ln
 from attention_atlas.ui import lens_cached as lc
 torch.manual_seed(0)
 config = GPT2Config(vocab_size=49152, n_embd=64, n_layer=8, n_head=2, n_positions=1024, eos_token_id=0, bos_token_id=0)

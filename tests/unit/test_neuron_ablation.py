@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models import ablation
+from attention_atlas.models.analysis import ablation
 from attention_atlas.models.adapters.hf import HFAdapter
-from attention_atlas.models.neuron import head_vectors, supports
+from attention_atlas.models.analysis.neuron import head_vectors, supports
 from attention_atlas.models.uploads.loader import load_bytes
 from attention_atlas.viz_core.neuron import neuron
 from attention_atlas.viz_core.neuron_figure import neuron_figure, neuron_frame
@@ -198,7 +198,7 @@ def test_ablation_of_smollm2_layers_and_its_zeroed_output_projection():
 
 
 def test_the_lens_at_the_last_position_before_and_after_heads_are_off(tiny):
-    from attention_atlas.models import lens
+    from attention_atlas.models.analysis import lens
 
     adapter, off = tiny["causal"], [(1, 0), (1, 1)]  # the last layer's heads, all of them
     top, probs = ablation.lens_at_last(adapter, TEXT)

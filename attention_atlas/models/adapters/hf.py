@@ -131,7 +131,7 @@ class HFAdapter:
         return Encoded(ids, byte_level_labels(pieces, special), special, word_ids, notices, pieces)
 
     def labels(self, ids: list[int]) -> list[str]:
-        """A label per id, as ``encode`` labels its tokens (generated ids: ``models.generate``)."""
+        """A label per id, as ``encode`` labels its tokens (generated ids: ``models.analysis.generate``)."""
         specials = set(self.tokenizer.all_special_ids)
         flags = [i in specials for i in ids]
         return self._encoded(torch.tensor([ids]), flags, list(range(len(ids))), []).tokens

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from attention_atlas.models import capture_points as points
-from attention_atlas.models.lens import _close, _first, _recorder, find_blocks
+from attention_atlas.models.analysis.lens import _close, _first, _recorder, find_blocks
 
 EPS = 1e-5  # the LLM Transparency Tool's floor of a contribution
 ATTENTION = "atlas_contributions"

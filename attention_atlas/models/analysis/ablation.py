@@ -152,10 +152,10 @@ def next_token(adapter, text: str, heads: Iterable[tuple[int, int]] = ()) -> np.
 
 
 def lens_at_last(adapter, text: str, heads: Iterable[tuple[int, int]] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """The logit lens (``models.lens``) at the last position of ``text`` with ``heads`` of a causal
+    """The logit lens (``models.analysis.lens``) at the last position of ``text`` with ``heads`` of a causal
     LM's self-attention switched off: each block's top token id and its probability, ``[layers]``
     each; the last is the model's own next token."""
-    from attention_atlas.models import lens
+    from attention_atlas.models.analysis import lens
 
     if getattr(adapter, "family", None) != "causal":
         raise AblationError(f"{adapter.model_id} is not a causal language model: it predicts no next token")
