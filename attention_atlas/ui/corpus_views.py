@@ -1,6 +1,7 @@
 """The Corpus page's pieces: cached reads of a corpus and its store, the run with its progress bar
-and Cancel button, the figures (head overview, distributions, queries-and-keys map), and the
-links that open a search hit's head on the Transformer page."""
+and Cancel button, the figures (head overview, distributions, queries-and-keys map), the links
+that open a search hit's head on the Transformer page, and the page's blocks: the sample or file
+picked, the guard of a store not yet complete, and the body of each of its four tabs."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ from attention_atlas.models.corpus.store import Store, StoreError, cached_stores
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.ui.watch_learn import SessionWatch, session_id
-from attention_atlas.ui.widgets import plain
+from attention_atlas.ui.widgets import chart, csv_button, plain, plural
 from attention_atlas.viz_core.head_stats import LABELS  # each statistic's name for people
+
+AUTO = 500  # texts a visit runs without asking (a few seconds with minilm)
+SIZES = [100, 1_000, 2_000, 10_000]
 
 # -- reading ---------------------------------------------------------------------------------------
 
@@ -413,3 +417,167 @@ def _row(s, size: str) -> dict:
 
 def _when(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp))
+
+
+# -- the page's blocks ---------------------------------------------------------------------------------
+
+
+def sample_inputs(link, key: str, sample_col, size_col) -> tuple[str, inputs.Corpus]:
+    """A bundled sample and how many of its texts, both in the page's link: (sample id, corpus)."""
+    samples = list(inputs.SAMPLES)
+    sample_id = sample_col.selectbox(
+        "sample",
+        samples,
+        format_func=lambda s: inputs.SAMPLES[s].label,
+        key=link.choice("sample", key + "sample", samples, samples[0]),
+    )
+    n = size_col.radio(
+        "how many",
+        SIZES,
+        format_func="{:,}".format,
+        horizontal=True,
+        key=link.choice("n", key + "n", SIZES, SIZES[0]),
+    )
+    return sample_id, sample_corpus(sample_id, n)
+
+
+def file_inputs(key: str, file_col, column_col) -> inputs.Corpus:
+    """An uploaded file and, for a table, its text column; stops the page until a file is given
+    or when the file cannot be read (one line)."""
+    up = file_col.file_uploader(
+        "a .txt (one text a line), .csv or .jsonl, in UTF-8", ["txt", "csv", "jsonl"], key=key + "file"
+    )
+    if up is None:
+        st.info("Upload a file, or pick a bundled sample.")
+        st.stop()
+    try:
+        found = file_columns(up.name, up.getvalue())
+        at = found.index("text") if "text" in found else 0
+        column = column_col.selectbox("text column", found, index=at, key=key + "column") if found else None
+        return file_corpus(up.name, up.getvalue(), column)
+    except inputs.CorpusError as err:
+        st.error(plain(err))
+        st.stop()
+
+
+def run_guard(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> None:
+    """The guard of a store not yet complete: this session's background run followed, a small
+    corpus run now (up to ``AUTO`` texts, never after a Cancel), else a Run or Continue button.
+    Returns only once the store is complete in this page run; otherwise the page stops here."""
+    running = current_run(model_id, corpus, options)
+    if running is not None and running.job.live:
+        follow(running, key)  # the progress bar and Cancel, polled; the page reruns when it ends
+        st.stop()
+    if running is not None and running.error:
+        st.error(f"{model_id} cannot run this corpus: {plain(running.error)}")
+    done, total = done_count(model_id, corpus, options), len(corpus.texts)
+    auto = total <= AUTO and not done and not st.session_state.get(key + "cancel")
+    if auto:  # a few seconds: run now, in this page run
+        try:
+            if not run(model_id, corpus, options, key):
+                st.stop()
+        except (ValueError, OSError, RuntimeError) as err:
+            st.error(f"{model_id} cannot run this corpus: {plain(err)}")
+            st.stop()
+    else:
+        label = (
+            f"Continue ({done:,} of {total:,} done)"
+            if done
+            else f"Run {model_id} over {plural(total, 'text')}"
+        )
+        if st.button(label, key=key + "run", type="primary"):
+            start(model_id, corpus, options)
+            st.rerun()  # the page draws the background run's progress, without this button
+        where = f" Runs on Ray ({plain(ray_address())}, from ATLAS_RAY_ADDRESS)." if ray_address() else ""
+        st.info(
+            "Each text's weights become statistics as its batch finishes; a second look is instant." + where
+        )
+        st.stop()
+
+
+def overview_tab(heads: pd.DataFrame, link, key: str, model_id: str) -> None:
+    """The Head overview tab: every head placed by two statistics (both in the link); a click on a
+    dot picks that head for every tab."""
+
+    def pick() -> None:
+        """The chart's selection callback (the dots are the rows of ``heads``)."""
+        event = st.session_state.get(key + "overview")
+        points = event.selection.points if event and event.selection else []
+        if points and "point_index" in points[0]:
+            chosen = heads.iloc[int(points[0]["point_index"])]
+            st.session_state[key + "layer"], st.session_state[key + "head"] = (
+                int(chosen["layer"]),
+                int(chosen["head"]),
+            )
+
+    c1, c2 = st.columns(2)
+    stats = list(queries.STATISTICS)
+    x = c1.selectbox("x", stats, format_func=LABELS.get, key=link.choice("x", key + "x", stats, stats[1]))
+    y = c2.selectbox("y", stats, format_func=LABELS.get, key=link.choice("y", key + "y", stats, stats[0]))
+    st.caption("Each dot is a head, its statistics averaged over the corpus. Click one to pick it.")
+    fig = overview_figure(heads, x, y)
+    st.plotly_chart(
+        fig, key=key + "overview", on_select=pick, selection_mode="points", config={"displaylogo": False}
+    )
+    csv_button(heads, key + "heads", f"{model_id}_corpus_heads", label="every head's means")
+
+
+def distributions_tab(path: str, layer: int, head: int, key: str, model_id: str) -> None:
+    """The Distributions tab: one statistic of the head over every text, beside its layer's heads."""
+    stat = st.selectbox("statistic", queries.STATISTICS, format_func=LABELS.get, key=key + "stat")
+    values = head_values(path, layer, head, stat)
+    c1, c2 = st.columns(2)
+    with c1:
+        title = f"layer {layer}, head {head} over {plural(len(values), 'text')}"
+        chart(
+            distribution_figure(values[stat], stat, title),
+            values,
+            key + "dist",
+            f"{model_id}_L{layer}H{head}_{stat}",
+        )
+    with c2:
+        frame = layer_values(path, layer, stat)
+        chart(layer_box_figure(frame, stat, layer, head), frame, key + "box", f"{model_id}_L{layer}_{stat}")
+
+
+def search_tab(path: str, layer: int, head: int, key: str, model_id: str, kind: str) -> None:
+    """The Search tab: where the head attends most strongly from a token (optionally to another),
+    strongest first, each hit with a link to its head view; a bad pattern stops the page (one line)."""
+    common = common_tokens(path)
+    c1, c2 = st.columns(2)
+    token = c1.text_input(
+        "from token (* matches any letters)", common[0] if common else "", key=key + "token"
+    )
+    to = c2.text_input("attending most to (optional)", "", key=key + "to")
+    st.caption("Common tokens here: " + plain(", ".join(common)))
+    try:
+        began = time.perf_counter()
+        hits = search(path, layer, head, token, to)
+        ms = (time.perf_counter() - began) * 1000
+    except ValueError as err:
+        st.info(plain(err))
+        st.stop()
+    st.caption(f"{plural(len(hits), 'hit')} for layer {layer}, head {head}, strongest first ({ms:.0f} ms).")
+    links = links_column(model_id, kind, hits, layer, head)
+    shown = hits.assign(link=links) if links else hits
+    column = {"link": st.column_config.LinkColumn("head view", display_text="open ↗")}
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=column, key=key + "hits")
+    csv_button(hits, key + "hits_csv", f"{model_id}_L{layer}H{head}_search")
+
+
+def queries_keys_tab(path: str, layer: int, head: int, key: str, model_id: str) -> None:
+    """The Queries & keys tab: the head's queries and keys over a sample of texts in one PCA plane,
+    for the models whose queries and keys can be captured (else one line, and the page stops)."""
+    if not cached.capabilities(model_id).long_input:
+        able = ", ".join(cached.model_choices(long_input=True))
+        st.info(f"Queries and keys are captured from the Hugging Face encoders and causal models ({able}).")
+        st.stop()
+    size = st.select_slider("texts in the sample", [25, 50, 100, 200], value=50, key=key + "qk_n")
+    points, texts = head_embedding(model_id, path, layer, head, size)
+    st.caption(
+        "Keys moved onto the queries' centre and both scaled to one mean length (no weight changes), "
+        "then one PCA: a query lies near the keys it scores highly."
+    )
+    chart(
+        embedding_figure(points, texts), embedding_frame(points), key + "qk", f"{model_id}_L{layer}H{head}_qk"
+    )
