@@ -3,19 +3,13 @@
 import streamlit as st
 
 from attention_atlas.models.attention import complexity as cx
+from attention_atlas.ui import complexity_views as cxv
 from attention_atlas.ui.complexity_run import devices, measured
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.widgets import chart, fact, intro, plural
-from attention_atlas.viz_core.complexity_figures import (
-    Mark,
-    comparison_table,
-    edges_frame,
-    path_graphs,
-    points_frame,
-    scaling_chart,
-)
+from attention_atlas.ui.widgets import chart, fact, intro
+from attention_atlas.viz_core.complexity_figures import Mark, points_frame, scaling_chart
 
-K = "cx_"
+K = cxv.K  # the page's widget-key prefix, shared with its sections
 st.title("⏱️ Self-attention, CNN and RNN")
 intro(
     "The attention-pooling tutorial compares three layers that turn n tokens of d numbers into n "
@@ -110,48 +104,10 @@ right.metric(f"measured: attention slower than the {rnn} from", where(crossings[
 left.metric("tutorial: attention costs more than the convolution from", f"n = k·d = {k * d:,}")
 right.metric("measured: attention slower than the convolution from", where(crossings[cx.CONVOLUTION]))
 
-st.subheader("Memory as n grows")
-chart(
-    scaling_chart({names[layer]: result.series(layer, "bytes") for layer in cx.LAYERS}, "memory", "B"),
-    points_frame(result.points),
-    K + "memory",
-    "forward_memory",
-)
-fact(f"Memory {result.memory}.")
-if result.skipped:
-    st.info(
-        "Skipped to keep each measurement bounded: "
-        + "; ".join(f"{names[s.layer]} at n = {s.n:,} ({s.reason})" for s in result.skipped)
-    )
+cxv.memory_section(result, names)
 
 st.subheader("Paths: which tokens one layer connects")
 n_graph = st.slider("tokens in the graphs", 2, 12, key=link.number("tokens", K + "tokens", 2, 12, 8))
 link.done()
-unit = {cx.ATTENTION: "layer", cx.CONVOLUTION: "layer", cx.RECURRENT: "step"}
-graphs = {
-    f"{names[layer]}: {plural(cx.path_length(layer, n_graph, k), unit[layer])}": cx.graph(layer, n_graph, k)
-    for layer in cx.LAYERS
-}
-chart(path_graphs(graphs, n_graph), edges_frame(graphs), K + "paths", "paths")
-fact(
-    f"Token 0 reaches token {n_graph - 1} in one attention layer (every token reads every token), in "
-    f"{plural(cx.path_length(cx.CONVOLUTION, n_graph, k), 'convolution layer')} (each output reads "
-    f"{plural(cx.reach(k), 'position')} to each side, so a path moves at most that far a layer), and "
-    f"through {plural(n_graph, 'step')} of the {rnn}, one after another (x: its inputs, h: its states)."
-)
-
-st.subheader("The tutorial's table beside the measurements")
-st.table(
-    comparison_table(
-        {
-            names[layer]: {
-                "tutorial": cx.TUTORIAL[layer],
-                "slope": slopes[layer],
-                "steps": cx.sequential_steps(layer, n_graph, k),
-                "path": cx.path_length(layer, n_graph, k),
-            }
-            for layer in cx.LAYERS
-        },
-        n_graph,
-    )
-)
+cxv.paths_chart(names, n_graph, k, rnn)
+cxv.table_section(names, slopes, n_graph, k)
