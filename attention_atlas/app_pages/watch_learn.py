@@ -8,10 +8,9 @@ visitor leaves. At most ATLAS_MAX_TRAININGS runs train at once on a server; othe
 import streamlit as st
 
 from attention_atlas.models.training import classroom as cr
-from attention_atlas.serve.lanes import trainings
 from attention_atlas.ui import watch_learn as wl
 from attention_atlas.ui.url_state import Link
-from attention_atlas.ui.widgets import intro, plain
+from attention_atlas.ui.widgets import intro
 
 K = "learn_"
 BIG = 24  # tick font size: characters must read from the back of a room
@@ -68,27 +67,6 @@ with c3:
         st.rerun()
 
 
-def status(snap: cr.Snapshot) -> None:
-    done = {a: h[-1].seconds for a, h in snap.histories.items() if h}
-    if snap.state == cr.WAITING:
-        pool = trainings()
-        st.warning(
-            f"⏳ Waiting for a free trainer (position {snap.position or 1}): "
-            f"{pool.busy} of {pool.capacity} are training for other visitors."
-        )
-    elif snap.state == cr.LOADING:
-        st.info("Loading the couplets and building the model…")
-    elif snap.state in (cr.FAILED, cr.STOPPED):
-        st.warning(f"The run {snap.state}: {plain(snap.message)}")
-    if done:
-        share = min(1.0, min(done.values()) / snap.max_seconds)
-        steps = ", ".join(f"{a} step {h[-1].step:,}" for a, h in snap.histories.items())
-        word = {cr.PAUSED: "paused", cr.DONE: "done"}.get(snap.state, "training")
-        spent = f"{min(done.values()):.0f} of {snap.max_seconds:.0f} s of training per model"
-        clock = wl.clock_text(snap.clock_seconds)
-        st.progress(share, text=f"{word}: {spent} · {clock} on the clock · {steps}")
-
-
 def heatmaps(probes: dict, titles: dict) -> list:
     """The probe heatmaps, one column each (a single model: a wider one, room beside it)."""
     cols = st.columns(len(probes)) if len(probes) > 1 else st.columns([3, 2])
@@ -125,7 +103,7 @@ def show(was_live: bool) -> None:
     snap = run.snapshot()
     if was_live and not snap.live:
         st.rerun()  # the whole page: buttons back, and no more timer
-    status(snap)
+    wl.status(snap)
     if not snap.probes:
         return
     race = len(snap.probes) > 1

@@ -1,5 +1,6 @@
 """The "Watch attention learn" page's Streamlit side: one training run per session, the watch that
-stops it when its visitor leaves, and the figures of a run's snapshot.
+stops it when its visitor leaves, and what a run's snapshot looks like: its state and progress
+line, its figures.
 
 The run itself (``models.training.classroom.ClassroomRun``) trains in a background thread and
 knows nothing of Streamlit; it asks ``SessionWatch`` about once a second whether to go on.
@@ -16,7 +17,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from attention_atlas.models.training import classroom as cr
-from attention_atlas.ui.widgets import chart
+from attention_atlas.serve.lanes import trainings
+from attention_atlas.ui.widgets import chart, plain
 from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.figures import heatmap
 from attention_atlas.viz_core.record import AttentionRecord
@@ -105,6 +107,29 @@ def clock_text(seconds: float) -> str:
 
 
 # -- what a snapshot looks like ----------------------------------------------------------------
+
+
+def status(snap: cr.Snapshot) -> None:
+    """The run's state (waiting in line for a trainer, loading, failed or stopped) and, once it has
+    trained, a progress bar: training seconds per model, the clock, each model's step."""
+    done = {a: h[-1].seconds for a, h in snap.histories.items() if h}
+    if snap.state == cr.WAITING:
+        pool = trainings()
+        st.warning(
+            f"⏳ Waiting for a free trainer (position {snap.position or 1}): "
+            f"{pool.busy} of {pool.capacity} are training for other visitors."
+        )
+    elif snap.state == cr.LOADING:
+        st.info("Loading the couplets and building the model…")
+    elif snap.state in (cr.FAILED, cr.STOPPED):
+        st.warning(f"The run {snap.state}: {plain(snap.message)}")
+    if done:
+        share = min(1.0, min(done.values()) / snap.max_seconds)
+        steps = ", ".join(f"{a} step {h[-1].step:,}" for a, h in snap.histories.items())
+        word = {cr.PAUSED: "paused", cr.DONE: "done"}.get(snap.state, "training")
+        spent = f"{min(done.values()):.0f} of {snap.max_seconds:.0f} s of training per model"
+        clock = clock_text(snap.clock_seconds)
+        st.progress(share, text=f"{word}: {spent} · {clock} on the clock · {steps}")
 
 
 def probe_record(probe: np.ndarray, attention: str) -> AttentionRecord:
