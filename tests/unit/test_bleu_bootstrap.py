@@ -100,8 +100,8 @@ def test_the_held_out_split_is_disjoint_from_training_validation_and_test():
 
 def test_no_training_or_model_selection_code_reads_the_held_out_split():
     """Only the eval command reaches it: the held-out loader is named in its own module and in
-    ``eval_split``, which only cli.py's eval calls; nothing under models/training, the pages, the
-    ui or the benches names either."""
+    ``eval_split``, which only the eval command (``cli/evaluate.py``) calls; nothing under
+    models/training, the pages, the ui or the benches names either."""
     named = {}
     for path in [*PACKAGE.rglob("*.py"), *(PACKAGE.parent / "bench").glob("*.py")]:
         text = path.read_text(encoding="utf-8")
@@ -109,4 +109,7 @@ def test_no_training_or_model_selection_code_reads_the_held_out_split():
             if re.search(rf"\b{name}\b", text):
                 named.setdefault(name, set()).add(path.relative_to(PACKAGE.parent).as_posix())
     assert named["load_held_out"] == {"attention_atlas/models/tasks/translation.py"}
-    assert named["eval_split"] == {"attention_atlas/models/tasks/translation.py", "attention_atlas/cli.py"}
+    assert named["eval_split"] == {
+        "attention_atlas/models/tasks/translation.py",
+        "attention_atlas/cli/evaluate.py",
+    }

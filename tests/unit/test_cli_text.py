@@ -3,7 +3,7 @@ characters that take two cells, combining marks that take none) and every weight
 
 import numpy as np
 
-from attention_atlas.cli import _cells, _table
+from attention_atlas.cli.extract import _cells, _table
 
 
 def _edges(line: str) -> list[int]:

@@ -3,11 +3,13 @@
 * What a room must not pull in: each room's modules are all imported, one after another, in a fresh
   interpreter, and the first module after which a forbidden library shows in ``sys.modules`` is
   named. ``viz_core`` (numpy, pandas, plotly) never imports torch or streamlit; ``models`` never
-  plotly or streamlit; ``serve`` neither streamlit nor torch; the bare package none of the three.
+  plotly or streamlit; ``serve`` neither streamlit nor torch; ``cli`` none of the heavy libraries
+  (its commands import them, so ``atlas --help`` stays fast); the bare package none of the three.
 * No import cycle among the package's modules: every ``import`` and ``from … import`` in every
   file, inside functions too (a cycle deferred into a function is still a cycle), read from the
   source (nothing is imported), relative imports resolved and ``from package import module`` taken
   as an import of that module. A strongly connected component of more than one module is a cycle.
+* The command line stays a package of small modules: none of ``cli/`` is over 300 lines.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "attention_atlas.models": ("plotly", "streamlit"),
     "attention_atlas.serve": ("streamlit", "torch"),
     "attention_atlas.notebook": ("streamlit",),
+    "attention_atlas.cli": ("torch", "transformers", "plotly", "streamlit"),
 }
 BARE: tuple[str, ...] = ("torch", "streamlit", "plotly")
 
@@ -106,6 +109,19 @@ def test_the_probe_names_the_module_that_breaks_a_rule():
     """The check itself can fail: ``models.attention.masks`` imports torch, which ``serve`` may not."""
     result = probe(["attention_atlas.serve.launcher", "attention_atlas.models.attention.masks"], ("torch",))
     assert result == {"pulled": {"attention_atlas.models.attention.masks": ["torch"]}, "errors": {}}
+
+
+CLI_MOST_LINES = 300
+
+
+def test_no_module_of_the_command_line_is_over_300_lines():
+    """One module per command family (docs/ARCHITECTURE.md): the package cannot drift back into one file."""
+    files = module_files()
+    modules = room("attention_atlas.cli")
+    assert len(modules) > 1, "no modules found under attention_atlas.cli"
+    lines = {name: len(files[name].read_text(encoding="utf-8").splitlines()) for name in modules}
+    long = {name: n for name, n in lines.items() if n > CLI_MOST_LINES}
+    assert not long, f"modules of attention_atlas/cli/ over {CLI_MOST_LINES} lines: {long}"
 
 
 # -- no import cycle ------------------------------------------------------------------------------

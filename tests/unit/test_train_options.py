@@ -13,7 +13,9 @@ from typing import Literal
 
 import pytest
 
-from attention_atlas.cli import TRAIN_FAMILIES, CliError, build_parser
+from attention_atlas.cli import build_parser
+from attention_atlas.cli.common import CliError
+from attention_atlas.cli.train import TRAIN_FAMILIES
 from attention_atlas.models.training import options
 from attention_atlas.paths import WEIGHTS
 

@@ -1,0 +1,148 @@
+"""The analyses of a causal LM (``models/analysis/``): ``lens`` (the logit lens), ``generate`` (a
+continuation with each new token's attention) and ``contributions`` (the contribution graph),
+each printed, as one JSON object or saved as ``.npz``."""
+
+from __future__ import annotations
+
+import argparse
+
+from attention_atlas.cli.common import (
+    CAUSAL_LM,
+    add_output,
+    add_source,
+    check_out,
+    from_argv,
+    load_adapter,
+    write_arrays,
+)
+
+CONTRIBUTIONS = ("attn", "attn_residual", "ffn", "ffn_residual")
+
+
+# -- lens --------------------------------------------------------------------------------------------
+
+
+def add_lens_parser(sub) -> None:
+    p = sub.add_parser("lens", help="the logit lens: each block's output read through the model's final norm and head")
+    add_source(p, CAUSAL_LM)
+    p.add_argument("--text", required=True, help="the input")
+    p.add_argument("--top", type=int, default=10, help="tokens kept per layer and position (10, at most 100)")
+    p.add_argument("--token", type=int, help="a token id to follow: its probability and rank everywhere")
+    add_output(p, "write FILE.npz: top_ids, top_probs [layers, positions, K], tokens")
+    p.set_defaults(func=cmd_lens)
+
+
+def cmd_lens(args: argparse.Namespace) -> int:
+    from attention_atlas.models.analysis.lens import lens
+
+    text = from_argv(args.text)
+    check_out(args)
+    adapter = load_adapter(args)
+    grid, tokens = lens(adapter, text, top=args.top, token=args.token)
+    arrays = {"model": adapter.model_id, "tokens": tokens, "top_ids": grid.top_ids, "top_probs": grid.top_probs}
+    if args.token is not None:
+        arrays |= {"token": args.token, "token_probs": grid.token_probs, "token_ranks": grid.token_ranks}
+    if not write_arrays(args, arrays, f"top_ids, top_probs {list(grid.top_ids.shape)}"):
+        _print_lens(adapter, grid, tokens)
+    return 0
+
+
+def _print_lens(adapter, grid, tokens: list[str]) -> None:
+    """The top token after every block at the last position, with its probability."""
+    print(f"model   {adapter.model_id}; after each block, the top tokens at the last position {tokens[-1]!r}")
+    for layer, (ids, probs) in enumerate(zip(grid.top_ids[:, -1], grid.top_probs[:, -1], strict=True)):
+        best = ", ".join(f"{adapter.tokenizer.decode([int(i)])!r} {p:.3f}" for i, p in zip(ids[:3], probs[:3], strict=True))
+        print(f"{layer:>5}  {best}")
+
+
+# -- generate ----------------------------------------------------------------------------------------
+
+
+def add_generate_parser(sub) -> None:
+    p = sub.add_parser("generate", help="continue a text with a causal LM, keeping each new token's attention")
+    add_source(p, CAUSAL_LM)
+    p.add_argument("--text", required=True, help="the prompt")
+    p.add_argument("--max-new-tokens", type=int, required=True, help="stop after this many (or at EOS)")
+    p.add_argument("--temperature", type=float, help="sample at this temperature (> 0; default greedy)")
+    p.add_argument("--top-p", type=float, help="sample from the tokens whose probability reaches P (0 < P ≤ 1)")
+    p.add_argument("--seed", type=int, help="the sampling seed (0): one seed, one continuation")
+    add_output(p, "write FILE.npz: ids, tokens, prompt_len, attention [layers, heads, new, all tokens]")
+    p.set_defaults(func=cmd_generate)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from attention_atlas.models.analysis.generate import generate
+
+    text = from_argv(args.text)
+    check_out(args)
+    sampling = _sampling(args)
+    adapter = load_adapter(args)
+    done = generate(adapter, text, max_new_tokens=args.max_new_tokens, sampling=sampling)
+    arrays = {
+        "model": adapter.model_id,
+        "ids": done.ids,
+        "tokens": done.tokens,
+        "prompt_len": done.prompt_len,
+        "attention": done.attention,
+        "text": done.text,
+    }
+    summary = f"{len(done.ids) - done.prompt_len} new tokens; attention {list(done.attention.shape)}"
+    if not write_arrays(args, arrays, summary):
+        _print_generated(adapter, done)
+    return 0
+
+
+def _sampling(args: argparse.Namespace):
+    """``Sampling`` of the options given, checked before the model loads; None (greedy) if none is."""
+    from attention_atlas.models.analysis.generate import Sampling
+
+    given = {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed}
+    options = {k: v for k, v in given.items() if v is not None}
+    sampling = Sampling(**options) if options else None  # any of the three samples; none is greedy
+    if sampling is not None:
+        sampling.check()  # before loading the model
+    return sampling
+
+
+def _print_generated(adapter, done) -> None:
+    """The continuation, then each new token with the earlier token its query attended to most
+    (averaged over layers and heads)."""
+    print(f"model   {adapter.model_id}; {done.text!r}")
+    mean = done.attention.mean(axis=(0, 1))  # [new, all]
+    for k, row in enumerate(mean):
+        pos = done.prompt_len + k
+        top = int(row.argmax())
+        seen = f"looked most at {top} · {done.tokens[top]!r} ({row[top]:.2f})"
+        print(f"{pos:>5}  {done.tokens[pos]!r:<16} {seen}")
+
+
+# -- contributions -----------------------------------------------------------------------------------
+
+
+def add_contributions_parser(sub) -> None:
+    p = sub.add_parser(
+        "contributions",
+        help="the contribution graph: how much each head, token and block adds to each residual",
+    )
+    add_source(p, CAUSAL_LM)
+    p.add_argument("--text", required=True, help="the input")
+    out_help = (
+        "write FILE.npz: attn [layers, heads, positions, positions], attn_residual, ffn, ffn_residual"
+        " [layers, positions], tokens"
+    )
+    add_output(p, out_help, required=True)
+    p.set_defaults(func=cmd_contributions)
+
+
+def cmd_contributions(args: argparse.Namespace) -> int:
+    from attention_atlas.models.analysis.contributions import contributions
+
+    text = from_argv(args.text)
+    check_out(args)
+    adapter = load_adapter(args)
+    result = contributions(adapter, text)
+    arrays = {"model": adapter.model_id, "tokens": result.tokens} | {
+        k: getattr(result, k) for k in CONTRIBUTIONS
+    }
+    write_arrays(args, arrays, f"attn {list(result.attn.shape)}, attn_residual, ffn, ffn_residual, tokens")
+    return 0
