@@ -36,15 +36,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attention_atlas.models import registry
+from attention_atlas.models.adapters import capture as cp
+from attention_atlas.models.adapters import value_norms as vn
+from attention_atlas.models.adapters.hf import HFAdapter
 from attention_atlas.models.analysis import ablation as ab
 from attention_atlas.models.analysis import contributions as cb
 from attention_atlas.models.analysis import generate as gn
 from attention_atlas.models.analysis import lens as ln
 from attention_atlas.models.analysis import neuron as nr
-from attention_atlas.models import registry
-from attention_atlas.models.adapters import capture as cp
-from attention_atlas.models.adapters import value_norms as vn
-from attention_atlas.models.adapters.hf import HFAdapter
 from attention_atlas.models.device import describe
 from attention_atlas.viz_core import blockwise as bw
 from bench.results import write_section

@@ -8,8 +8,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attention_atlas.models.analysis import contributions as cb
 from attention_atlas.models import registry
+from attention_atlas.models.analysis import contributions as cb
 from tests.support import PACKAGE, page_runner, values, z_of
 
 PAGE = "app_pages/prediction.py"

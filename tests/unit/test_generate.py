@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models.analysis import generate as g
 from attention_atlas.models.adapters.hf import HFAdapter, InputError
+from attention_atlas.models.analysis import generate as g
 from tests.unit.test_lens import ARCHS, GQA, IDS, build
 
 CPU = torch.device("cpu")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models.analysis import lens as ln
 from attention_atlas.models.adapters.hf import HFAdapter, InputError
+from attention_atlas.models.analysis import lens as ln
 
 CPU = torch.device("cpu")
 SIZES = dict(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=3, num_attention_heads=2)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from attention_atlas.models.analysis import ablation
 from attention_atlas.models.adapters.hf import HFAdapter
+from attention_atlas.models.analysis import ablation
 from attention_atlas.models.analysis.neuron import head_vectors, supports
 from attention_atlas.models.uploads.loader import load_bytes
 from attention_atlas.viz_core.neuron import neuron
