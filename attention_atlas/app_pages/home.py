@@ -3,6 +3,7 @@ discusses it (the page's settings in the link's query, read by ``ui.url_state``)
 
 import streamlit as st
 
+from attention_atlas.paths import page
 from attention_atlas.ui.cached import default_model, model_choices
 from attention_atlas.ui.url_state import kept
 from attention_atlas.ui.widgets import intro
@@ -11,22 +12,22 @@ from attention_atlas.ui.widgets import intro
 # from (docs/LESSONS.md)
 LESSONS = [
     (
-        "app_pages/scoring.py",
+        page("scoring.py"),
         "**Scoring functions and √d**: at d = 128 the unscaled dot product is one-hot; ÷√d is not.",
         {"source": "random", "d": "128", "n": "12", "section": "why-divide-by-sqrt-d"},
     ),
     (
-        "app_pages/positional.py",
+        page("positional.py"),
         "**Sinusoidal columns 6–9** and the binary-counter analogy (60 positions, d = 32).",
         {"len": "60", "d": "32", "cols": "6,7,8,9", "section": "columns-of-p"},
     ),
     (
-        "app_pages/pooling.py",
+        page("pooling.py"),
         "**Nadaraya–Watson pooling**: 50 noisy points, a Gaussian kernel of width 0.5.",
         {"kernel": "gaussian", "h": "0.5", "n": "50", "noise": "0.5", "section": "estimate"},
     ),
     (
-        "app_pages/scoring.py",
+        page("scoring.py"),
         "**Sparse masks and relative position bias**: a local window of 2, a bias per offset.",
         {
             "source": "random",
@@ -38,7 +39,7 @@ LESSONS = [
         },
     ),
     (
-        "app_pages/couplets.py",
+        page("couplets.py"),
         "**The couplet seq2seq**: 两个黄鹂鸣翠柳 through additive attention, at its third step.",
         {
             "model": default_model(task="couplet"),
@@ -48,7 +49,7 @@ LESSONS = [
         },
     ),
     (
-        "app_pages/translation.py",
+        page("translation.py"),
         "**Bahdanau translation**: He's calm. into French, with the GRU and additive attention.",
         {"model": default_model(task="translation"), "text": "He's calm."},
     ),
@@ -62,69 +63,69 @@ intro(
 
 st.subheader("Pages")
 st.page_link(
-    "app_pages/scoring.py",
+    page("scoring.py"),
     label="**Scoring functions**: six scores on the same queries and keys, side by side; why ÷√d; masks.",
     icon="🎯",
 )
 st.page_link(
-    "app_pages/positional.py",
+    page("positional.py"),
     label="**Positional encoding**: sinusoidal curves, the matrix P, why P·Pᵀ depends on the offset; binary counting.",
     icon="🌊",
 )
 st.page_link(
-    "app_pages/pooling.py",
+    page("pooling.py"),
     label="**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live.",
     icon="📈",
 )
 st.page_link(
-    "app_pages/complexity.py",
+    page("complexity.py"),
     label="**Attention vs CNN, RNN**: the tutorial's cost table measured on this machine: time and memory "
     "as n grows, fitted slopes, the crossover, paths between tokens.",
     icon="⏱️",
 )
 
 st.page_link(
-    "app_pages/transformer.py",
+    page("transformer.py"),
     label=f"**Transformer heads**: every layer and head of {', '.join(model_choices(transformer=True))}; "
     "rollout and flow.",
     icon="🧠",
 )
 st.page_link(
-    "app_pages/long_input.py",
+    page("long_input.py"),
     label="**Long inputs**: a whole text up to the model's own context, thousands of tokens; every head "
     "computed from its queries and keys.",
     icon="📜",
 )
 st.page_link(
-    "app_pages/corpus.py",
+    page("corpus.py"),
     label="**Corpus**: thousands of texts through one model; every head summarised, searched, mapped.",
     icon="📚",
 )
 st.page_link(
-    "app_pages/prediction.py",
+    page("prediction.py"),
     label="**Inside a prediction**: the logit lens: what the model would predict after each block, "
     "a token followed through the blocks, what each block promoted and suppressed.",
     icon="🔬",
 )
 st.page_link(
-    "app_pages/couplets.py",
+    page("couplets.py"),
     label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
     "character by character, with its alignment.",
     icon="🏮",
 )
 st.page_link(
-    "app_pages/translation.py",
+    page("translation.py"),
     label="**Translation**: English in, French out, and where the decoder looked for each word; "
     "additive vs dot product.",
     icon="🗼",
 )
 st.page_link(
-    "app_pages/watch_learn.py",
+    page("watch_learn.py"),
     label="**Watch attention learn**: train the couplet model live and see its alignment appear.",
     icon="🎬",
 )
 st.page_link(
-    "app_pages/checkpoint.py",
+    page("checkpoint.py"),
     label="**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
     "its code, and shown beside ours.",
     icon="🧳",
@@ -132,9 +133,9 @@ st.page_link(
 
 st.subheader("Lessons")
 st.markdown("Each link opens its page as the tutorial's lesson discusses it, at the part it discusses.")
-for page, label, params in LESSONS:
+for script, label, params in LESSONS:
     given = {k: v for k, v in params.items() if v is not None}  # a lesson's model may not be installed
-    st.page_link(page, label=label, icon="📖", query_params=given | kept())
+    st.page_link(script, label=label, icon="📖", query_params=given | kept())
 
 st.caption(
     "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
