@@ -2,6 +2,7 @@
 the same server options and the same pages, and a run writes nothing into the package (a wheel's
 site folder may be read-only)."""
 
+import re
 import tomllib
 
 from streamlit.testing.v1 import AppTest
@@ -52,3 +53,20 @@ def test_a_run_of_the_app_and_its_live_views_writes_nothing_into_the_package():
     views = AppTest.from_function(both_views, default_timeout=TIMEOUT).run()
     assert not at.exception and not views.exception
     assert package_files() == before
+
+
+# sys.path changed in place or rebound, or a site folder added: the package is installed (pip install -e .),
+# and a child process that needs another folder gets it on its PYTHONPATH.
+EDITS_SYS_PATH = re.compile(r"\bsys\.path\s*(\.\s*(insert|append|extend|remove|pop|clear)\b|\[[^]]*\]\s*=|\+?=[^=])|\bsite\.addsitedir")
+SOURCES = ("attention_atlas", "bench", "harness", "tests", "deploy", "examples")
+
+
+def test_no_file_edits_sys_path():
+    files = [*ROOT.glob("*.py"), *(p for folder in SOURCES for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".ipynb"))]
+    edits = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if EDITS_SYS_PATH.search(line)
+    ]
+    assert len(files) > 100 and edits == []
