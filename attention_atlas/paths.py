@@ -14,6 +14,13 @@ PACKAGE = Path(__file__).resolve().parent
 WEIGHTS = PACKAGE / "weights"  # our bundles, one folder per model id, each with its model card
 DATA = PACKAGE / "data"  # the corpora (each with its SOURCE.md) and measured results the pages show
 APP = PACKAGE / "app.py"  # the Streamlit entry point `atlas serve` runs
+PAGES = PACKAGE / "app_pages"  # one script per page
+
+
+def page(name: str) -> str:
+    """The page script ``name`` (``"home.py"``) by its absolute path: Streamlit resolves a relative one
+    against the main script's folder, which is the checkout's root under ``streamlit run app.py``."""
+    return str(PAGES / name)
 
 
 def cache_dir() -> Path:

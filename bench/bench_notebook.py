@@ -4,8 +4,9 @@ to the first paint of the model view, at 32, 128 and 512 tokens of minilm (6 × 
 SmolLM2 (30 × 9), the same ``outputs.attentions`` and tokens handed to both.
 
 BertViz is not a dependency: it is installed for this run only into a folder of its own
-(``pip install --no-deps --target DIR bertviz==1.4.1``, plus IPython there, which it imports), put
-at the end of ``sys.path``. Its HTML is what its own ``model_view(..., html_action="return")``
+(``pip install --no-deps --target DIR bertviz==1.4.1``; IPython, which it imports, comes with the
+dev requirements), and measured in a child process that has that folder on its ``PYTHONPATH``
+(``bertviz``: this process imports only the venv's packages). Its HTML is what its own ``model_view(..., html_action="return")``
 builds. Where that would be hundreds of megabytes (the 512-token rows) its own code is run on
 layer 0 alone (``include_layers=[0]``, every head) and bytes and time are multiplied by the layers
 (its JSON is one list per layer): those cells say "×L". Its page loads require.js from a CDN, so it
@@ -18,7 +19,10 @@ every request aborted).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +37,7 @@ from attention_atlas.notebook.page import HEADS_BYTES
 from attention_atlas.paths import DATA
 from bench.results import machine, write_section
 
+CHECKOUT = Path(__file__).resolve().parents[1]
 BIG = 150_000_000  # BertViz bytes above which its own code runs on one layer and is scaled
 MODELS = ("minilm", "smollm2")
 
@@ -62,7 +67,29 @@ def ours(att, tokens, repeat: int) -> dict:
     return {"seconds": seconds, "bytes": len(html.encode()), "data": data, "html": html}
 
 
-def bertviz(att, tokens, layers: int, repeat: int) -> dict:
+def bertviz(att, tokens, layers: int, repeat: int, folder: str) -> dict:
+    """``bertviz_run`` in a child process that finds bertviz in ``folder`` (its ``PYTHONPATH``): the
+    attentions and tokens go to it in a file, its result comes back in another."""
+    with tempfile.TemporaryDirectory(prefix="bench_bertviz_") as tmp:
+        job, result = Path(tmp, "job.pt"), Path(tmp, "result.json")
+        torch.save({"att": att, "tokens": tokens, "layers": layers, "repeat": repeat}, job)
+        given = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([given] if given else []), folder])}
+        cmd = [sys.executable, "-m", "bench.bench_notebook", "--bertviz-job", str(job), str(result)]
+        subprocess.run(cmd, cwd=CHECKOUT, env=env, check=True)
+        return json.loads(result.read_text(encoding="utf-8"))
+
+
+def bertviz_job(job: Path, result: Path) -> None:
+    """The child's side of ``bertviz``."""
+    given = torch.load(job)
+    out = bertviz_run(given["att"], given["tokens"], given["layers"], given["repeat"])
+    result.write_text(json.dumps(out), encoding="utf-8")
+
+
+def bertviz_run(att, tokens, layers: int, repeat: int) -> dict:
+    """BertViz's own model view of ``att`` and ``tokens``: its HTML, bytes and seconds (those of layer
+    0 multiplied by ``layers`` where the whole would pass ``BIG``)."""
     from bertviz import model_view as bv_model_view
 
     one = bv_model_view(att, tokens, include_layers=[0], html_action="return").data
@@ -129,11 +156,12 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[32, 128, 512])
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--bertviz-job", nargs=2, type=Path, help=argparse.SUPPRESS)  # bertviz's child
     args = parser.parse_args()
+    if args.bertviz_job:
+        return bertviz_job(*args.bertviz_job)
     setup = machine()
     have_bertviz = Path(args.bertviz, "bertviz").is_dir()
-    if have_bertviz:
-        sys.path.append(args.bertviz)  # last: the venv's own packages win
     rows, offline_note = [], "not checked"
     folder = Path(tempfile.mkdtemp(prefix="bench_notebook_"))
     browser_cm = None
@@ -161,7 +189,7 @@ def main() -> None:
                     row["paint"] = first_paint(page, path)
                     page.close()
                 if have_bertviz:
-                    theirs = bertviz(att, tokens, len(att), repeat)
+                    theirs = bertviz(att, tokens, len(att), repeat, args.bertviz)
                     row["bv"] = theirs
                     if browser_cm and offline_note.startswith("not checked"):
                         page = browser.new_page()

@@ -17,7 +17,7 @@ next shows ``model_view(outputs.attentions, tokens)``; that second cell is measu
 Plotly.js (4.8 MB) goes to the page once, at the first widget (a warm-up cell here), and is
 reported apart. BertViz's bytes are its own HTML for the same ``outputs.attentions`` and tokens
 (its ``model_view(..., html_action="return")``; past 150 MB run on layer 0 and multiplied, as in
-``bench_notebook``), computed in this process when bertviz is installed in ``--bertviz``.
+``bench_notebook``), computed by ``bench_notebook.bertviz`` when bertviz is installed in ``--bertviz``.
 
 Run: python -m bench.bench_notebook_live [--bertviz /tmp/bertviz_t] [--sizes 32 128 512]
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,11 +40,8 @@ from bench.results import machine, write_section
 from harness.browser import chromium_browser
 from harness.jupyter import READY, jupyterlab, loopback_only
 
-REPO = Path(__file__).resolve().parents[1]
 REPEAT = 3  # runs of each view cell: the paints reported are their medians
-SETUP = f"""import sys
-sys.path.insert(0, {str(REPO)!r})
-import torch
+SETUP = f"""import torch
 from attention_atlas.models.registry import load
 from attention_atlas.notebook import model_view
 from bench.bench_notebook import attentions
@@ -168,13 +164,12 @@ def theirs(sizes: list[int], folder: str) -> dict:
     """BertViz's HTML bytes for the same attentions and tokens, by (model, n)."""
     if not Path(folder, "bertviz").is_dir():
         return {}
-    sys.path.append(folder)
     out = {}
     for model_id in MODELS:
         adapter = load(model_id, torch.device("cpu"))
         for n in sizes:
             att, tokens = attentions(adapter, n)
-            out[model_id, n] = bertviz(att, tokens, len(att), 1)
+            out[model_id, n] = bertviz(att, tokens, len(att), 1, folder)
             out[model_id, n].pop("html")
     return out
 

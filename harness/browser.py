@@ -8,11 +8,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from attention_atlas.paths import APP
-from attention_atlas.serve.launcher import default_log, serve
+from attention_atlas.serve.launcher import default_log, free_port, serve, stop, wait_healthy
+from attention_atlas.serve.process import launch_env
 
 CHROMIUM = os.environ.get("ATLAS_CHROMIUM", "/usr/bin/chromium")
 # Offline machine: without these, chromium keeps trying to reach Google's services.
@@ -38,6 +41,29 @@ def streamlit_server(
     process's environment; yields its base URL once it answers."""
     with serve(timeout=timeout, script=script, env=env) as server:
         yield server.url
+
+
+@contextlib.contextmanager
+def plain_streamlit_run(folder: Path, timeout: float = 90.0) -> Iterator[str]:
+    """``streamlit run app.py`` in ``folder`` as a person types it: a port and headless, none of
+    ``serve.launcher``'s options nor the tuning it puts in the environment (``launch_env``); yields
+    the base URL once it answers, and stops the server afterwards."""
+    port = free_port()
+    streamlit = shutil.which("streamlit", path=str(Path(sys.executable).parent)) or "streamlit"
+    cmd = [streamlit, "run", "app.py", "--server.port", str(port), "--server.headless", "true"]
+    env = {k: v for k, v in os.environ.items() if k not in launch_env()}
+    log = default_log(port)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_healthy(url, timeout, proc)
+        except RuntimeError as err:
+            raise RuntimeError(f"{err}: {log.read_text(errors='replace')[-2000:]}") from err
+        yield url
+    finally:
+        stop(proc)
 
 
 def server_log(url: str) -> Path:

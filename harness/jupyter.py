@@ -1,5 +1,6 @@
 """JupyterLab on loopback, for the notebook's browser test and benchmark: a server in a folder of
-its own, no token, the app object exposed to the page so that a test can run every cell."""
+its own, no token, the app object exposed to the page so that a test can run every cell. Its
+kernels find this checkout first on their ``PYTHONPATH``: its package, ``harness/`` and ``bench/``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -32,7 +35,12 @@ def jupyterlab(root: Path, timeout: float = 90.0) -> Iterator[str]:
         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly", "--allow-root",
     ]  # fmt: skip
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".jupyter")}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(root / ".jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(root / ".jupyter"),
+        "PYTHONPATH": pythonpath(CHECKOUT),
+    }
     with open(root / "jupyterlab.log", "wb") as log:
         server = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -45,6 +53,12 @@ def jupyterlab(root: Path, timeout: float = 90.0) -> Iterator[str]:
             server.wait(15)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def pythonpath(*first: Path | str) -> str:
+    """``PYTHONPATH`` for a child process: ``first``, then this process's own ``PYTHONPATH``."""
+    given = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join([*map(str, first), *([given] if given else [])])
 
 
 def _wait(url: str, server: subprocess.Popen, timeout: float) -> None:

@@ -38,6 +38,16 @@ PACKAGE = ROOT / "attention_atlas"  # app.py and app_pages/ are inside it
 SHOTS = ROOT / "tests" / "screenshots"  # the browser tests' screenshots (git-ignored)
 CPU = torch.device("cpu")
 
+
+def package_files() -> dict[str, tuple[int, int]]:
+    """Every file of the package but Python's byte-code caches, with its size and modification time:
+    taken before and after a run, it shows whether the app wrote into its own folder."""
+    return {
+        str(p.relative_to(PACKAGE)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in PACKAGE.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
 # -- the tiny couplet models: a character vocabulary from six couplets ----------------------------
 
 COUPLET_PAIRS = [

@@ -4,6 +4,7 @@ discusses it (the page's settings in the link's query, read by ``ui.url_state``;
 
 import streamlit as st
 
+from attention_atlas.paths import page
 from attention_atlas.ui.cached import model_choices
 from attention_atlas.ui.home_views import lesson_links
 from attention_atlas.ui.widgets import intro
@@ -16,69 +17,69 @@ intro(
 
 st.subheader("Pages")
 st.page_link(
-    "app_pages/scoring.py",
+    page("scoring.py"),
     label="**Scoring functions**: six scores on the same queries and keys, side by side; why ÷√d; masks.",
     icon="🎯",
 )
 st.page_link(
-    "app_pages/positional.py",
+    page("positional.py"),
     label="**Positional encoding**: sinusoidal curves, the matrix P, why P·Pᵀ depends on the offset; binary counting.",
     icon="🌊",
 )
 st.page_link(
-    "app_pages/pooling.py",
+    page("pooling.py"),
     label="**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live.",
     icon="📈",
 )
 st.page_link(
-    "app_pages/complexity.py",
+    page("complexity.py"),
     label="**Attention vs CNN, RNN**: the tutorial's cost table measured on this machine: time and memory "
     "as n grows, fitted slopes, the crossover, paths between tokens.",
     icon="⏱️",
 )
 
 st.page_link(
-    "app_pages/transformer.py",
+    page("transformer.py"),
     label=f"**Transformer heads**: every layer and head of {', '.join(model_choices(transformer=True))}; "
     "rollout and flow.",
     icon="🧠",
 )
 st.page_link(
-    "app_pages/long_input.py",
+    page("long_input.py"),
     label="**Long inputs**: a whole text up to the model's own context, thousands of tokens; every head "
     "computed from its queries and keys.",
     icon="📜",
 )
 st.page_link(
-    "app_pages/corpus.py",
+    page("corpus.py"),
     label="**Corpus**: thousands of texts through one model; every head summarised, searched, mapped.",
     icon="📚",
 )
 st.page_link(
-    "app_pages/prediction.py",
+    page("prediction.py"),
     label="**Inside a prediction**: the logit lens: what the model would predict after each block, "
     "a token followed through the blocks, what each block promoted and suppressed.",
     icon="🔬",
 )
 st.page_link(
-    "app_pages/couplets.py",
+    page("couplets.py"),
     label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
     "character by character, with its alignment.",
     icon="🏮",
 )
 st.page_link(
-    "app_pages/translation.py",
+    page("translation.py"),
     label="**Translation**: English in, French out, and where the decoder looked for each word; "
     "additive vs dot product.",
     icon="🗼",
 )
 st.page_link(
-    "app_pages/watch_learn.py",
+    page("watch_learn.py"),
     label="**Watch attention learn**: train the couplet model live and see its alignment appear.",
     icon="🎬",
 )
 st.page_link(
-    "app_pages/checkpoint.py",
+    page("checkpoint.py"),
     label="**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
     "its code, and shown beside ours.",
     icon="🧳",

@@ -1,9 +1,10 @@
 """Start the dashboard: ``streamlit run`` on the package's ``app.py`` with the server's options.
 
 Every server of the app starts here: ``atlas serve`` (and ``make run``), the replicas of
-``deploy/``, the browser tests and the benchmarks. The options live in ``OPTIONS`` rather than in a
-``.streamlit/config.toml``, because Streamlit reads that file from the current folder and
-``atlas serve`` runs from any folder.
+``deploy/``, the browser tests and the benchmarks. The options live in ``OPTIONS`` because Streamlit
+reads ``.streamlit/config.toml`` from the current folder and ``atlas serve`` runs from any folder; the
+checkout's root has that file with the same options for ``streamlit run app.py`` (a unit test keeps
+them equal). No view depends on them: the live views' plotly.js is a component's file.
 """
 
 from __future__ import annotations
@@ -27,9 +28,6 @@ OPTIONS: dict[str, str] = {
     # module files (torch alone has ~5,000) made a cold start take twice as long.
     "server.fileWatcherType": "none",
     "server.headless": "true",
-    # The Transformer page draws its model and head views with the plotly package's own
-    # plotly.min.js, which ui/live_heads.py copies into the package's static/ (served at /app/static/).
-    "server.enableStaticServing": "true",
     # Uploads: the same cap as the server's own check (models/uploads/safety.py, ATLAS_UPLOAD_MAX_MB,
     # default 200 MB); the browser refuses a larger file before sending it. Raise both together.
     "server.maxUploadSize": "200",

@@ -9,8 +9,8 @@
 const groups = (window.__atlasHeadGroups ||= {}); // group id → {heads, weights, show(layer, head)}
 
 function loadPlotly(url) {
-  // Our own copy of plotly.min.js (served from static/), loaded once per page. The global it
-  // sets is put back as it was, so whatever else on the page uses window.Plotly keeps it.
+  // The plotly package's own plotly.min.js (live_heads.py plotly_url), loaded once per page. The
+  // global it sets is put back as it was, so whatever else on the page uses window.Plotly keeps it.
   window.__atlasPlotly ||= new Promise((resolve, reject) => {
     const before = window.Plotly;
     const script = document.createElement("script");

@@ -10,8 +10,6 @@ exactly those ``cli.py figure`` writes.
 
 from __future__ import annotations
 
-import functools
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,12 +17,17 @@ import plotly
 import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
+from streamlit import runtime
+from streamlit.components.v1 import declare_component
 
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, hold, plain
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, hold
 
 HERE = Path(__file__).resolve().parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-STATIC = HERE.parent / "static"  # served at /app/static/ (server.enableStaticServing)
+# The plotly package's folder, served by Streamlit as a v1 component's files at /component/<name>/:
+# plotly.js comes from the installed package, whatever flags the server was started with.
+PLOTLY_FILES = "plotly"
+PLOTLY_COMPONENT = f"{__name__}.{PLOTLY_FILES}"  # declare_component's name: the caller's module + ours
 
 HINT = (
     "Each tile is one head, scaled to its own maximum. Click a tile to open it below; in the head "
@@ -36,22 +39,15 @@ _component = st.components.v2.component(
 )
 
 
-@functools.cache
 def plotly_url() -> str:
-    """The URL of plotly.js for the page: the plotly package's own copy, put in static/ once."""
-    target = STATIC / PLOTLY_JS.name
-    try:
-        if not target.exists() or target.stat().st_size != PLOTLY_JS.stat().st_size:
-            STATIC.mkdir(exist_ok=True)
-            partial = target.with_suffix(".partial")
-            shutil.copyfile(PLOTLY_JS, partial)
-            partial.replace(target)  # never serve a half-copied file
-    except OSError as err:
-        where = plain(STATIC)
-        st.error(f"The model and head views need plotly.js in {where}, which cannot be written here: {plain(err)}")
-        st.stop()
+    """The URL of the plotly package's own plotly.min.js, served from where it is installed (nothing is
+    copied or written). Its folder is registered once per server, from a script run (which
+    ``declare_component`` needs); the page loads the file once (``live_heads.js``)."""
+    registry = runtime.get_instance().component_registry if runtime.exists() else None
+    if registry is not None and registry.get_component_path(PLOTLY_COMPONENT) is None:
+        declare_component(PLOTLY_FILES, path=PLOTLY_JS.parent)
     base = st.get_option("server.baseUrlPath").strip("/")
-    return "/".join(["", *([base] if base else []), "app", "static", PLOTLY_JS.name])
+    return "/".join(["", *([base] if base else []), "component", PLOTLY_COMPONENT, PLOTLY_JS.name])
 
 
 def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callable[[], None]) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_atlas.paths import page
 from attention_atlas.ui import cached
 from attention_atlas.ui import long_cached as lc
 from attention_atlas.ui.live_heads import model_view_chart
@@ -39,7 +40,7 @@ from attention_atlas.viz_core import long_figures as lf
 from attention_atlas.viz_core import sentences as sn
 
 K = "tfl_"
-PAGE = "app_pages/long_input.py"
+PAGE = page("long_input.py")
 HELP = (
     "Texts up to the model's own context (thousands of tokens) on a page of their own: every view "
     "computed block-wise from the captured queries and keys."

@@ -121,9 +121,7 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
 
 
 LONG = "long_view.ipynb"
-LONG_CELL = f"""import sys
-sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-from transformers import AutoTokenizer
+LONG_CELL = """from transformers import AutoTokenizer
 from attention_atlas.models.adapters.minilm import model_folder
 from attention_atlas.notebook import show
 from harness.tiny_variants import tiny_variant

@@ -2,11 +2,14 @@
 
 import base64
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import plotly.io as pio
 import pytest
+from streamlit.components.lib.local_component_registry import LocalComponentRegistry
+from streamlit.components.v1 import component_registry as v1
 
 from attention_atlas.ui import live_heads
 from attention_atlas.viz_core import wire
@@ -76,37 +79,19 @@ def test_a_click_from_the_browser_is_checked_before_use(monkeypatch, pick, expec
     assert live_heads.picked("k", layers=6, heads=12) == expected
 
 
-def test_plotly_js_is_copied_once_into_the_served_folder(monkeypatch, tmp_path):
-    monkeypatch.setattr(live_heads, "STATIC", tmp_path / "static")
-    live_heads.plotly_url.cache_clear()
-    try:
-        url = live_heads.plotly_url()
-    finally:
-        live_heads.plotly_url.cache_clear()
-    copied = tmp_path / "static" / "plotly.min.js"
-    assert url == "/app/static/plotly.min.js"
-    assert copied.read_bytes() == live_heads.PLOTLY_JS.read_bytes()
-
-
-def test_an_unwritable_static_folder_is_a_message_not_a_traceback(monkeypatch, tmp_path):
-    from streamlit.testing.v1 import AppTest
-
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    monkeypatch.setattr(live_heads, "STATIC", blocker / "static")  # cannot be made: a file is in the way
-
-    def app():
-        from attention_atlas.ui import live_heads
-
-        live_heads.plotly_url()
-
-    live_heads.plotly_url.cache_clear()
-    try:
-        at = AppTest.from_function(app).run()
-    finally:
-        live_heads.plotly_url.cache_clear()
-    assert not at.exception
-    assert "cannot be written" in at.error[0].value
+@pytest.mark.parametrize("base, prefix", [("", ""), ("/atlas/", "/atlas")])
+def test_plotly_js_is_the_plotly_packages_own_file_served_as_a_components_folder(monkeypatch, base, prefix):
+    registry = LocalComponentRegistry()
+    server = SimpleNamespace(component_registry=registry)
+    monkeypatch.setattr(live_heads, "runtime", SimpleNamespace(exists=lambda: True, get_instance=lambda: server))
+    monkeypatch.setattr(v1, "get_instance", lambda: server)  # declare_component registers in a script run
+    monkeypatch.setattr(v1, "get_script_run_ctx", lambda: object())
+    monkeypatch.setattr(live_heads.st, "get_option", lambda name: base)
+    url = live_heads.plotly_url()
+    assert url == f"{prefix}/component/{live_heads.PLOTLY_COMPONENT}/plotly.min.js"
+    folder = registry.get_component_path(live_heads.PLOTLY_COMPONENT)
+    assert Path(folder, "plotly.min.js") == live_heads.PLOTLY_JS
+    assert live_heads.plotly_url() == url and len(registry.get_components()) == 1  # registered once
 
 
 def held_app():
