@@ -5,6 +5,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 8501
 TORCH := torch==2.13.0
+# pytest-xdist's workers: the tests wait on servers, browsers and subprocesses as much as they compute,
+# so two share two cores well; the groups they take whole are in tests/conftest.py.
+JOBS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
 
 .PHONY: run test check setup setup-dev browser lint bench
 
@@ -13,13 +17,13 @@ run: setup
 
 test: setup-dev browser
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 # The unit and page tests less the slow ones (large models, training), the browser tests and the
 # fuzz streams (thousands of generated inputs); `make test` runs those too.
 check: setup-dev
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest tests/unit tests/pages -m "not slow and not browser and not fuzz" -q
+	$(PYTEST) tests/unit tests/pages -m "not slow and not browser and not fuzz" -q
 
 setup: $(VENV)/.runtime
 setup-dev: $(VENV)/.dev

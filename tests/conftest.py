@@ -14,6 +14,22 @@ torch.set_num_threads(int(os.environ.get("ATLAS_TEST_THREADS", "1")))
 os.environ.setdefault("ATLAS_THREADS", os.environ.get("ATLAS_TEST_THREADS", "1"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
+def pytest_collection_modifyitems(items):
+    """The groups ``make test`` hands to its workers whole (``-n 2 --dist loadgroup``): the tests that
+    use the shared app server (tests/browser) on one worker, so one server and one chromium serve
+    them all; every other module on one worker, so its module-scoped models are built once."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+
+
+def group_of(item) -> str:
+    if "app_url" in item.fixturenames:
+        return "app-server"
+    return item.nodeid.split("::")[0]
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny tensors: one thread is fastest, and it spares a CPU that other jobs share."""
