@@ -11,6 +11,7 @@ serves its own menu on a deep link and bypasses this navigation (a browser test 
 
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.paths import page
 from attention_atlas.serve.process import limit_arenas, limit_kernel_cache, passive_threads
 
@@ -22,28 +23,28 @@ passive_threads()  # before torch loads: its threads sleep between operations in
 def pages() -> dict[str, list[st.Page]]:
     """The navigation's sections and their pages (built in a script run: ``st.Page`` needs one)."""
     return {
-        "Start": [
-            st.Page(page("home.py"), title="Home", icon="🏠", default=True),
+        _("Start"): [
+            st.Page(page("home.py"), title=_("Home"), icon="🏠", default=True),
         ],
-        "Attention math": [
-            st.Page(page("scoring.py"), title="Scoring functions", icon="🎯", url_path="scoring"),
-            st.Page(page("positional.py"), title="Positional encoding", icon="🌊", url_path="positional"),
-            st.Page(page("pooling.py"), title="Attention pooling", icon="📈", url_path="pooling"),
-            st.Page(page("complexity.py"), title="Attention vs CNN, RNN", icon="⏱️", url_path="complexity"),
+        _("Attention math"): [
+            st.Page(page("scoring.py"), title=_("Scoring functions"), icon="🎯", url_path="scoring"),
+            st.Page(page("positional.py"), title=_("Positional encoding"), icon="🌊", url_path="positional"),
+            st.Page(page("pooling.py"), title=_("Attention pooling"), icon="📈", url_path="pooling"),
+            st.Page(page("complexity.py"), title=_("Attention vs CNN, RNN"), icon="⏱️", url_path="complexity"),
         ],
-        "Transformers": [
-            st.Page(page("transformer.py"), title="Transformer heads", icon="🧠", url_path="transformer"),
-            st.Page(page("long_input.py"), title="Long inputs", icon="📜", url_path="long-input"),
-            st.Page(page("corpus.py"), title="Corpus", icon="📚", url_path="corpus"),
-            st.Page(page("prediction.py"), title="Inside a prediction", icon="🔬", url_path="prediction"),
+        _("Transformers"): [
+            st.Page(page("transformer.py"), title=_("Transformer heads"), icon="🧠", url_path="transformer"),
+            st.Page(page("long_input.py"), title=_("Long inputs"), icon="📜", url_path="long-input"),
+            st.Page(page("corpus.py"), title=_("Corpus"), icon="📚", url_path="corpus"),
+            st.Page(page("prediction.py"), title=_("Inside a prediction"), icon="🔬", url_path="prediction"),
         ],
-        "Seq2seq": [
-            st.Page(page("couplets.py"), title="Couplets", icon="🏮", url_path="couplets"),
-            st.Page(page("translation.py"), title="Translation", icon="🗼", url_path="translation"),
-            st.Page(page("watch_learn.py"), title="Watch attention learn", icon="🎬", url_path="watch-learn"),
+        _("Seq2seq"): [
+            st.Page(page("couplets.py"), title=_("Couplets"), icon="🏮", url_path="couplets"),
+            st.Page(page("translation.py"), title=_("Translation"), icon="🗼", url_path="translation"),
+            st.Page(page("watch_learn.py"), title=_("Watch attention learn"), icon="🎬", url_path="watch-learn"),
         ],
-        "Your models": [
-            st.Page(page("checkpoint.py"), title="Checkpoint inspector", icon="🧳", url_path="checkpoint"),
+        _("Your models"): [
+            st.Page(page("checkpoint.py"), title=_("Checkpoint inspector"), icon="🧳", url_path="checkpoint"),
         ],
     }
 
@@ -51,16 +52,20 @@ def pages() -> dict[str, list[st.Page]]:
 def main() -> None:
     """One script run: the page config, the navigation, the sidebar, then the page asked for."""
     st.set_page_config(page_title="Attention Atlas", page_icon="🔭", layout="wide")
+    from attention_atlas.ui.language import choose_language, sidebar_language
+
+    choose_language()  # before anything is drawn: the page list is in the visitor's language too
     # Every page listed: a folded "View 3 more" hid Translation and Watch attention learn from a class.
     current = st.navigation(pages(), expanded=True)
 
     # A fresh server's first run imports PyTorch, Plotly and pandas here (seconds): say so, instead of a
     # blank page. Later runs find them imported and finish before the spinner's half-second delay.
-    with st.spinner("Starting Attention Atlas: loading PyTorch and the charts (once per server)…"):
+    with st.spinner(_("Starting Attention Atlas: loading PyTorch and the charts (once per server)…")):
         from attention_atlas.ui import cached  # noqa: F401  (the pages' shared imports)
         from attention_atlas.ui.widgets import sidebar_device, sidebar_display
 
         sidebar_device()
+    sidebar_language()  # English / 中文, kept in the URL (?lang=zh)
     sidebar_display()  # projector mode and high-contrast colours, kept in the URL (?present=1, ?contrast=1)
     current.run()
 

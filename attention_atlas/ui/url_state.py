@@ -52,10 +52,13 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from attention_atlas.i18n import normalise
+
 WRITTEN = "_url_written"  # session state: {scope: {name: text}} what this session last put in the URL
 SEEN = "_url_names"  # session state: {scope: set of names} every setting a page has declared
 APP = "app"  # the scope of the app-wide flags
-KEPT = {"present", "contrast"}  # app-wide names: kept across pages, never dropped by a page
+LANG = "lang"  # the interface's language (?lang=zh), app-wide
+KEPT = {"present", "contrast", LANG}  # app-wide names: kept across pages, never dropped by a page
 BASE_ENV = "ATLAS_PUBLIC_URL"
 QUOTED = 24  # characters of a bad value quoted in the notice
 SECTION = "section"  # a lesson link's part of the page: scrolled into view once, then dropped from the URL
@@ -149,6 +152,21 @@ def app_flag(name: str, key: str | None = None) -> str:
     st.session_state.setdefault(key, False)
     _put(APP, name, "1" if st.session_state[key] else None)
     return key
+
+
+def app_language(browser: str) -> str:
+    """The interface's language for this run, kept in the URL across pages as ``?lang=zh``; its widget
+    key is ``LANG``. A link's ``lang`` wins when it changed (a shared link, the back button); a first
+    visit without one follows ``browser``, the code of the browser's own language. The URL names the
+    language whenever it is not what this browser would open in, so that a link opens the same."""
+    raw = st.query_params.get(LANG)
+    code = normalise(raw)
+    if raw is not None and raw != _written(APP).get(LANG) and code:
+        st.session_state[LANG] = code
+    st.session_state.setdefault(LANG, browser)
+    chosen = st.session_state[LANG]
+    _put(APP, LANG, chosen if chosen != browser or raw == chosen else None)
+    return chosen
 
 
 def kept() -> dict[str, str]:
