@@ -52,7 +52,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from attention_atlas.i18n import normalise
+from attention_atlas.i18n import LANGUAGES, _, language, normalise
 
 WRITTEN = "_url_written"  # session state: {scope: {name: text}} what this session last put in the URL
 SEEN = "_url_names"  # session state: {scope: set of names} every setting a page has declared
@@ -213,6 +213,23 @@ class Link:
             return (by_text[raw], None) if raw in by_text else (None, what)
 
         return self._declare(name, key, default, _Kind(parse, text, lambda v: v in options))
+
+    def tabs(self, name: str, key: str, sources: Sequence[str]) -> tuple[list[str], str]:
+        """``st.tabs``' labels in this run's language and its key, the first tab the default:
+        ``labels, key = link.tabs("tab", K + "tab", TABS)``, then ``st.tabs(labels, key=key, ...)``.
+        In the URL a tab is its English label (``sources``, marked with ``N_``), so a link opens the same
+        tab in either language; the open tab stays open when the visitor switches language."""
+        shown = [_(s) for s in sources]
+        held = st.session_state.get(key)
+        if held is not None and held not in shown:  # drawn in another language last run
+            for code in LANGUAGES:
+                with language(code):
+                    names = [_(s) for s in sources]
+                if held in names:
+                    st.session_state[key] = shown[names.index(held)]
+                    break
+        source_of = dict(zip(shown, sources, strict=True))
+        return shown, self.choice(name, key, shown, shown[0], text=lambda label: source_of.get(label, label))
 
     def choices(self, name: str, key: str, options: Sequence, default: Sequence) -> str:
         """Several of ``options`` (a multiselect), comma-separated in the URL: ``cols=6,7,8,9``."""
