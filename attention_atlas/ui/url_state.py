@@ -219,15 +219,7 @@ class Link:
         ``labels, key = link.tabs("tab", K + "tab", TABS)``, then ``st.tabs(labels, key=key, ...)``.
         In the URL a tab is its English label (``sources``, marked with ``N_``), so a link opens the same
         tab in either language; the open tab stays open when the visitor switches language."""
-        shown = [_(s) for s in sources]
-        held = st.session_state.get(key)
-        if held is not None and held not in shown:  # drawn in another language last run
-            for code in LANGUAGES:
-                with language(code):
-                    names = [_(s) for s in sources]
-                if held in names:
-                    st.session_state[key] = shown[names.index(held)]
-                    break
+        shown = tab_labels(key, sources)
         source_of = dict(zip(shown, sources, strict=True))
         return shown, self.choice(name, key, shown, shown[0], text=lambda label: source_of.get(label, label))
 
@@ -373,6 +365,21 @@ def notice(problems: list[str]) -> str:
     return f"This link's {listed}; showing defaults for {'it' if len(problems) == 1 else 'them'}."
 
 
+def tab_labels(key: str, sources: Sequence[str]) -> list[str]:
+    """``sources`` in this run's language; a tab the session holds in another language (Streamlit knows
+    a tab by its label) moved to the same tab's label in this one."""
+    shown = [_(s) for s in sources]
+    held = st.session_state.get(key)
+    if held is not None and held not in shown:
+        for code in LANGUAGES:
+            with language(code):
+                names = [_(s) for s in sources]
+            if held in names:
+                st.session_state[key] = shown[names.index(held)]
+                break
+    return shown
+
+
 class Unlinked:
     """A ``Link``'s declarations with no URL behind them, for views of an input that no link can carry
     (an upload): each sets its widget's value to the default when the session holds none that fits,
@@ -386,6 +393,10 @@ class Unlinked:
 
     def choice(self, name: str, key: str, options: Sequence, default, *_, **__) -> str:
         return self._declare(key, default, lambda v: v in options)
+
+    def tabs(self, name: str, key: str, sources: Sequence[str]) -> tuple[list[str], str]:
+        shown = tab_labels(key, sources)
+        return shown, self._declare(key, shown[0], lambda v: v in shown)
 
     def number(self, name: str, key: str, lo, hi, default, *_, **__) -> str:
         return self._declare(key, default, lambda v: isinstance(v, int | float) and lo <= v <= hi)
