@@ -4,9 +4,15 @@ import os
 
 import pytest
 import torch
+from hypothesis import settings
 
 from attention_atlas.paths import WEIGHTS
 from tests import support
+
+# Every hypothesis stream is a fixed one: the same inputs on every run, machine and worker (a failure
+# is reproduced by running the test again), and nothing written to a .hypothesis folder.
+settings.register_profile("atlas", derandomize=True, database=None)
+settings.load_profile("atlas")
 
 # The suite shares two cores with the streamlit servers and chromium it starts; one torch
 # thread per process avoids oversubscription, which slowed model runs up to eightfold here.

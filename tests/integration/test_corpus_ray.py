@@ -11,7 +11,9 @@ from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.inputs import sample
 from attention_atlas.models.corpus.run import run_corpus
 
-pytestmark = pytest.mark.slow  # starting Ray and two actors, twice: ~30-60 s here
+# Starting Ray and two actors, twice: ~30-60 s here. One Ray at a time on the machine: the tests that
+# start one share a pytest-xdist group (a second cluster beside a first one took "auto" for its address).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 ray = pytest.importorskip("ray")
 

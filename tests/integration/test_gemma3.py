@@ -54,9 +54,11 @@ def test_local_and_global_layers_equal_eager_attention_past_the_window(gemma):
     with torch.no_grad():
         out = gemma.model(input_ids=ids, output_attentions=True)  # the eager twin's own weights
     # The capture's forward runs SDPA in its global layers where this one runs eager attention: the
-    # hidden states drift apart by float rounding, layer on layer; by the last layer a weight is up
-    # to 1.5e-5 off on an AVX-512 CPU (not on the CPU these tests were first run on).
-    for layer, tolerance in ((0, 1e-5), (4, 1e-5), (5, 1e-5), (17, 5e-5)):
+    # hidden states drift apart by float rounding, layer on layer, by how much depends on the CPU's
+    # kernels: by the last layer a weight was 1.5e-5 off on an AVX-512 CPU, and by layer 5 (the first
+    # global layer) 1.6e-5 on this 2-core machine under two test workers. The first local layers see
+    # no SDPA before them; past the first global layer the bound is float32's drift, not a formula's.
+    for layer, tolerance in ((0, 1e-5), (4, 1e-5), (5, 5e-5), (17, 5e-5)):
         want = out.attentions[layer][0].numpy()
         for head in range(cap.n_heads):
             got = bw.head_weights(cap, layer, head)

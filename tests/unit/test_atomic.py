@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -59,8 +60,9 @@ def run_and_kill(tmp_path: Path, body: str, env: dict | None = None) -> None:
 
 
 def stale(folder: Path) -> list[Path]:
-    """What a killed writer left behind (hidden temporary files and staging folders)."""
-    return sorted(p for p in folder.iterdir() if p.name.startswith("."))
+    """What a killed writer left behind (hidden temporary files and staging folders; a cache folder's
+    lock file stays by design: ``atomic.building``)."""
+    return sorted(p for p in folder.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock"))
 
 
 def age(paths: list[Path], seconds: float = 2 * atomic.STALE_SECONDS) -> None:
@@ -124,6 +126,32 @@ def test_a_built_folder_passes_its_checks_and_is_not_rebuilt(tmp_path):
     assert set(manifest) == {"model.safetensors", "config.json"}
     assert atomic.ensure_folder(target, lambda s: pytest.fail("rebuilt a whole cache")) == (target, [])
     assert stale(tmp_path) == []
+
+
+def test_a_second_process_asking_while_the_first_builds_waits_and_builds_nothing(tmp_path):
+    """Two servers (or two test workers) start on an empty cache: one conversion, not two side by side.
+    The lock is on an open file, so two threads with their own opens stand for two processes."""
+    target, started, release = tmp_path / "cache", threading.Event(), threading.Event()
+
+    def slow_build(staging: Path) -> None:
+        started.set()
+        assert release.wait(30)
+        build_two(staging)
+
+    first = threading.Thread(target=atomic.ensure_folder, args=(target, slow_build))
+    first.start()
+    assert started.wait(30)
+    second: list = []
+    waiting = threading.Thread(
+        target=lambda: second.append(atomic.ensure_folder(target, lambda s: pytest.fail("built twice")))
+    )
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive() and not second  # held at the lock while the first builds
+    release.set()
+    first.join(30)
+    waiting.join(30)
+    assert second == [(target, [])] and atomic.folder_problem(target) is None
 
 
 @pytest.mark.parametrize(

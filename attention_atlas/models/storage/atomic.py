@@ -198,7 +198,31 @@ def ensure_folder(
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    sweep(target.parent, f".{target.name}.")
+    with building(target):
+        return _ensure(target, build, adopt)
+
+
+@contextlib.contextmanager
+def building(target: Path) -> Iterator[None]:
+    """Held while one process checks or builds ``target``: another process (a second server, a second
+    test worker) asking for it meanwhile waits, then finds it built, instead of building it again
+    beside the first (a conversion takes a core for minutes). An advisory lock on a file beside the
+    target, released by the system if its holder dies; where there is no ``fcntl``, no lock."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    with open(target.parent / f".{target.name}.lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _ensure(target: Path, build: Callable[[Path], None], adopt: bool) -> tuple[Path, list[str]]:
+    sweep(target.parent, f".{target.name}.", keep=f".{target.name}.lock")
     notices: list[str] = []
     if target.exists():
         why = folder_problem(target)
@@ -237,10 +261,13 @@ def discard(folder: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def sweep(folder: Path, prefix: str, max_age: float = STALE_SECONDS) -> None:
-    """Delete what killed writers left in ``folder`` (names starting with ``prefix``, older than ``max_age``)."""
+def sweep(folder: Path, prefix: str, max_age: float = STALE_SECONDS, keep: str = "") -> None:
+    """Delete what killed writers left in ``folder`` (names starting with ``prefix``, older than
+    ``max_age``), ``keep`` (a lock file) left alone."""
     now = time.time()
     for p in folder.glob(f"{glob.escape(prefix)}*"):
+        if p.name == keep:
+            continue
         with contextlib.suppress(OSError):
             if now - p.stat().st_mtime > max_age:
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
