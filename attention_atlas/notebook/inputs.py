@@ -129,3 +129,13 @@ def pick(values, count: int, what: str) -> list[int]:
     if bad or not values:
         raise NotebookError(f"{what} must be in 0–{count - 1}, not {bad or values}")
     return [int(v) for v in dict.fromkeys(values)]
+
+
+def language_of(lang) -> str:
+    """``lang`` as the interface's code ("en", "zh"; "zh-CN" is "zh"), else a one-line ``NotebookError``."""
+    from attention_atlas.i18n import LanguageError, check
+
+    try:
+        return check(lang)
+    except LanguageError as err:
+        raise NotebookError(str(err)) from None

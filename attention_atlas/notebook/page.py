@@ -28,6 +28,7 @@ from pathlib import Path
 
 import plotly.io as pio
 
+from attention_atlas.i18n import language
 from attention_atlas.notebook.assets import driver, plotly_js, scripts
 from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_view
 from attention_atlas.viz_core.line_view import line_data
@@ -201,10 +202,12 @@ class View:
 
     sections: list[Section]
     name: str = "model view"
+    lang: str = "en"  # the language of titles, hover and captions (``i18n``): "en" or "zh"
     _widget: object = field(default=None, repr=False, compare=False)
 
     def to_html(self) -> str:
-        return html(self.sections, f"Attention Atlas: {self.name}")
+        with language(self.lang):
+            return html(self.sections, f"Attention Atlas: {self.name}")
 
     def save(self, path) -> Path:
         path = Path(path)
@@ -216,12 +219,13 @@ class View:
         if self._widget is None:
             from attention_atlas.notebook.widget import LiveView
 
-            self._widget = LiveView(self.sections)
+            self._widget = LiveView(self.sections, lang=self.lang)
         return self._widget
 
     def fragment(self) -> str:
         """The HTML a notebook shows when it shows HTML (``fragment``)."""
-        return fragment(self.sections)
+        with language(self.lang):
+            return fragment(self.sections)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         # The one display method: IPython would also send what a _repr_html_ gave, beside the

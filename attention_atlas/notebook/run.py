@@ -19,7 +19,8 @@ from dataclasses import replace
 import numpy as np
 import plotly.io as pio
 
-from attention_atlas.notebook.inputs import NotebookError, pick
+from attention_atlas.i18n import language
+from attention_atlas.notebook.inputs import NotebookError, language_of, pick
 from attention_atlas.notebook.page import Figures, View
 from attention_atlas.notebook.views import build, finish
 from attention_atlas.viz_core.derive import ViewOptions
@@ -105,8 +106,10 @@ def show(
     layer: int | None = None,
     heads=None,
     html_action: str = "view",
+    lang: str = "en",
 ):
-    """Run ``model`` on ``text`` and draw the ``view`` (``"model"``, ``"head"`` or ``"line"``).
+    """Run ``model`` on ``text`` and draw the ``view`` (``"model"``, ``"head"`` or ``"line"``), its
+    titles, hover and captions in ``lang`` ("en" or "zh").
 
     ``merge`` sums word pieces into words, ``hide_special`` drops [CLS], [SEP], <s>… and
     renormalises the rows, ``value_norms`` weights each weight by the norm of its key's value
@@ -114,6 +117,14 @@ def show(
     Transformer page. What the input needed (cut, characters fixed) is printed as notices."""
     if view not in ("model", "head", "line"):
         raise NotebookError(f"view is one of model, head, line, not {view!r}")
+    lang = language_of(lang)
+    with language(lang):  # the long-input view's figures are made here, not when shown
+        drawn = _show(model, tokenizer, text, view, merge, hide_special, value_norms, layer, heads)
+    drawn.lang = lang
+    return finish(drawn, html_action)
+
+
+def _show(model, tokenizer, text, view, merge, hide_special, value_norms, layer, heads) -> View:
     if not isinstance(text, str) or not text.strip():
         raise NotebookError("the text is empty: pass a sentence")
     adapter = adapter_of(model, tokenizer)
@@ -123,7 +134,7 @@ def show(
                 f"past {FULL_TOKENS:,} tokens show() draws the long-input view alone: call it with the "
                 "text and view='model', without merge, hide_special or value_norms"
             )
-        return finish(long_view(adapter, text, layer, heads), html_action)
+        return long_view(adapter, text, layer, heads)
     records, notices = records_of(adapter, text)
     options = ViewOptions(merge=merge, hide=hide_special)
     pairs = []
@@ -133,7 +144,7 @@ def show(
         pairs.append((TITLES[kind], options.apply(record)))
     for notice in dict.fromkeys(notices):
         print(f"note: {notice}")
-    return finish(build(view, pairs, layer=layer, heads=heads), html_action)
+    return build(view, pairs, layer=layer, heads=heads)
 
 
 def _long(adapter, text: str) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from attention_atlas.notebook.inputs import NotebookError, pick, record_of
+from attention_atlas.notebook.inputs import NotebookError, language_of, pick, record_of
 from attention_atlas.notebook.page import Section, View
 from attention_atlas.viz_core.line_view import COLOURS, MAX_TOKENS
 
@@ -75,11 +75,14 @@ def model_view(
     include_layers=None,
     include_heads=None,
     html_action="view",
+    lang="en",
 ):
-    """Every layer and head as tiles; a click opens the head below, arrow keys step through them."""
+    """Every layer and head as tiles; a click opens the head below, arrow keys step through them.
+    ``lang="zh"``: titles, hover and captions in Chinese."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     pairs = _records(attention, tokens, cross)
-    return finish(build("model", pairs, sentence_b_start, include_layers, include_heads), html_action)
+    view = build("model", pairs, sentence_b_start, include_layers, include_heads, lang=lang)
+    return finish(view, html_action)
 
 
 def head_view(
@@ -96,12 +99,14 @@ def head_view(
     decoder_tokens=None,
     include_layers=None,
     html_action="view",
+    lang="en",
 ):
     """BertViz's head view: ``layer``'s ``heads`` as lines (hover a token for its own), above them
     the first head's matrix and every head's tile (click one, or step with the arrow keys)."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     pairs = _records(attention, tokens, cross)
-    return finish(build("head", pairs, sentence_b_start, include_layers, None, layer, heads), html_action)
+    view = build("head", pairs, sentence_b_start, include_layers, None, layer, heads, lang=lang)
+    return finish(view, html_action)
 
 
 CROSS_KEYWORDS = (
@@ -113,14 +118,14 @@ CROSS_KEYWORDS = (
 )
 
 
-def line_view(attention=None, tokens=None, layer=0, heads=None, html_action="view", **encoder_decoder):
+def line_view(attention=None, tokens=None, layer=0, heads=None, html_action="view", lang="en", **encoder_decoder):
     """Only the line view: ``layer``'s ``heads`` (at most eight, one colour each), queries on the
     left and keys on the right; hover a token to see only its lines."""
     unknown = sorted(set(encoder_decoder) - set(CROSS_KEYWORDS))
     if unknown:
         raise NotebookError(f"line_view takes no {unknown}")
     pairs = _records(attention, tokens, tuple(encoder_decoder.get(k) for k in CROSS_KEYWORDS))
-    return finish(build("line", pairs, layer=layer, heads=heads), html_action)
+    return finish(build("line", pairs, layer=layer, heads=heads, lang=lang), html_action)
 
 
 VIEWS = ("model", "head", "line")
@@ -134,10 +139,12 @@ def build(
     include_heads=None,
     layer=None,
     heads=None,
+    lang="en",
 ) -> View:
-    """The ``name`` view (``model``, ``head`` or ``line``) of each ``(title, record)``."""
+    """The ``name`` view (``model``, ``head`` or ``line``) of each ``(title, record)``, its titles in ``lang``."""
     if name not in VIEWS:
         raise NotebookError(f"view is one of {', '.join(VIEWS)}, not {name!r}")
+    lang = language_of(lang)
     sections = []
     for title, record in pairs:
         _sentence_b(record, sentence_b_start)
@@ -156,4 +163,4 @@ def build(
             )
         section = Section(shown, title, open_layer, picked[0], name != "line", lines, labels, sentence_b_start)
         sections.append(section)
-    return View(sections, f"{name} view")
+    return View(sections, f"{name} view", lang)

@@ -24,6 +24,7 @@ import math
 import anywidget
 import traitlets
 
+from attention_atlas.i18n import language
 from attention_atlas.notebook.assets import esm, plotly_js, scripts
 
 
@@ -34,11 +35,12 @@ class LiveView(anywidget.AnyWidget):
     spec = traitlets.Dict().tag(sync=True)
     scripts = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, sections: list, **kwargs):
-        """``sections``: ``page.Section``s (and ``page.Figures``)."""
-        data = [s.data(live=True) for s in sections]
+    def __init__(self, sections: list, lang: str = "en", **kwargs):
+        """``sections``: ``page.Section``s (and ``page.Figures``); ``lang``: their titles' language."""
+        with language(lang):
+            data = [s.data(live=True) for s in sections]
         super().__init__(spec={"sections": data}, scripts=scripts(), **kwargs)
-        self._sections = sections
+        self._sections, self._lang = sections, lang
         # the record id each model view's head keys carry (``shown``), by section
         self._ids = {i: d["head"]["id"] for i, d in enumerate(data) if "head" in d}
         self.on_msg(self._answer)
@@ -46,6 +48,10 @@ class LiveView(anywidget.AnyWidget):
     def _answer(self, _widget, content, _buffers) -> None:
         if not isinstance(content, dict):
             return
+        with language(self._lang):
+            self._reply(content)
+
+    def _reply(self, content: dict) -> None:
         if content.get("need") == "plotly":
             self.send({"plotly": plotly_js()})
         elif isinstance(content.get("pick"), dict):

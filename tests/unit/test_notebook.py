@@ -484,3 +484,13 @@ def test_display_chooses_widget_or_html(minilm):
         display("auto")
     with pytest.raises(ValueError, match="one of auto, widget, html"):
         display("svg")
+
+
+def test_a_view_in_chinese_and_an_unknown_language_in_one_line():
+    weights = np.full((2, 3, 4, 4), 0.25, dtype=np.float32)
+    tokens = ["两", "个", "黄", "鹂"]
+    assert model_view(weights, tokens).lang == "en"
+    view = model_view(weights, tokens, lang="zh-CN")
+    assert view.lang == "zh" and head_view(weights, tokens, lang="zh").lang == "zh"
+    with pytest.raises(NotebookError, match="^lang must be one of en, zh, not 'fr'$"):
+        line_view(weights, tokens, lang="fr")
