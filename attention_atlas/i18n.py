@@ -87,13 +87,13 @@ def catalog(lang: str) -> gettext.NullTranslations:
     return gettext.translation(DOMAIN, LOCALES, languages=[lang], fallback=True)
 
 
-def _(message: str, **fields: object) -> str:
+def _(message: str, /, **fields: object) -> str:
     """``message`` in the current language, its ``{name}`` placeholders filled from ``fields``."""
     text = catalog(current()).gettext(message)
     return text.format(**fields) if fields else text
 
 
-def ngettext(singular: str, plural: str, n: int, **fields: object) -> str:
+def ngettext(singular: str, plural: str, n: int, /, **fields: object) -> str:
     """The form of ``singular``/``plural`` for ``n`` in the current language, placeholders filled."""
     text = catalog(current()).ngettext(singular, plural, n)
     return text.format(**fields) if fields else text

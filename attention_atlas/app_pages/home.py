@@ -4,6 +4,7 @@ discusses it (the page's settings in the link's query, read by ``ui.url_state``;
 
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.paths import page
 from attention_atlas.ui.cached import model_choices
 from attention_atlas.ui.home_views import lesson_links
@@ -11,85 +12,107 @@ from attention_atlas.ui.widgets import intro
 
 st.title("🔭 Attention Atlas")
 intro(
-    "See attention at work: type a sentence or a Chinese couplet line, and look at what each "
-    "model attends to. Everything runs here, offline; nothing you type leaves this machine."
+    _(
+        "See attention at work: type a sentence or a Chinese couplet line, and look at what each "
+        "model attends to. Everything runs here, offline; nothing you type leaves this machine."
+    )
 )
 
-st.subheader("Pages")
+st.subheader(_("Pages"))
 st.page_link(
     page("scoring.py"),
-    label="**Scoring functions**: six scores on the same queries and keys, side by side; why ÷√d; masks.",
+    label=_("**Scoring functions**: six scores on the same queries and keys, side by side; why ÷√d; masks."),
     icon="🎯",
 )
 st.page_link(
     page("positional.py"),
-    label="**Positional encoding**: sinusoidal curves, the matrix P, why P·Pᵀ depends on the offset; binary counting.",
+    label=_(
+        "**Positional encoding**: sinusoidal curves, the matrix P, why P·Pᵀ depends on the offset; binary counting."
+    ),
     icon="🌊",
 )
 st.page_link(
     page("pooling.py"),
-    label="**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live.",
+    label=_(
+        "**Attention pooling**: Nadaraya–Watson regression, the simplest attention; train a kernel width live."
+    ),
     icon="📈",
 )
 st.page_link(
     page("complexity.py"),
-    label="**Attention vs CNN, RNN**: the tutorial's cost table measured on this machine: time and memory "
-    "as n grows, fitted slopes, the crossover, paths between tokens.",
+    label=_(
+        "**Attention vs CNN, RNN**: the tutorial's cost table measured on this machine: time and memory "
+        "as n grows, fitted slopes, the crossover, paths between tokens."
+    ),
     icon="⏱️",
 )
 
 st.page_link(
     page("transformer.py"),
-    label=f"**Transformer heads**: every layer and head of {', '.join(model_choices(transformer=True))}; "
-    "rollout and flow.",
+    label=_(
+        "**Transformer heads**: every layer and head of {models}; rollout and flow.",
+        models=", ".join(model_choices(transformer=True)),
+    ),
     icon="🧠",
 )
 st.page_link(
     page("long_input.py"),
-    label="**Long inputs**: a whole text up to the model's own context, thousands of tokens; every head "
-    "computed from its queries and keys.",
+    label=_(
+        "**Long inputs**: a whole text up to the model's own context, thousands of tokens; every head "
+        "computed from its queries and keys."
+    ),
     icon="📜",
 )
 st.page_link(
     page("corpus.py"),
-    label="**Corpus**: thousands of texts through one model; every head summarised, searched, mapped.",
+    label=_("**Corpus**: thousands of texts through one model; every head summarised, searched, mapped."),
     icon="📚",
 )
 st.page_link(
     page("prediction.py"),
-    label="**Inside a prediction**: the logit lens: what the model would predict after each block, "
-    "a token followed through the blocks, what each block promoted and suppressed.",
+    label=_(
+        "**Inside a prediction**: the logit lens: what the model would predict after each block, "
+        "a token followed through the blocks, what each block promoted and suppressed."
+    ),
     icon="🔬",
 )
 st.page_link(
     page("couplets.py"),
-    label="**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
-    "character by character, with its alignment.",
+    label=_(
+        "**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "
+        "character by character, with its alignment."
+    ),
     icon="🏮",
 )
 st.page_link(
     page("translation.py"),
-    label="**Translation**: English in, French out, and where the decoder looked for each word; "
-    "additive vs dot product.",
+    label=_(
+        "**Translation**: English in, French out, and where the decoder looked for each word; "
+        "additive vs dot product."
+    ),
     icon="🗼",
 )
 st.page_link(
     page("watch_learn.py"),
-    label="**Watch attention learn**: train the couplet model live and see its alignment appear.",
+    label=_("**Watch attention learn**: train the couplet model live and see its alignment appear."),
     icon="🎬",
 )
 st.page_link(
     page("checkpoint.py"),
-    label="**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
-    "its code, and shown beside ours.",
+    label=_(
+        "**Checkpoint inspector**: upload a model you trained; it is loaded without running any of "
+        "its code, and shown beside ours."
+    ),
     icon="🧳",
 )
 
 lesson_links()
 
 st.caption(
-    "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
-    "hover a cell for both tokens and the weight. Every chart has a CSV download; the camera "
-    "icon on a chart saves a PNG. Every page keeps its settings in its address: the sidebar's "
-    "**Link to this view** gives a link that opens the same view."
+    _(
+        "Heatmaps: rows are queries (what is looking), columns are keys (what is looked at); "
+        "hover a cell for both tokens and the weight. Every chart has a CSV download; the camera "
+        "icon on a chart saves a PNG. Every page keeps its settings in its address: the sidebar's "
+        "**Link to this view** gives a link that opens the same view."
+    )
 )

@@ -3,46 +3,65 @@
 import numpy as np
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.models.attention.demos import train_pooling
 from attention_atlas.models.attention.kernel_regression import KERNELS
 from attention_atlas.ui.cached import pooling_view
 from attention_atlas.ui.url_state import Link, section
-from attention_atlas.ui.widgets import chart, intro, plain, plural, whole_number
+from attention_atlas.ui.widgets import chart, intro, plain, whole_number
 from attention_atlas.viz_core.export import record_frame, series_frame
 from attention_atlas.viz_core.figures import heatmap, lines, nadaraya_watson
 
 K = "pool_"
-st.title("📈 Attention pooling")
+st.title(_("📈 Attention pooling"))
 intro(
-    "The oldest attention: to predict y at a query x, average the training values yᵢ, weighting each "
-    "by how close its key xᵢ is to x. With a Gaussian kernel the weights are exactly "
-    "softmax(−(x − xᵢ)² / 2h²): attention with the Gaussian scoring function."
+    _(
+        "The oldest attention: to predict y at a query x, average the training values yᵢ, weighting each "
+        "by how close its key xᵢ is to x. With a Gaussian kernel the weights are exactly "
+        "softmax(−(x − xᵢ)² / 2h²): attention with the Gaussian scoring function."
+    )
 )
 link = Link("pooling")
 RATES = [0.01, 0.05, 0.1, 0.2, 0.5, 1.0]
-FLAT = (
+FLAT = N_(
     "The constant kernel weighs every training point alike, whatever the bandwidth: each query's "
     "weights are 1/n, its estimate the mean of all the values."
 )
+# The catalog's names of the kernels (``KERNELS``: the selectbox's options, shown with ``format_func=_``).
+KERNEL_NAMES = (N_("gaussian"), N_("boxcar"), N_("epanechnikov"), N_("constant"))
+
+
+def estimate_names(kernel: str, bandwidth: float, w: float | None) -> dict[str, str]:
+    """The legend's name of each of ``pooling_view``'s estimates (named in English there, as in the CSV)."""
+    names = {
+        f"{kernel} kernel, h = {bandwidth}": _("{kernel} kernel, h = {h}", kernel=_(kernel), h=bandwidth)
+    }
+    if w is not None:
+        names[f"learned Gaussian, w = {w:.2f}"] = _("learned Gaussian, w = {w:.2f}", w=w)
+    return names
+
 
 c1, c2, c3, c4, c5 = st.columns(5)
 kernel = c1.selectbox(
-    "kernel", list(KERNELS), key=link.choice("kernel", K + "kernel", list(KERNELS), next(iter(KERNELS)))
+    _("kernel"),
+    list(KERNELS),
+    format_func=_,
+    key=link.choice("kernel", K + "kernel", list(KERNELS), next(iter(KERNELS))),
 )
 flat = kernel == "constant"  # every key weighs the same, whatever h: the slider has nothing to change
 bandwidth = c2.slider(
-    "bandwidth h",
+    _("bandwidth h"),
     0.05,
     3.0,
     step=0.05,
     key=link.number("h", K + "h", 0.05, 3.0, 0.5, 0.05),
     disabled=flat,
-    help=FLAT if flat else "How far from a query its kernel reaches: the width of the band below.",
+    help=_(FLAT) if flat else _("How far from a query its kernel reaches: the width of the band below."),
 )
-n_train = c3.slider("training points", 10, 200, key=link.number("n", K + "n", 10, 200, 50))
-noise = c4.slider("noise", 0.0, 2.0, step=0.1, key=link.number("noise", K + "noise", 0.0, 2.0, 0.5, 0.1))
+n_train = c3.slider(_("training points"), 10, 200, key=link.number("n", K + "n", 10, 200, 50))
+noise = c4.slider(_("noise"), 0.0, 2.0, step=0.1, key=link.number("noise", K + "noise", 0.0, 2.0, 0.5, 0.1))
 seed = whole_number(
-    c5, "random seed", 0, 99_999, 0, link.number("seed", K + "seed", 0, 99_999, 0, checks_itself=True)
+    c5, _("random seed"), 0, 99_999, 0, link.number("seed", K + "seed", 0, 99_999, 0, checks_itself=True)
 )
 
 data_key = (n_train, noise, seed)
@@ -51,9 +70,11 @@ if trained and trained["data_key"] != data_key:
     trained = None  # the data changed since training: train again
 view = pooling_view(n_train, noise, seed, kernel, bandwidth, trained["w"] if trained else None)
 
-section("Estimate against the truth", "estimate")
+section(_("Estimate against the truth"), "estimate")
+legend = estimate_names(kernel, bandwidth, trained["w"] if trained else None)
+estimates = {legend.get(name, name): values for name, values in view.estimates.items()}
 chart(
-    nadaraya_watson(view.x_train, view.y_train, view.x_test, view.y_truth, view.estimates),
+    nadaraya_watson(view.x_train, view.y_train, view.x_test, view.y_truth, estimates),
     series_frame(view.x_test, {"truth": view.y_truth, **view.estimates}, "x"),
     K + "fit",
     "nadaraya_watson",
@@ -61,13 +82,20 @@ chart(
 missing = view.record.meta["undefined_queries"]
 if missing:
     st.warning(
-        f"{plural(missing, 'query', 'queries')} of {len(view.x_test)} {'has' if missing == 1 else 'have'} "
-        f"no training point within the {kernel} kernel's reach: the estimate is undefined there (the "
-        "gaps), and the heatmap leaves those rows out. Widen the bandwidth."
+        ngettext(
+            "{n:,} query of {total} has no training point within the {kernel} kernel's reach: the estimate "
+            "is undefined there (the gaps), and the heatmap leaves those rows out. Widen the bandwidth.",
+            "{n:,} queries of {total} have no training point within the {kernel} kernel's reach: the estimate "
+            "is undefined there (the gaps), and the heatmap leaves those rows out. Widen the bandwidth.",
+            missing,
+            n=missing,
+            total=len(view.x_test),
+            kernel=_(kernel),
+        )
     )
 
-st.subheader("Attention weights: test x (queries) × training x (keys)")
-axes = {"x_title": "training x (key)", "y_title": "test x (query)"}
+st.subheader(_("Attention weights: test x (queries) × training x (keys)"))
+axes = {"x_title": _("training x (key)"), "y_title": _("test x (query)")}
 rec = view.record
 chart(
     heatmap(rec.head(), rec.query_tokens, rec.key_tokens, **axes),
@@ -76,27 +104,35 @@ chart(
     "pooling_weights",
 )
 if flat:
-    st.caption(f"No band here: {FLAT[0].lower()}{FLAT[1:]}")
+    why = _(FLAT)
+    st.caption(_("No band here: {why}", why=why[0].lower() + why[1:]))
 else:
     st.caption(
-        "Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band."
+        _("Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band.")
     )
 
-st.subheader("Learn the kernel width")
+st.subheader(_("Learn the kernel width"))
 intro(
-    "The parametric version, softmax(−((x − xᵢ)·w)² / 2), learns w by gradient descent, "
-    "predicting each training point from all the others.",
-    "How w is learned",
+    _(
+        "The parametric version, softmax(−((x − xᵢ)·w)² / 2), learns w by gradient descent, "
+        "predicting each training point from all the others."
+    ),
+    _("How w is learned"),
 )
 c1, c2 = st.columns(2)
-epochs = c1.slider("epochs", 1, 200, key=link.number("epochs", K + "epochs", 1, 200, 50))
-lr = c2.select_slider("learning rate", RATES, key=link.choice("lr", K + "lr", RATES, 0.5, "is not on offer"))
+epochs = c1.slider(_("epochs"), 1, 200, key=link.number("epochs", K + "epochs", 1, 200, 50))
+lr = c2.select_slider(
+    _("learning rate"), RATES, key=link.choice("lr", K + "lr", RATES, 0.5, "is not on offer")
+)
 link.done()
-if st.button("Train", key=K + "train", type="primary"):
-    bar = st.progress(0.0, text="training…")
+if st.button(_("Train"), key=K + "train", type="primary"):
+    bar = st.progress(0.0, text=_("training…"))
 
     def report(epoch: int, loss: float) -> None:
-        bar.progress((epoch + 1) / epochs, text=f"epoch {epoch + 1}/{epochs}, loss {loss:.3f}")
+        bar.progress(
+            (epoch + 1) / epochs,
+            text=_("epoch {epoch}/{epochs}, loss {loss:.3f}", epoch=epoch + 1, epochs=epochs, loss=loss),
+        )
 
     try:
         w, losses = train_pooling(n_train, noise, seed, epochs, lr, on_epoch=report)
@@ -108,22 +144,24 @@ if st.button("Train", key=K + "train", type="primary"):
 
 if trained and view.learned is not None:
     st.metric(
-        "learned w (inverse bandwidth)", f"{trained['w']:.2f}", help=f"bandwidth 1/w = {1 / trained['w']:.3f}"
+        _("learned w (inverse bandwidth)"),
+        f"{trained['w']:.2f}",
+        help=_("bandwidth 1/w = {h:.3f}", h=1 / trained["w"]),
     )
     epoch_axis = np.arange(1, len(trained["losses"]) + 1)
     loss = {"loss": np.array(trained["losses"])}
     chart(
-        lines(epoch_axis, loss, "epoch", "training loss"),
+        lines(epoch_axis, {_("loss"): loss["loss"]}, _("epoch"), _("training loss")),
         series_frame(epoch_axis, loss, "epoch"),
         K + "loss",
         "training_loss",
     )
     learned = view.learned
     chart(
-        heatmap(learned.head(), learned.query_tokens, learned.key_tokens, title="learned weights", **axes),
+        heatmap(learned.head(), learned.query_tokens, learned.key_tokens, title=_("learned weights"), **axes),
         record_frame(learned),
         K + "learned",
         "learned_weights",
     )
 else:
-    st.info("Press **Train** to fit w and watch the loss fall; the learned estimate joins the plot above.")
+    st.info(_("Press **Train** to fit w and watch the loss fall; the learned estimate joins the plot above."))

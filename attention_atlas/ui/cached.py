@@ -23,12 +23,25 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.attention import demos
 from attention_atlas.paths import DATA
 from attention_atlas.serve import lanes
 from attention_atlas.serve.janitor import Janitor
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.record import AttentionRecord
+
+
+class Said(str):
+    """A cached function's spinner text (``show_spinner=Said(N_("…"))``), looked up in the visitor's
+    language when Streamlit shows it: it takes the text with ``str()`` in the visitor's script run.
+    Plain text everywhere else (a cache's settings outlive any one visitor)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return _(str.__str__(self))
+
 
 # The lessons' computations (models.attention.demos), cached by their arguments.
 scoring_records = st.cache_data(demos.scoring_records, show_spinner=False)
@@ -111,10 +124,14 @@ def ensure_loaded(model_id: str) -> None:
     if model_id in models.resident():
         return
     why = (
-        f"Loading {model_id} again: at most {models.limit} models stay loaded on this server, and it was "
-        "the least recently used…"
+        _(
+            "Loading {model} again: at most {limit} models stay loaded on this server, and it was "
+            "the least recently used…",
+            model=model_id,
+            limit=models.limit,
+        )
         if models.was_evicted(model_id)
-        else "Loading the model (once per server)…"
+        else _("Loading the model (once per server)…")
     )
     with st.spinner(why):
         adapter(model_id)
@@ -184,12 +201,15 @@ def _run(model_id: str, text: str, target: str | None, beam: int):
     return result
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=64, ttl=TTL)
+RUNNING = Said(N_("Running the model…"))
+
+
+@st.cache_data(show_spinner=RUNNING, max_entries=64, ttl=TTL)
 def _run_model(model_id: str, text: str, target: str | None, beam: int):
     return _run(model_id, text, target, beam)
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=4, ttl=TTL)
+@st.cache_data(show_spinner=RUNNING, max_entries=4, ttl=TTL)
 def _run_model_heavy(model_id: str, text: str, target: str | None, beam: int):
     """Long inputs and large models: a few entries only (one result can run to 100 MB)."""
     return _run(model_id, text, target, beam)
@@ -224,7 +244,7 @@ def first_index(model_ids: list[str]) -> int:
     return model_ids.index(default_of(model_ids)) if model_ids else 0
 
 
-@st.cache_data(show_spinner="Probing for induction heads…", max_entries=8)
+@st.cache_data(show_spinner=Said(N_("Probing for induction heads…")), max_entries=8)
 def induction(model_id: str, period: int = 20, seed: int = 0):
     """``[layers, heads]`` induction scores of a causal model on a repeated random sequence."""
     from attention_atlas.viz_core.stats import induction_scores
@@ -233,7 +253,7 @@ def induction(model_id: str, period: int = 20, seed: int = 0):
     return induction_scores(record.weights, period, offset)
 
 
-@st.cache_data(show_spinner="Reading the value vectors…", max_entries=32)
+@st.cache_data(show_spinner=Said(N_("Reading the value vectors…")), max_entries=32)
 def value_norms(model_id: str, text: str):
     """``[layers, heads, tokens]`` norms ‖f_h(xⱼ)‖ of the value vectors through each head's output slice."""
     from attention_atlas.models.adapters.value_norms import value_norms as norms
@@ -273,7 +293,9 @@ def transformer_view(model_id: str, text: str, options: ViewOptions) -> Transfor
     return queued(model_id, text, ("view", model_id, text, options), lambda: cache(model_id, text, options))
 
 
-BUILDING = "Building the views: every head for the browser, the head statistics, rollout and offsets…"
+BUILDING = Said(
+    N_("Building the views: every head for the browser, the head statistics, rollout and offsets…")
+)
 
 
 @st.cache_data(show_spinner=BUILDING, max_entries=32, ttl=TTL)
@@ -324,7 +346,7 @@ def _derive_view(model_id: str, text: str, options: ViewOptions) -> TransformerV
     )
 
 
-@st.cache_data(show_spinner="Solving the max-flow problems…", max_entries=16)
+@st.cache_data(show_spinner=Said(N_("Solving the max-flow problems…")), max_entries=16)
 def exact_flow(model_id: str, text: str, options: ViewOptions):
     """Exact attention flow of the Transformer page's record; each row split over the inputs."""
     from attention_atlas.viz_core.stats import attention_flow
@@ -333,22 +355,40 @@ def exact_flow(model_id: str, text: str, options: ViewOptions):
     return flow / flow.sum(-1, keepdims=True)  # each row: how the position's inflow splits over inputs
 
 
-@st.cache_data(show_spinner="Reading the learned position embeddings…")
+@st.cache_data(show_spinner=Said(N_("Reading the learned position embeddings…")))
 def learned_positions(model_id: str):
     """``[position, dim]`` learned position embeddings of a model, or None."""
     return adapter(model_id).position_embeddings()
 
 
-@st.cache_data(show_spinner="Reading queries and keys…", max_entries=32)
+@st.cache_data(show_spinner=Said(N_("Reading queries and keys…")), max_entries=32)
 def model_queries_keys(model_id: str, text: str, layer: int, head: int):
     """``(queries [n, d], keys [n, d], tokens)`` of one head, as numpy arrays."""
     q, k, tokens = adapter(model_id).queries_keys(text, layer, head)
     return q.numpy(), k.numpy(), tokens
 
 
-@st.cache_data(show_spinner=False)
 def card_table(model_ids: tuple[str, ...]) -> pd.DataFrame:
-    """Each bundled translation model's training budget and test scores, from its card."""
+    """Each bundled translation model's training budget and test scores, from its card; the headers
+    in the visitor's language."""
+    table = _card_table(model_ids)
+    headers = {
+        "model": _("model"),
+        "steps": _("steps"),
+        "epochs": _("epochs"),
+        "test pairs": _("test pairs"),
+        "test BLEU (greedy)": _("test BLEU (greedy)"),
+        "exact match": _("exact match"),
+    }
+    for column in table.columns:
+        beam = column.removeprefix("test BLEU (beam ").removesuffix(")")
+        if beam != column:
+            headers[column] = _("test BLEU (beam {beam})", beam=beam)
+    return table.rename(columns=headers)
+
+
+@st.cache_data(show_spinner=False)
+def _card_table(model_ids: tuple[str, ...]) -> pd.DataFrame:
     from attention_atlas.models.registry import card_metrics
 
     rows = []

@@ -8,6 +8,7 @@ from collections import OrderedDict
 
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.models.attention.complexity import Measured, Setup, measure
 from attention_atlas.models.device import DeviceError, describe, pick_device
 from attention_atlas.serve.lanes import Lane
@@ -65,10 +66,13 @@ def measured(setup: Setup, device: str) -> Measured:
     with LANE.turn(on_wait=lambda k: box.info(LANE.waiting_message(k, "the measurement"))):
         found = _kept().get(key)  # measured by whoever was ahead in line
         if found is None:
-            bar = box.progress(0.0, text="Measuring…")
+            bar = box.progress(0.0, text=_("Measuring…"))
 
             def report(done: int, total: int, what: str) -> None:
-                bar.progress(done / total, text=f"Measuring {what} ({done} of {total})")
+                bar.progress(
+                    done / total,
+                    text=_("Measuring {what} ({done} of {total})", what=what, done=done, total=total),
+                )
 
             found = measure(setup, device, on_progress=report)
             _kept().put(key, found)

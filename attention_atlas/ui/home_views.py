@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.paths import page
 from attention_atlas.ui.cached import default_model
 from attention_atlas.ui.url_state import kept
@@ -17,22 +18,22 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
     return [
         (
             page("scoring.py"),
-            "**Scoring functions and √d**: at d = 128 the unscaled dot product is one-hot; ÷√d is not.",
+            _("**Scoring functions and √d**: at d = 128 the unscaled dot product is one-hot; ÷√d is not."),
             {"source": "random", "d": "128", "n": "12", "section": "why-divide-by-sqrt-d"},
         ),
         (
             page("positional.py"),
-            "**Sinusoidal columns 6–9** and the binary-counter analogy (60 positions, d = 32).",
+            _("**Sinusoidal columns 6–9** and the binary-counter analogy (60 positions, d = 32)."),
             {"len": "60", "d": "32", "cols": "6,7,8,9", "section": "columns-of-p"},
         ),
         (
             page("pooling.py"),
-            "**Nadaraya–Watson pooling**: 50 noisy points, a Gaussian kernel of width 0.5.",
+            _("**Nadaraya–Watson pooling**: 50 noisy points, a Gaussian kernel of width 0.5."),
             {"kernel": "gaussian", "h": "0.5", "n": "50", "noise": "0.5", "section": "estimate"},
         ),
         (
             page("scoring.py"),
-            "**Sparse masks and relative position bias**: a local window of 2, a bias per offset.",
+            _("**Sparse masks and relative position bias**: a local window of 2, a bias per offset."),
             {
                 "source": "random",
                 "n": "12",
@@ -44,7 +45,7 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
         ),
         (
             page("couplets.py"),
-            "**The couplet seq2seq**: 两个黄鹂鸣翠柳 through additive attention, at its third step.",
+            _("**The couplet seq2seq**: 两个黄鹂鸣翠柳 through additive attention, at its third step."),
             {
                 "model": default_model(task="couplet"),
                 "text": "两个黄鹂鸣翠柳",
@@ -54,7 +55,7 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
         ),
         (
             page("translation.py"),
-            "**Bahdanau translation**: He's calm. into French, with the GRU and additive attention.",
+            _("**Bahdanau translation**: He's calm. into French, with the GRU and additive attention."),
             {"model": default_model(task="translation"), "text": "He's calm."},
         ),
     ]
@@ -63,8 +64,10 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
 def lesson_links() -> None:
     """The Lessons heading, one line on what the links do, and the links (the app-wide settings
     such as ``?present=1`` carried along)."""
-    st.subheader("Lessons")
-    st.markdown("Each link opens its page as the tutorial's lesson discusses it, at the part it discusses.")
+    st.subheader(_("Lessons"))
+    st.markdown(
+        _("Each link opens its page as the tutorial's lesson discusses it, at the part it discusses.")
+    )
     for script, label, params in lessons():
         given = {k: v for k, v in params.items() if v is not None}  # a lesson's model may not be installed
         st.page_link(script, label=label, icon="📖", query_params=given | kept())

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.ui.live_heads import head_view_chart
 from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, fact, for_screen, plain
 from attention_atlas.viz_core import head_stats
@@ -46,7 +47,7 @@ def beside(build: Callable[[int], list[go.Figure]], count: int) -> tuple[list, l
         narrow = build(column_width(count))
         if all(every_label_shown(for_screen(fig)) for fig in narrow):
             return list(st.columns(count)), narrow
-    return [st.container() for _ in range(count)], build(PLOT_WIDTH)
+    return [st.container() for __ in range(count)], build(PLOT_WIDTH)
 
 
 def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filename: str, title: str = ""):
@@ -62,7 +63,7 @@ def difference_chart(
     rows = [x if x == y else f"{x}｜{y}" for x, y in zip(a.query_tokens, b.query_tokens, strict=True)]
     diff = a.head() - b.head()
     panels = {f"{names[0]} − {names[1]}": diff}
-    fig = heatmap_row(panels, rows, a.key_tokens, zmin=-1, zmax=1, colorscale="RdBu_r", label="difference")
+    fig = heatmap_row(panels, rows, a.key_tokens, zmin=-1, zmax=1, colorscale="RdBu_r", label=_("difference"))
     frame = pd.DataFrame(diff, index=rows, columns=hover_labels(a.key_tokens)).reset_index()
     chart(larger_ticks(fig, font), frame, key, filename)
 
@@ -78,7 +79,7 @@ def measures_as_rows(table: pd.DataFrame, name: str) -> pd.DataFrame:
         return f"{value:g}" if isinstance(value, float) else str(value)
 
     turned = table.set_index(name).map(shown).T
-    return turned.rename_axis("measure").reset_index()
+    return turned.rename_axis(_("measure")).reset_index()
 
 
 def show_terms(model, where=None) -> None:
@@ -107,14 +108,14 @@ def head_stats_block(table: pd.DataFrame, key: str, filename: str) -> None:
     st.plotly_chart(for_screen(fig), key=key + "_chart", config=PLOTLY_CONFIG)
     columns = {name: st.column_config.NumberColumn(help=label) for name, label in labels.items()}
     st.dataframe(table, hide_index=True, key=key + "_table", width="stretch", column_config=columns)
-    csv_button(table, key, filename, label="head statistics")
+    csv_button(table, key, filename, label=_("head statistics"))
 
 
 def head_view_block(record: AttentionRecord, key: str, rid: str, layer: int, head: str, csv: tuple[str, str]):
     """The head view of ``record`` at ``layer`` (one head, ``"average"``, or ``"all side by side"``),
     drawn by ``ui.live_heads`` in group ``key``, and the download (``csv`` = key, file name) of its weights."""
     if head == "all side by side":
-        panels = {f"head {h}": record.head(layer, h) for h in range(record.n_heads)}
+        panels = {_("head {h}", h=h): record.head(layer, h) for h in range(record.n_heads)}
         fig = heatmap_row(panels, record.query_tokens, record.key_tokens, zmax=1.0)
         head_view_chart(fig, key, rid, layer, head, single=False)
         csv_button(lambda: record_frame(record).query(f"layer == {layer}"), *csv)
@@ -134,20 +135,32 @@ def decoding_step(
     step = min(step, len(tokens))
     written, now = plain("".join(tokens[: step - 1])), plain(tokens[step - 1])
     # "\[**x**\]", not "**[x]**": a ** between a character and a bracket opens no bold in Markdown
-    st.markdown(f"Writing character **{step}** of {len(tokens)} ({label}): {written}\\[**{now}**\\]")
+    st.markdown(
+        _(
+            "Writing character **{step}** of {total} ({model}): {written}\\[**{now}**\\]",
+            step=step,
+            total=len(tokens),
+            model=label,
+            written=written,
+            now=now,
+        )
+    )
     bars, table = (st.container(), st.container()) if stacked else st.columns([3, 2])
     with bars:
         row, labels = rec.head()[step - 1], hover_labels(rec.key_tokens)
         # one bar per position of the upper line, with its character below
-        axes = ("upper line 上联", "attention weight")
+        axes = (_("upper line 上联"), _("attention weight"))
         width = PLOT_WIDTH // 2 if stacked else PLOT_WIDTH * 3 // 5
-        fig = grouped_bars(rec.key_tokens, {"weight": row}, *axes, "where the decoder looked", width, font)
+        fig = grouped_bars(
+            rec.key_tokens, {_("weight"): row}, *axes, _("where the decoder looked"), width, font
+        )
         chart(fig, series_frame(labels, {"weight": row}, "upper"), key, filename)
     top = rec.meta.get("top_candidates")
     if top:
         with table:
             frame = pd.DataFrame(top[step - 1], columns=["candidate", "probability"])
             frame["chosen"] = np.where(frame["candidate"] == tokens[step - 1], "←", "")
-            st.markdown(f"**{label}'s top candidates at this step**")
-            st.dataframe(frame, hide_index=True, width="stretch")
-            st.caption("Its own probabilities, before the couplet rule (length, punctuation) is applied.")
+            headers = {"candidate": _("candidate"), "probability": _("probability"), "chosen": _("chosen")}
+            st.markdown(_("**{model}'s top candidates at this step**", model=label))
+            st.dataframe(frame.rename(columns=headers), hide_index=True, width="stretch")
+            st.caption(_("Its own probabilities, before the couplet rule (length, punctuation) is applied."))

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_atlas.i18n import _, ngettext
 from attention_atlas.ui.plain_text import plain  # the pages import it from here too
 from attention_atlas.ui.url_state import app_flag
 from attention_atlas.viz_core.export import to_csv
@@ -24,24 +25,49 @@ NOTE = "_note_"  # session-state prefix: what an input cut or refused, shown on 
 _EXAMPLE = "_example_"  # session-state prefix: the example a text box was last given
 
 
+# The words ``plural`` is called with, in the catalog: "12 个头" in Chinese. A word not here stays English.
+_COUNTED: dict[str, Callable[[int], str]] = {
+    "block": lambda n: ngettext("{n:,} block", "{n:,} blocks", n, n=n),
+    "character": lambda n: ngettext("{n:,} character", "{n:,} characters", n, n=n),
+    "convolution layer": lambda n: ngettext("{n:,} convolution layer", "{n:,} convolution layers", n, n=n),
+    "edge": lambda n: ngettext("{n:,} edge", "{n:,} edges", n, n=n),
+    "head": lambda n: ngettext("{n:,} head", "{n:,} heads", n, n=n),
+    "hit": lambda n: ngettext("{n:,} hit", "{n:,} hits", n, n=n),
+    "layer": lambda n: ngettext("{n:,} layer", "{n:,} layers", n, n=n),
+    "new token": lambda n: ngettext("{n:,} new token", "{n:,} new tokens", n, n=n),
+    "position": lambda n: ngettext("{n:,} position", "{n:,} positions", n, n=n),
+    "query": lambda n: ngettext("{n:,} query", "{n:,} queries", n, n=n),
+    "step": lambda n: ngettext("{n:,} step", "{n:,} steps", n, n=n),
+    "tensor": lambda n: ngettext("{n:,} tensor", "{n:,} tensors", n, n=n),
+    "text": lambda n: ngettext("{n:,} text", "{n:,} texts", n, n=n),
+    "token": lambda n: ngettext("{n:,} token", "{n:,} tokens", n, n=n),
+}
+_IRREGULAR = {"query": "queries"}  # the plurals of ``_COUNTED`` that are not the word and an s
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
-    """``'1 character'``, ``'2 characters'``, ``'1,024 tokens'``."""
-    return f"{n:,} {word if n == 1 else many or word + 's'}"
+    """``'1 character'``, ``'2 characters'``, ``'1,024 tokens'``; in the interface's language when
+    the catalog knows ``word`` (``_COUNTED``). New code calls ``ngettext`` itself."""
+    many = many or word + "s"
+    if word in _COUNTED and many == _IRREGULAR.get(word, word + "s"):
+        return _COUNTED[word](n)
+    return f"{n:,} {word if n == 1 else many}"
 
 
 @st.cache_resource(show_spinner=False)
-def _device_line() -> tuple[str, str | None]:
+def _device_line() -> tuple[str | None, str | None]:
     from attention_atlas.models.device import DeviceError, describe, pick_device
 
     try:
         return describe(pick_device()), None
     except DeviceError as err:
-        return "CPU (fallback)", str(err)
+        return None, str(err)  # None: the CPU as a fallback (said in the visitor's language)
 
 
 def sidebar_device() -> None:
     label, problem = _device_line()
-    st.sidebar.markdown(f"**Device:** {plain(label)}")
+    device = _("CPU (fallback)") if label is None else plain(label)
+    st.sidebar.markdown(_("**Device:** {device}", device=device))
     if problem:
         st.sidebar.warning(plain(problem))
 
@@ -82,15 +108,19 @@ def sidebar_display() -> None:
     figure text, thicker cell gaps, larger controls, captions hidden, the sidebar collapsed) and
     high-contrast colours."""
     st.sidebar.toggle(
-        "Projector mode",
+        _("Projector mode"),
         key=app_flag(PRESENT),
-        help="For a classroom: figure text of 20 px and more, thicker cell gaps, larger controls, captions "
-        "hidden, the sidebar collapsed (» brings it back). In a link: ?present=1.",
+        help=_(
+            "For a classroom: figure text of 20 px and more, thicker cell gaps, larger controls, captions "
+            "hidden, the sidebar collapsed (» brings it back). In a link: ?present=1."
+        ),
     )
     st.sidebar.toggle(
-        "High-contrast colours",
+        _("High-contrast colours"),
         key=app_flag(CONTRAST),
-        help="Cividis instead of blues, and colour-blind-safe line colours (Okabe–Ito). In a link: ?contrast=1.",
+        help=_(
+            "Cividis instead of blues, and colour-blind-safe line colours (Okabe–Ito). In a link: ?contrast=1."
+        ),
     )
     # Streamlit applies a changed initial state at once (unless this browser's visitor has opened or
     # closed the sidebar by hand before: that choice is kept); the toggle is then behind the ">" button.
@@ -108,10 +138,11 @@ def for_screen(fig: go.Figure) -> go.Figure:
     return fig
 
 
-def intro(text: str, label: str = "About this page") -> None:
-    """A page's introduction (Markdown): shown, or folded into an expander ``label`` in projector mode."""
+def intro(text: str, label: str | None = None) -> None:
+    """A page's introduction (Markdown): shown, or folded into an expander ``label`` ("About this
+    page" unless given) in projector mode."""
     if presenting():
-        with st.expander(label):
+        with st.expander(_("About this page") if label is None else label):
             st.markdown(text)
     else:
         st.markdown(text)
@@ -138,7 +169,7 @@ def csv_button(
     run: a 200-token head's is 1.2 MB and ~0.1 s, which each click on a head used to pay."""
     make = frame if callable(frame) else (lambda: frame)
     st.download_button(
-        f"⬇ CSV: {label or filename}",
+        _("⬇ CSV: {name}", name=label or filename),
         lambda: to_csv(make()),
         file_name=f"{filename}.csv",
         mime="text/csv",
@@ -163,8 +194,12 @@ def text_box(where, label: str, key: str, limit: int, example: str = "", **kw) -
         text = st.session_state[key]
         if len(text) > limit:
             st.session_state[key] = text[:limit]
-            had = plural(len(text), "character")
-            note = f"The text had {had}; the box keeps the first {limit:,}, and they are what is used."
+            had = ngettext("{n:,} character", "{n:,} characters", len(text), n=len(text))
+            note = _(
+                "The text had {had}; the box keeps the first {limit:,}, and they are what is used.",
+                had=had,
+                limit=limit,
+            )
             st.session_state[NOTE + key] = (note, text[:limit])
 
     text = where.text_input(label, key=key, on_change=cut, **kw)
@@ -185,8 +220,17 @@ def whole_number(where, label: str, lo: int, hi: int, default: int, key: str, **
     if value is None or not lo <= value <= hi:  # typed out of range, or a range that shrank (another model)
         fixed = default if value is None else min(max(int(value), lo), hi)
         st.session_state[key] = fixed
-        st.warning(f"{label} {value} is outside {lo:,}–{hi:,}; {fixed} is used.")
-    return int(where.number_input(f"{label} ({lo:,}–{hi:,})", step=1, key=key, **kw))
+        st.warning(
+            _(
+                "{label} {value} is outside {lo:,}–{hi:,}; {fixed} is used.",
+                label=label,
+                value=value,
+                lo=lo,
+                hi=hi,
+                fixed=fixed,
+            )
+        )
+    return int(where.number_input(_("{label} ({lo:,}–{hi:,})", label=label, lo=lo, hi=hi), step=1, key=key, **kw))
 
 
 HELD = "_held"  # after a group's name: the widget values a callback set, until the browser reports them

@@ -21,6 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.figures import _base_layout
 from attention_atlas.viz_core.layout import OKABE_ITO
 
@@ -57,7 +58,7 @@ def scaling_chart(
     n axis labelled at the sizes, the other at each power of ten, SI prefixes: 10ms, 1MB); ``marks``
     as verticals spanning the values."""
     fig = go.Figure()
-    values = [v for _, ys in series.values() for v in ys]
+    values = [v for __, ys in series.values() for v in ys]
     for name, (ns, ys) in series.items():
         fig.add_trace(
             go.Scatter(
@@ -80,9 +81,9 @@ def scaling_chart(
                 hovertemplate=f"{mark.label}<extra></extra>",
             )
         )
-    ticks = size_ticks(n for ns, _ in series.values() for n in ns)
+    ticks = size_ticks(n for ns, __ in series.values() for n in ns)
     fig.update_xaxes(
-        title="sequence length n", type="log", tickvals=ticks, ticktext=[f"{n:,}" for n in ticks]
+        title=_("sequence length n"), type="log", tickvals=ticks, ticktext=[f"{n:,}" for n in ticks]
     )
     fig.update_yaxes(title=y_title, type="log", dtick=1, exponentformat="SI", ticksuffix=unit)
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
@@ -100,6 +101,15 @@ def _segments(graph, pairs: Iterable[tuple[int, int]]) -> tuple[list, list]:
     return xs, ys
 
 
+def row_label(row: str) -> str:
+    """A graph's row as the figure names it, in the language in force: ``input``, ``layer 2``, or
+    the recurrent layer's ``x`` and ``h`` as they are."""
+    if row == "input":
+        return _("input")
+    number = row.removeprefix("layer ")
+    return _("layer {i}", i=number) if number != row and number.isdigit() else row
+
+
 def _graph_traces(graph) -> list[go.Scatter]:
     edge_x, edge_y = _segments(graph, graph.edges)
     path = graph.path
@@ -114,8 +124,8 @@ def _graph_traces(graph) -> list[go.Scatter]:
             y=node_y,
             mode="markers",
             marker=dict(color=NODE_COLOUR, size=9),
-            text=[graph.rows[row] for _, row in graph.nodes],  # hover: the token and its row
-            hovertemplate="token %{x}<br>%{text}<extra></extra>",
+            text=[row_label(graph.rows[row]) for __, row in graph.nodes],  # hover: the token and its row
+            hovertemplate=_("token %{x}<br>%{text}<extra></extra>"),
         ),
         go.Scatter(
             x=[p[0] for p in ends],
@@ -142,11 +152,11 @@ def path_graphs(graphs: dict[str, object], n: int) -> go.Figure:
             row=1,
             col=col,
             tickvals=[0, top],
-            ticktext=[graph.rows[0], graph.rows[top]],
+            ticktext=[row_label(graph.rows[0]), row_label(graph.rows[top])],
             range=[-0.5, top + 0.5],
         )
     ends = [0, n - 1] if n > 1 else [0]
-    fig.update_xaxes(title="token", tickvals=ends, range=[-0.6, n - 0.4])
+    fig.update_xaxes(title=_("token"), tickvals=ends, range=[-0.6, n - 0.4])
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
     fig.update_layout(showlegend=False)
@@ -185,12 +195,12 @@ def comparison_table(columns: dict[str, dict], n: int) -> pd.DataFrame:
     ``columns`` entry: ``tutorial`` (``cost``, ``n_exponent``, ``sequential``, ``path``), ``slope``
     (measured, or None), ``steps`` and ``path`` (counted on the graphs at ``n`` tokens)."""
     rows = {
-        "cost (tutorial)": lambda c: c["tutorial"].cost,
-        "exponent of n (tutorial)": lambda c: str(c["tutorial"].n_exponent),
-        "fitted slope (measured)": lambda c: "—" if c["slope"] is None else f"{c['slope']:.2f}",
-        "sequential operations (tutorial)": lambda c: c["tutorial"].sequential,
-        f"sequential steps at n = {n} (counted)": lambda c: f"{c['steps']:,}",
-        "maximum path length (tutorial)": lambda c: c["tutorial"].path,
-        f"path length at n = {n} (counted)": lambda c: f"{c['path']:,}",
+        _("cost (tutorial)"): lambda c: c["tutorial"].cost,
+        _("exponent of n (tutorial)"): lambda c: str(c["tutorial"].n_exponent),
+        _("fitted slope (measured)"): lambda c: "—" if c["slope"] is None else f"{c['slope']:.2f}",
+        _("sequential operations (tutorial)"): lambda c: c["tutorial"].sequential,
+        _("sequential steps at n = {n} (counted)", n=n): lambda c: f"{c['steps']:,}",
+        _("maximum path length (tutorial)"): lambda c: c["tutorial"].path,
+        _("path length at n = {n} (counted)", n=n): lambda c: f"{c['path']:,}",
     }
     return pd.DataFrame({name: {row: cell(c) for row, cell in rows.items()} for name, c in columns.items()})

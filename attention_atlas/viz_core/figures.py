@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.layout import (
     COLORBAR,
     MODEBAR,
@@ -91,8 +92,9 @@ def _heatmap_trace(
     coloraxis: str | None = None,
     zmin: float = 0.0,
     zmax: float | None = None,
-    label: str = "weight",
+    label: str | None = None,
 ) -> go.Heatmap:
+    label = _("weight") if label is None else label
     m = np.asarray(matrix)
     if m.shape != (len(query_tokens), len(key_tokens)):
         raise ValueError(
@@ -102,7 +104,7 @@ def _heatmap_trace(
         z=display_precision(m),
         x=as_plotly_text(hover_labels(key_tokens)),
         y=as_plotly_text(hover_labels(query_tokens)),
-        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+        hovertemplate=_("query %{{y}}<br>key %{{x}}<br>{label} %{{z:.3g}}<extra></extra>", label=label),
         xgap=1 if len(key_tokens) <= 64 else 0,
         ygap=1 if len(query_tokens) <= 64 else 0,
     )
@@ -119,14 +121,17 @@ def heatmap(
     key_tokens: list[str],
     title: str = "",
     zmax: float | None = None,
-    x_title: str = "key",
-    y_title: str = "query",
-    label: str = "weight",
+    x_title: str | None = None,
+    y_title: str | None = None,
+    label: str | None = None,
     width: int = PLOT_WIDTH,
     ticks: int = TICK_FONT,
 ) -> go.Figure:
     """One ``[query, key]`` matrix; queries run top to bottom, keys left to right; token labels up to
-    ``ticks`` px (``larger_ticks``), fitted to ``width``."""
+    ``ticks`` px (``larger_ticks``), fitted to ``width``. The axes are "key" and "query" and the
+    values "weight" (in the language in force) unless given."""
+    x_title = _("key") if x_title is None else x_title
+    y_title = _("query") if y_title is None else y_title
     n = max(len(query_tokens), 4)
     layout = _base(title, height=min(900, 160 + 34 * n) if n <= 48 else 800)
     layout["xaxis"] = dict(title=dict(text=x_title), side="top", **_axis_ticks(key_tokens))
@@ -150,7 +155,7 @@ def heatmap_row(
     zmin: float = 0.0,
     zmax: float | None = None,
     colorscale: str = ATTENTION_SCALE,
-    label: str = "weight",
+    label: str | None = None,
     width: int = PLOT_WIDTH,
 ) -> go.Figure:
     """Several ``[query, key]`` matrices on one shared colour scale: side by side, in as many rows
@@ -158,6 +163,7 @@ def heatmap_row(
     column, key labels under the lowest panel of each column."""
     if not panels:
         raise ValueError("heatmap_row needs at least one panel")
+    label = _("weight") if label is None else label
     names = list(panels)
     labels = max(text_em(t) for t in clean_tokens(query_tokens)) * TICK_FONT + PAD  # the query labels
     plot_w = width - 20 - COLORBAR - labels
@@ -270,9 +276,11 @@ def matrix_heatmap(
     zmid: float | None = 0.0,
     x: np.ndarray | None = None,
     y: np.ndarray | None = None,
-    label: str = "value",
+    label: str | None = None,
 ) -> go.Figure:
-    """A numeric matrix on numeric axes (positional-encoding P, P·Pᵀ, binary digits)."""
+    """A numeric matrix on numeric axes (positional-encoding P, P·Pᵀ, binary digits); its values are
+    "value" (in the language in force) unless ``label`` names them."""
+    label = _("value") if label is None else label
     m = np.asarray(matrix, dtype=np.float32)
     fig = go.Figure(
         go.Heatmap(
@@ -293,8 +301,8 @@ def matrix_heatmap(
 def positional_curves(P: np.ndarray, columns: list[int], title: str = "") -> go.Figure:
     """Columns of P against position, as the attention-pooling tutorial plots columns 6–9."""
     P = np.asarray(P)
-    series = {f"col {c}": P[:, c] for c in columns}
-    return lines(np.arange(P.shape[0]), series, "position (row of P)", "encoding value", title)
+    series = {_("col {c}", c=c): P[:, c] for c in columns}
+    return lines(np.arange(P.shape[0]), series, _("position (row of P)"), _("encoding value"), title)
 
 
 def nadaraya_watson(
@@ -312,11 +320,11 @@ def nadaraya_watson(
                 x=x_train,
                 y=y_train,
                 mode="markers",
-                name="training data (keys, values)",
+                name=_("training data (keys, values)"),
                 marker=dict(color="rgba(255,127,14,0.6)", size=7),
             ),
             go.Scatter(
-                x=x_query, y=y_truth, mode="lines", name="truth", line=dict(color="black", dash="dash")
+                x=x_query, y=y_truth, mode="lines", name=_("truth"), line=dict(color="black", dash="dash")
             ),
         ]
     )
@@ -331,7 +339,7 @@ def nadaraya_watson(
                 connectgaps=False,
             )
         )
-    fig.update_xaxes(title="x (query)")
+    fig.update_xaxes(title=_("x (query)"))
     fig.update_yaxes(title="y")
     return legend_on_top(_base_layout(fig, title, height=420))
 
@@ -363,7 +371,9 @@ def scatter_groups(
 
 def head_title(layer: int, head: int | str) -> str:
     """The head view's title: ``layer 3, head 0`` or ``layer 3, heads averaged``."""
-    return f"layer {layer}, " + ("heads averaged" if head == "average" else f"head {int(head)}")
+    if head == "average":
+        return _("layer {layer}, heads averaged", layer=layer)
+    return _("layer {layer}, head {head}", layer=layer, head=int(head))
 
 
 def head_matrix(record: AttentionRecord, layer: int, head: int | str = 0) -> np.ndarray:

@@ -60,3 +60,22 @@ def test_a_range_of_one_size_asks_for_a_longer_one():
     at = run(at)
     assert any("Pick a longest n above the shortest (16)" in i.value for i in at.info)
     assert not at.get("plotly_chart")
+
+
+def test_the_page_in_chinese():
+    from tests.pages.test_lesson_pages import in_chinese
+
+    at = in_chinese("complexity", {"to": "128", "d": "16"}, timeout=240)
+    time_chart, memory_chart, paths = charts(at)
+    assert time_chart["layout"]["xaxis"]["title"]["text"] == "序列长度 n"
+    assert memory_chart["layout"]["yaxis"]["title"]["text"] == "内存"
+    assert any(n.startswith("自注意力：斜率") for n in _names(time_chart))
+    assert [a["text"] for a in paths["layout"]["annotations"]] == [
+        "自注意力：1 层",
+        "卷积，k = 3：7 层",
+        "GRU：8 步",
+    ]
+    table = at.table[0].value
+    assert list(table.columns) == ["自注意力", "卷积，k = 3", "GRU"]
+    assert table.loc["n = 8 时的路径长度（计数）"].tolist() == ["1", "7", "8"]
+    assert at.radio(key="cx_clock").value in ("CPU time", "wall clock")  # the value, as the URL names it

@@ -204,3 +204,64 @@ def test_a_negative_seed_is_refused_with_a_message():
         at = page(at.number_input(key=key).set_value(-5))
         assert any("-5 is outside 0–99,999" in w.value for w in at.warning), page
         assert at.number_input(key=key).value == 0
+
+
+# -- the pages in Chinese (?lang=zh): every word of them in the catalog's Chinese, the values behind the
+# widgets and the URL still the English ones ----------------------------------------------------------
+
+
+def in_chinese(page: str | None, params: dict | None = None, timeout: float = TIMEOUT) -> AppTest:
+    """The whole app opened with ``?lang=zh`` (and ``params``) on ``page`` (Home when None). The test
+    thread formats the options of a ``format_func=_`` widget too, to read its state: in Chinese here,
+    as the page's own run did."""
+    from attention_atlas import i18n
+
+    at = AppTest.from_file(PACKAGE / "app.py", default_timeout=timeout)
+    at.query_params.update({"lang": "zh", **(params or {})})
+    with i18n.language("zh"):
+        at.run()
+        if page:
+            at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_home_in_chinese():
+    at = in_chinese(None)
+    assert [s.value for s in at.subheader] == ["页面", "课程"]
+    links = [p.proto.label for p in at.get("page_link")]
+    assert any(label.startswith("**注意力评分函数**") for label in links)
+    assert any(label.startswith("**Bahdanau 翻译**") for label in links)
+    assert "热力图" in at.caption[0].value
+    assert any("设备" in m.value for m in at.sidebar.markdown)
+
+
+def test_scoring_page_in_chinese():
+    at = in_chinese("scoring", {"mask": "causal"})
+    assert at.title[0].value == "🎯 注意力评分函数"
+    mask = at.selectbox(key="scoring_mask")
+    assert mask.value == "causal" and "因果" in mask.options and at.query_params["mask"] == "causal"
+    assert at.radio(key="scoring_source").options[0] == "随机"
+    heat, bars, curves = charts(at)
+    assert {a["text"] for a in heat["layout"]["annotations"]} >= {"点积", "缩放点积", "余弦", "高斯"}
+    assert heat["data"][0]["hovertemplate"].startswith("查询 %{y}<br>键 %{x}<br>权重 %{z:.3g}")
+    assert bars["layout"]["xaxis"]["title"]["text"] == "查询"
+    assert [t["name"] for t in curves["data"]] == ["点积（不缩放）", "缩放点积（÷√d）"]
+    assert "（0–99,999）" in at.number_input(key="scoring_seed").label
+
+
+def test_positional_page_in_chinese():
+    at = in_chinese("positional")
+    assert at.title[0].value == "🌊 位置编码"
+    assert [t["name"] for t in charts(at)[0]["data"]] == ["第 6 列", "第 7 列", "第 8 列", "第 9 列"]
+    assert "整个矩阵 P" in [s.value for s in at.subheader]
+
+
+def test_pooling_page_in_chinese():
+    at = in_chinese("pooling", {"kernel": "boxcar", "h": "0.05"})
+    kernel = at.selectbox(key="pool_kernel")
+    assert kernel.value == "boxcar" and kernel.options == ["高斯", "矩形（boxcar）", "Epanechnikov", "常数"]
+    names = [t.get("name") for t in charts(at)[0]["data"]]
+    assert names[:3] == ["训练数据（键，值）", "真实函数", "矩形（boxcar）核，h = 0.05"]
+    assert any("没有训练点" in w.value for w in at.warning)
+    assert at.button(key="pool_train").label == "训练"

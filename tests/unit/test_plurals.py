@@ -40,3 +40,15 @@ def test_the_pages_count_words():
         "1 query",
     ]
     assert plural(12_000, "token") == "12,000 tokens"
+
+
+def test_the_counted_words_the_catalog_knows_are_in_the_interfaces_language():
+    from attention_atlas import i18n
+
+    with i18n.language("zh"):
+        assert [plural(3, "token"), plural(1, "query", "queries"), plural(12, "head")] == [
+            "3 个词元",
+            "1 个查询",
+            "12 个头",
+        ]
+        assert plural(2, "widget") == "2 widgets"  # a word the catalog does not know stays English
