@@ -492,5 +492,5 @@ def test_a_view_in_chinese_and_an_unknown_language_in_one_line():
     assert model_view(weights, tokens).lang == "en"
     view = model_view(weights, tokens, lang="zh-CN")
     assert view.lang == "zh" and head_view(weights, tokens, lang="zh").lang == "zh"
-    with pytest.raises(NotebookError, match="^lang must be one of en, zh, not 'fr'$"):
+    with pytest.raises(NotebookError, match=r"^lang must be one of en, zh, not 'fr'$"):
         line_view(weights, tokens, lang="fr")
