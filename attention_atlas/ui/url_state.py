@@ -52,7 +52,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from attention_atlas.i18n import LANGUAGES, _, language, normalise
+from attention_atlas.i18n import LANGUAGES, N_, _, language, ngettext, normalise
 
 WRITTEN = "_url_written"  # session state: {scope: {name: text}} what this session last put in the URL
 SEEN = "_url_names"  # session state: {scope: set of names} every setting a page has declared
@@ -87,6 +87,19 @@ class _Kind:
     parse: Callable[[str], tuple[Any, str | None]]
     encode: Callable[[Any], str]
     valid: Callable[[Any], bool]
+
+
+class Problem(str):
+    """What is wrong with a link's value, in the visitor's language; ``msgid`` is its English source,
+    which decides how the value is quoted (``_shown``)."""
+
+    msgid: str
+
+    @classmethod
+    def of(cls, msgid: str, **fields) -> Problem:
+        problem = cls(_(msgid, **fields))
+        problem.msgid = msgid
+        return problem
 
 
 def _quote(raw: str) -> str:
@@ -181,7 +194,7 @@ def _flag_kind() -> _Kind:
             return True, None
         if low in ("0", "false", "off", "no", ""):
             return False, None
-        return None, "is not 1 or 0"
+        return None, Problem.of(N_("is not 1 or 0"))
 
     return _Kind(parse, lambda v: "1" if v else "0", lambda v: isinstance(v, bool))
 
@@ -196,21 +209,21 @@ class Link:
         self.problems: list[str] = []
         self._notice = st.empty()
         st.session_state[LANDING] = st.query_params.get(SECTION)
-        with st.sidebar.expander("🔗 Link to this view"):
+        with st.sidebar.expander(_("🔗 Link to this view")):
             self._url = st.empty()
         self._show()
 
     # -- declarations: each returns the widget key -----------------------------------------------
 
     def choice(
-        self, name: str, key: str, options: Sequence, default, what: str = "is unknown", text=str
+        self, name: str, key: str, options: Sequence, default, what: str = N_("is unknown"), text=str
     ) -> str:
         """One of ``options`` (a selectbox, radio, select_slider, segmented control or st.tabs); in
         the URL as ``text(option)`` (``str`` unless given: ``text=lambda o: o.removeprefix("real: ")``)."""
         by_text = {text(o): o for o in options}
 
         def parse(raw: str):
-            return (by_text[raw], None) if raw in by_text else (None, what)
+            return (by_text[raw], None) if raw in by_text else (None, Problem.of(what))
 
         return self._declare(name, key, default, _Kind(parse, text, lambda v: v in options))
 
@@ -230,7 +243,7 @@ class Link:
         def parse(raw: str):
             parts = [p.strip() for p in raw.split(",") if p.strip()]
             if not all(p in by_text for p in parts):
-                return None, "has entries that are not on offer"
+                return None, Problem.of(N_("has entries that are not on offer"))
             return list(dict.fromkeys(by_text[p] for p in parts)), None
 
         def valid(v) -> bool:
@@ -248,9 +261,9 @@ class Link:
             try:
                 value = int(raw) if whole else float(raw)
             except ValueError:
-                return None, "is not a " + ("whole number" if whole else "number")
+                return None, Problem.of(N_("is not a whole number") if whole else N_("is not a number"))
             if not math.isfinite(value) or not lo <= value <= hi:
-                return None, f"is out of range ({_shown_number(lo)}–{_shown_number(hi)})"
+                return None, Problem.of(N_("is out of range ({lo}–{hi})"), lo=_shown_number(lo), hi=_shown_number(hi))
             if step and not whole:
                 value = round(lo + round((value - lo) / step) * step, 10)
             return value, None
@@ -266,9 +279,9 @@ class Link:
 
         def parse(raw: str):
             if len(raw) > limit:
-                return None, f"is longer than {limit:,} characters"
+                return None, Problem.of(N_("is longer than {limit:,} characters"), limit=limit)
             if any(unicodedata.category(ch) == "Cc" for ch in raw):
-                return None, "holds control characters"
+                return None, Problem.of(N_("holds control characters"))
             return raw, None
 
         return self._declare(name, key, default, _Kind(parse, str, lambda v: isinstance(v, str)))
@@ -282,7 +295,8 @@ class Link:
     def _declare(self, name: str, key: str, default, kind: _Kind) -> str:
         problem = _settle(self.scope, name, key, default, kind)
         if problem:
-            self._problem(f"{name}{_shown(st.query_params.get(name, ''), problem)} {problem}")
+            shown = _shown(st.query_params.get(name, ""), problem)
+            self._problem(_("{name}{value} {problem}", name=name, value=shown, problem=problem))
         self.declared[name] = (key, default, kind)
         st.session_state.setdefault(SEEN, {}).setdefault(self.scope, set()).add(name)
         self._write(name)
@@ -313,7 +327,7 @@ class Link:
                 _put(self.scope, name, None)
                 continue
             if name not in seen:
-                self._problem(f"setting {_quote(name)} does not apply here")
+                self._problem(_("setting {name} does not apply here", name=_quote(name)))
             _put(self.scope, name, None)
         self._show()
 
@@ -344,12 +358,13 @@ def section(title: str, anchor: str) -> None:
 def _shown(raw: str, problem: str) -> str:
     """The URL's value as the notice quotes it: a number bare, other values in quotes, long or
     unprintable text not at all."""
-    if problem.startswith(("is longer", "holds control")) or not _one_line(raw[:QUOTED]):
+    source = getattr(problem, "msgid", problem)
+    if source.startswith(("is longer", "holds control")) or not _one_line(raw[:QUOTED]):
         return ""
     from attention_atlas.ui.plain_text import plain
 
     short = raw if len(raw) <= QUOTED else raw[: QUOTED - 1] + "…"
-    return " " + (plain(short) if problem.startswith("is out of range") else "“" + plain(short) + "”")
+    return " " + (plain(short) if source.startswith("is out of range") else "“" + plain(short) + "”")
 
 
 def _one_line(text: str) -> bool:
@@ -360,9 +375,14 @@ def _one_line(text: str) -> bool:
 def notice(problems: list[str]) -> str:
     """One line for every problem of a link: ``This link's layer 9 is out of range (0–5) and its
     model “gpt-9” is unknown; showing defaults for them.``"""
-    parts = [problems[0]] + [f"its {p}" for p in problems[1:]]
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"This link's {listed}; showing defaults for {'it' if len(problems) == 1 else 'them'}."
+    parts = [problems[0]] + [_("its {problem}", problem=p) for p in problems[1:]]
+    listed = parts[0] if len(parts) == 1 else _(", ").join(parts[:-1]) + _(" and ") + parts[-1]
+    return ngettext(
+        "This link's {listed}; showing defaults for it.",
+        "This link's {listed}; showing defaults for them.",
+        len(problems),
+        listed=listed,
+    )
 
 
 def tab_labels(key: str, sources: Sequence[str]) -> list[str]:
