@@ -59,7 +59,7 @@ browser:
 LOCALE := attention_atlas/locale
 catalog: setup-dev
 	$(BIN)/pybabel -q extract -F babel.cfg --project="Attention Atlas" --no-location --sort-output -o $(LOCALE)/atlas.pot .
-	$(BIN)/pybabel -q update -i $(LOCALE)/atlas.pot -d $(LOCALE) -D atlas -l zh --no-fuzzy-matching --no-wrap
+	$(BIN)/pybabel -q update -i $(LOCALE)/atlas.pot -d $(LOCALE) -D atlas -l zh --no-fuzzy-matching --no-wrap --ignore-obsolete
 	$(BIN)/pybabel -q compile -d $(LOCALE) -D atlas --statistics
 
 lint: setup-dev
