@@ -8,7 +8,7 @@ TORCH := torch==2.13.0
 # pytest-xdist's workers: the tests wait on servers, browsers and subprocesses as much as they compute,
 # so two share two cores well; the groups they take whole are in tests/conftest.py.
 JOBS ?= 2
-PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadscope
 
 .PHONY: run test check setup setup-dev browser lint bench catalog
 

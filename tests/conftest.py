@@ -20,20 +20,29 @@ torch.set_num_threads(int(os.environ.get("ATLAS_TEST_THREADS", "1")))
 os.environ.setdefault("ATLAS_THREADS", os.environ.get("ATLAS_TEST_THREADS", "1"))
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
-def pytest_collection_modifyitems(items):
-    """The groups ``make test`` hands to its workers whole (``-n 2 --dist loadgroup``): the tests that
-    use the shared app server (tests/browser) on one worker, so one server and one chromium serve
-    them all; every other module on one worker, so its module-scoped models are built once."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+def pytest_xdist_make_scheduler(config, log):
+    """``make test`` runs two pytest-xdist workers; each takes whole groups (``group_of``), so that what
+    a group shares is made once. (pytest-xdist's own ``loadgroup`` marks do nothing under pytest 9,
+    which no longer reads an item's ``_nodeid``: the groups are made here, from the node ids.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return Groups(config, log)
 
 
-def group_of(item) -> str:
-    if "app_url" in item.fixturenames:
-        return "app-server"
-    return item.nodeid.split("::")[0]
+# The browser tier shares one app server and one chromium (tests/browser/conftest.py); the Ray tests
+# start a Ray of their own, and two at once on one machine took each other's for "auto".
+ONE_WORKER = {"tests/browser/": "browser", "tests/integration/test_corpus_ray.py": "browser"}
+
+
+def group_of(nodeid: str) -> str:
+    """The group a test runs in: the browser tier (and Ray's tests) together, scheduled first since it
+    is the longest; any other module whole, so its module-scoped models are built once."""
+    module = nodeid.split("::")[0]
+    return next((group for prefix, group in ONE_WORKER.items() if module.startswith(prefix)), module)
 
 
 @pytest.fixture(scope="module")

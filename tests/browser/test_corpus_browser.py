@@ -48,7 +48,6 @@ def test_corpus_page_overview_click_search_and_link(own_server, new_page, tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # Ray's start and two pools of actors on a busy 2-core machine: 2 to 8 minutes
-@pytest.mark.xdist_group("ray")  # one Ray at a time on the machine (tests/integration/test_corpus_ray.py)
 def test_two_corpus_runs_in_a_row_on_ray(own_server, new_page, tmp_path):
     """ATLAS_RAY_ADDRESS=auto with no Ray running: the first visit's run (100 texts, in the page run)
     starts Ray, then a Run over 1,000 texts (a background job) goes to the same Ray. The second run

@@ -11,9 +11,9 @@ from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.inputs import sample
 from attention_atlas.models.corpus.run import run_corpus
 
-# Starting Ray and two actors, twice: ~30-60 s here. One Ray at a time on the machine: the tests that
-# start one share a pytest-xdist group (a second cluster beside a first one took "auto" for its address).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+# Starting Ray and two actors, twice: ~30-60 s here. One Ray at a time on the machine: these run on the
+# browser tier's worker (tests/conftest.py: group_of), beside the browser test that starts one.
+pytestmark = pytest.mark.slow
 
 ray = pytest.importorskip("ray")
 
