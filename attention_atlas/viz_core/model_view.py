@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.figures import FONT
 from attention_atlas.viz_core.layout import PLOT_WIDTH, VIEW_CHROME, tile_size
 from attention_atlas.viz_core.record import AttentionRecord
@@ -74,11 +75,12 @@ def grid_view(
     size: int = TILE,
     title: str = "",
     width: int = PLOT_WIDTH,
-    hover: str = "click to open",
+    hover: str | None = None,
 ) -> go.Figure:
     """The model view of ``[layers, heads, query, key]`` weights (a record's, or a long input's
     max-pooled thumbnails: ``viz_core.long_figures.long_model_view``); ``hover`` follows the
-    head's name in each tile's hover."""
+    head's name in each tile's hover ("click to open" unless given)."""
+    hover = _("click to open") if hover is None else hover
     layers, heads = weights.shape[:2]
     tile_w, tile_h = tile_size(layers, heads, width)
     image = tiles(weights, size)
@@ -101,7 +103,9 @@ def grid_view(
         mode="markers",
         marker=dict(symbol="square", size=max(8, min(tile_w, tile_h) - 4), opacity=0),
         customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
-        hovertemplate=f"layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>",
+        hovertemplate=_(
+            "layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>", hover=hover
+        ),
         showlegend=False,
     )
     fig = go.Figure([heat, picks])
@@ -109,7 +113,7 @@ def grid_view(
         tickmode="array",
         tickvals=centres_x,
         ticktext=[str(h) for h in range(heads)],
-        title="head",
+        title=_("head"),
         side="top",
         range=[-0.5, image.shape[1] - 0.5],  # the tiles edge to edge: the markers add no padding
         showgrid=False,
@@ -119,7 +123,7 @@ def grid_view(
         tickmode="array",
         tickvals=centres_y,
         ticktext=[str(layer) for layer in range(layers)],
-        title="layer",
+        title=_("layer"),
         range=[image.shape[0] - 0.5, -0.5],  # layer 0 at the top
         showgrid=False,
         zeroline=False,
