@@ -16,6 +16,7 @@ from attention_atlas.ui.widgets import chart
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap
+from attention_atlas.viz_core.model_view import in_language
 
 K = "tf_"
 FLOW_BUDGET = 6 * 32 * 32  # layers × tokens² that exact flow handles in about a second here
@@ -39,7 +40,9 @@ def heads_tab(
     layer_key, head_key = keys
     st.subheader(_("Model view: {grid}", grid=layers_heads(L, H)))
     st.caption(_(HINT))
-    model_view_chart(view.model_view, K + "heads", (L, H), (layer_key, head_key), heads=view.heads)
+    # the view is cached for every visitor, whatever their language: its words are this run's
+    figure = in_language(view.model_view)
+    model_view_chart(figure, K + "heads", (L, H), (layer_key, head_key), heads=view.heads)
 
     st.subheader(_("Head view"))
     c1, c2, c3 = st.columns(3)

@@ -79,8 +79,7 @@ def grid_view(
 ) -> go.Figure:
     """The model view of ``[layers, heads, query, key]`` weights (a record's, or a long input's
     max-pooled thumbnails: ``viz_core.long_figures.long_model_view``); ``hover`` follows the
-    head's name in each tile's hover ("click to open" unless given)."""
-    hover = _("click to open") if hover is None else hover
+    head's name in each tile's hover ("click to open" unless given). Its words: ``in_language``."""
     layers, heads = weights.shape[:2]
     tile_w, tile_h = tile_size(layers, heads, width)
     image = tiles(weights, size)
@@ -103,9 +102,6 @@ def grid_view(
         mode="markers",
         marker=dict(symbol="square", size=max(8, min(tile_w, tile_h) - 4), opacity=0),
         customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
-        hovertemplate=_(
-            "layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>", hover=hover
-        ),
         showlegend=False,
     )
     fig = go.Figure([heat, picks])
@@ -113,7 +109,6 @@ def grid_view(
         tickmode="array",
         tickvals=centres_x,
         ticktext=[str(h) for h in range(heads)],
-        title=_("head"),
         side="top",
         range=[-0.5, image.shape[1] - 0.5],  # the tiles edge to edge: the markers add no padding
         showgrid=False,
@@ -123,7 +118,6 @@ def grid_view(
         tickmode="array",
         tickvals=centres_y,
         ticktext=[str(layer) for layer in range(layers)],
-        title=_("layer"),
         range=[image.shape[0] - 0.5, -0.5],  # layer 0 at the top
         showgrid=False,
         zeroline=False,
@@ -135,5 +129,18 @@ def grid_view(
         height=round(VIEW_CHROME + layers * tile_h),
         clickmode="event",  # a click opens the head; no selection to redraw
         meta={"tile": [tq, tk]},  # the browser frames the open head's tile (ui/live_heads.js)
+    )
+    return in_language(fig, hover)
+
+
+def in_language(fig: go.Figure, hover: str | None = None) -> go.Figure:
+    """``fig``'s (a ``grid_view``'s) axis titles and tile hover in the language in force, ``hover``
+    ("click to open" unless given) after each head's name. A page that caches the figure (it is
+    built once per input, for every visitor) calls this again where it shows it."""
+    hover = _("click to open") if hover is None else hover
+    fig.update_xaxes(title=_("head"))
+    fig.update_yaxes(title=_("layer"))
+    fig.data[1].hovertemplate = _(
+        "layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>", hover=hover
     )
     return fig
