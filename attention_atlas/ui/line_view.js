@@ -22,11 +22,11 @@ function tokenColumn(svg, tokens, x, anchor, side) {
 }
 
 function legend(svg, heads) {
-  // One coloured square and "head h" per overlaid head, above the columns.
+  // One coloured square and "head h" (its label from Python, in the visitor's language) per overlaid head.
   const band = el("g", { class: "atlas-legend" }, svg);
-  heads.forEach(({ head, colour }, i) => {
+  heads.forEach(({ head, label, colour }, i) => {
     el("rect", { x: 8 + i * 90, y: ROW - 12, width: 14, height: 14, fill: colour }, band);
-    el("text", { x: 28 + i * 90, y: ROW, fill: "currentColor" }, band).textContent = `head ${head}`;
+    el("text", { x: 28 + i * 90, y: ROW, fill: "currentColor" }, band).textContent = label ?? `head ${head}`;
   });
 }
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.ui.widgets import plain
 from attention_atlas.viz_core.line_view import COLOURS, THRESHOLD, line_data
 from attention_atlas.viz_core.record import AttentionRecord
@@ -21,15 +22,15 @@ def line_view_block(record: AttentionRecord, layer: int, open_head: str, key: st
     heads picked to overlay it, each in its own colour; hover a token to see only its lines."""
     opened = [int(open_head)] if open_head.isdigit() else []
     extra = st.multiselect(
-        "overlay heads",
+        _("overlay heads"),
         list(range(record.n_heads)),
         key=key + "_heads",
         max_selections=len(COLOURS) - 1,  # fixed: a changing limit would make a new, empty widget
-        help="Each head in its own colour, on top of the open head.",
+        help=_("Each head in its own colour, on top of the open head."),
     )
     heads = list(dict.fromkeys(opened + extra))[: len(COLOURS)]
     if not heads:
-        st.caption("Pick a head above, or heads to overlay, to see their lines.")
+        st.caption(_("Pick a head above, or heads to overlay, to see their lines."))
         return
     try:
         data = line_data(record, layer, heads)
@@ -37,7 +38,11 @@ def line_view_block(record: AttentionRecord, layer: int, open_head: str, key: st
         st.info(plain(err))
         return
     st.caption(
-        f"Layer {layer}, one colour per head. Left: queries (the token attending); right: keys. A line's opacity is "
-        f"its weight (below {THRESHOLD} not drawn). Hover a token to see only its lines."
+        _(
+            "Layer {layer}, one colour per head. Left: queries (the token attending); right: keys. A line's "
+            "opacity is its weight (below {threshold} not drawn). Hover a token to see only its lines.",
+            layer=layer,
+            threshold=THRESHOLD,
+        )
     )
     _component(data=data, key=key + "_lines")

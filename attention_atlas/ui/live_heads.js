@@ -29,11 +29,12 @@ function loadPlotly(url) {
   return window.__atlasPlotly;
 }
 
-function chartBox(parent) {
+function chartBox(parent, notes) {
   // One chart per mount; Streamlit may also empty the element, and then we start afresh.
+  // ``notes``: the waiting and failure lines in the visitor's language (from Python).
   if (!parent.__atlas?.div.isConnected) {
     const note = document.createElement("div");
-    note.textContent = "Drawing the chart…";
+    note.textContent = notes?.drawing ?? "Drawing the chart…";
     const div = document.createElement("div");
     parent.append(note, div);
     parent.__atlas = { div, note };
@@ -181,12 +182,12 @@ async function drawHeadView(Plotly, box, data) {
 
 export default function (component) {
   const { data, parentElement, setStateValue } = component;
-  const box = chartBox(parentElement);
+  const box = chartBox(parentElement, data.notes);
   loadPlotly(data.plotly)
     .then((Plotly) =>
       data.role === "model" ? drawModelView(Plotly, box, data, setStateValue) : drawHeadView(Plotly, box, data),
     )
     .catch((err) => {
-      box.note.textContent = `The chart could not be drawn: ${err.message}`;
+      box.note.textContent = `${data.notes?.failed ?? "The chart could not be drawn:"} ${err.message}`;
     });
 }

@@ -20,6 +20,7 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.components.v1 import declare_component
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, hold
 
 HERE = Path(__file__).resolve().parent
@@ -29,7 +30,7 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PLOTLY_FILES = "plotly"
 PLOTLY_COMPONENT = f"{__name__}.{PLOTLY_FILES}"  # declare_component's name: the caller's module + ours
 
-HINT = (
+HINT = N_(
     "Each tile is one head, scaled to its own maximum. Click a tile to open it below; in the head "
     "view (click it first), ←/→ step through the heads and ↑/↓ through the layers."
 )
@@ -37,6 +38,16 @@ HINT = (
 _component = st.components.v2.component(
     "atlas_live_heads", js=(HERE / "live_heads.js").read_text(encoding="utf-8"), isolate_styles=False
 )
+
+
+def layers_heads(layers: int, heads: int) -> str:
+    """The model view's grid, ``'6 layers × 12 heads'`` in the visitor's language. (``.format(n=…)``
+    after ``ngettext``, not ``n=`` in it: ``i18n.ngettext``'s own count is a parameter named ``n``.)"""
+    return _(
+        "{layers} × {heads}",
+        layers=ngettext("{n:,} layer", "{n:,} layers", layers).format(n=layers),
+        heads=ngettext("{n:,} head", "{n:,} heads", heads).format(n=heads),
+    )
 
 
 def plotly_url() -> str:
@@ -54,8 +65,20 @@ def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callabl
     """One view of the group ``key``: its figure exactly as ``cli.py figure`` writes it."""
     figure = pio.to_json(for_screen(fig), validate=False)  # projector fonts, high contrast where asked
     config = {**PLOTLY_CONFIG, "responsive": True}  # as every st.plotly_chart, and fit the column
+    notes = {
+        "drawing": _("Drawing the chart…"),
+        "failed": _("The chart could not be drawn:"),
+    }  # live_heads.js's
     _component(
-        data={"role": role, "group": key, "figure": figure, "config": config, "plotly": plotly_url(), **data},
+        data={
+            "role": role,
+            "group": key,
+            "figure": figure,
+            "config": config,
+            "plotly": plotly_url(),
+            "notes": notes,
+            **data,
+        },
         key=f"{key}_{role}",
         **callbacks,
     )

@@ -28,20 +28,21 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.paths import page
 from attention_atlas.ui import cached
 from attention_atlas.ui import long_cached as lc
 from attention_atlas.ui.live_heads import model_view_chart
 from attention_atlas.ui.url_state import Link, kept
 from attention_atlas.ui.views import head_stats_block
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, hold, keep_held, plain, plural, whole_number
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, hold, keep_held, plain, whole_number
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import long_figures as lf
 from attention_atlas.viz_core import sentences as sn
 
 K = "tfl_"
 PAGE = page("long_input.py")
-HELP = (
+HELP = N_(
     "Texts up to the model's own context (thousands of tokens) on a page of their own: every view "
     "computed block-wise from the captured queries and keys."
 )
@@ -54,6 +55,33 @@ POLL = 2.0  # s between two looks at the background work
 WINDOW_GROUP = K + "window"  # the zoom window's four numbers, set by a box (``hold``)
 TOP = 10  # keys listed for a chosen query
 WINDOW = 128  # tokens a side of the first zoom window
+AVERAGE = N_("average")  # the sentence view's head that is the layer's average
+# The sentence view's sentences per unit (``viz_core.sentences.UNITS``), whole: a unit's word
+# changes the sentence around it in Chinese.
+UNIT_WORDS = {
+    "sentence": {
+        "one": N_("This text is one sentence: there is nothing between sentences to show. Try reading by sentence."),
+        "summing": N_("Summing layer {layer}'s attention sentence by sentence…"),
+        "caption": N_(
+            "A cell is how much of a query sentence's attention, per token, goes to a key sentence: each row "
+            "sums to what a token's row sums to. Hover a cell for both sentences' first words. **Draw a box** "
+            "over cells to open those sentences at token level in the zoom window of the Heads tab (at most "
+            "{most} tokens a side)."
+        ),
+    },
+    "paragraph": {
+        "one": N_(
+            "This text is one paragraph: there is nothing between paragraphs to show. Try reading by sentence."
+        ),
+        "summing": N_("Summing layer {layer}'s attention paragraph by paragraph…"),
+        "caption": N_(
+            "A cell is how much of a query paragraph's attention, per token, goes to a key paragraph: each row "
+            "sums to what a token's row sums to. Hover a cell for both paragraphs' first words. **Draw a box** "
+            "over cells to open those paragraphs at token level in the zoom window of the Heads tab (at most "
+            "{most} tokens a side)."
+        ),
+    },
+}
 
 
 # -- from the Transformer page ------------------------------------------------------------------------
@@ -73,7 +101,7 @@ def switch(where, key: str, model_id: str, text_key: str, example: str) -> None:
             query |= {"source": "text", "text": text}
         st.session_state[K + "go"] = query
 
-    where.toggle("long input", key=key, on_change=go, help=HELP)
+    where.toggle(_("long input"), key=key, on_change=go, help=_(HELP))
     query = st.session_state.pop(K + "go", None)
     if query is None and st.query_params.get("long") == "1":
         query = {"model": model_id}
@@ -87,15 +115,23 @@ def switch(where, key: str, model_id: str, text_key: str, example: str) -> None:
 def read_upload(name: str, data: bytes) -> tuple[str | None, str | None]:
     """``(text, None)`` from an uploaded file's bytes, or ``(None, why not)`` in one line."""
     if len(data) > 4 * MAX_CHARS:
-        return None, f"{name} is {len(data):,} bytes; a text file is read up to {4 * MAX_CHARS:,}: shorten it"
+        return None, _(
+            "{name} is {size:,} bytes; a text file is read up to {limit:,}: shorten it",
+            name=name,
+            size=len(data),
+            limit=4 * MAX_CHARS,
+        )
     if b"\x00" in data:
-        return None, f"{name} holds binary data (NUL bytes), not text: upload a UTF-8 .txt file"
+        return None, _("{name} holds binary data (NUL bytes), not text: upload a UTF-8 .txt file", name=name)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        return None, (
-            f"{name} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start:,}): "
-            "save it as UTF-8 and upload it again"
+        return None, _(
+            "{name} is not UTF-8 text (byte 0x{byte:02x} at offset {offset:,}): "
+            "save it as UTF-8 and upload it again",
+            name=name,
+            byte=data[err.start],
+            offset=err.start,
         )
     return text, None
 
@@ -112,7 +148,7 @@ def text_input(link: Link, model_id: str, where) -> str:
             state[K + "text"] = state[linked].replace(LINE, "\n")
         elif state[source] != "sample":
             st.info(
-                "This link's text is not in the link (a file, or longer than a link holds): upload or paste it."
+                _("This link's text is not in the link (a file, or longer than a link holds): upload or paste it.")
             )
     cached.ensure_loaded(model_id)  # the sample's token count needs the model: say so on a first visit
     key, example = K + "text", lc.default_text(model_id)
@@ -120,9 +156,9 @@ def text_input(link: Link, model_id: str, where) -> str:
         state[key] = example  # another model's sample is replaced, never typed text
     state[K + "example"] = example
     text = where.text_area(
-        "long text", key=key, height=160, help=f"Up to {MAX_CHARS:,} characters; nothing is cut."
+        _("long text"), key=key, height=160, help=_("Up to {n:,} characters; nothing is cut.", n=MAX_CHARS)
     )
-    upload = where.file_uploader("or a .txt file (UTF-8)", type=["txt"], key=K + "file")
+    upload = where.file_uploader(_("or a .txt file (UTF-8)"), type=["txt"], key=K + "file")
     state[source] = "file" if upload is not None else "sample" if text == example else "text"
     state[linked] = _linkable(text) if state[source] == "text" else ""
     state[K + "asked"] = (state[source], state[linked])
@@ -133,7 +169,11 @@ def text_input(link: Link, model_id: str, where) -> str:
         st.warning(plain(problem))
         st.stop()
     where.caption(
-        f"Reading {plain(upload.name)} ({plural(len(text), 'character')}); remove it to use the box."
+        _(
+            "Reading {name} ({characters}); remove it to use the box.",
+            name=plain(upload.name),
+            characters=ngettext("{n:,} character", "{n:,} characters", len(text)).format(n=len(text)),
+        )
     )
     return text
 
@@ -150,19 +190,35 @@ def _linkable(text: str) -> str:
 def checked(model_id: str, text: str, where) -> int:
     """The token count, after every refusal that applies (each stops the page with one message)."""
     if not text.strip():
-        st.info("Type or paste a text, or upload a .txt file.")
+        st.info(_("Type or paste a text, or upload a .txt file."))
         st.stop()
     if len(text) > MAX_CHARS:
         st.warning(
-            f"The text has {len(text):,} characters; at most {MAX_CHARS:,} are read. Shorten it: nothing is cut."
+            _(
+                "The text has {n:,} characters; at most {limit:,} are read. Shorten it: nothing is cut.",
+                n=len(text),
+                limit=MAX_CHARS,
+            )
         )
         st.stop()
     n, limit = lc.token_count(model_id, text), lc.limits(model_id)
-    where.caption(f"**{plural(n, 'token')}** of the {limit:,} {model_id} reads at most.")
+    where.caption(
+        _(
+            "**{tokens}** of the {limit:,} {model} reads at most.",
+            tokens=ngettext("{n:,} token", "{n:,} tokens", n).format(n=n),
+            limit=limit,
+            model=model_id,
+        )
+    )
     if n > limit:
         st.warning(
-            f"The text is {n:,} tokens; {model_id} reads at most {limit:,}. Shorten it (nothing is cut), "
-            "or pick a model with a longer context."
+            _(
+                "The text is {n:,} tokens; {model} reads at most {limit:,}. Shorten it (nothing is cut), "
+                "or pick a model with a longer context.",
+                n=n,
+                model=model_id,
+                limit=limit,
+            )
         )
         st.stop()
     from attention_atlas.models.adapters.capture import CaptureError, check_fits
@@ -177,14 +233,23 @@ def checked(model_id: str, text: str, where) -> int:
 
 def captured(model_id: str, text: str, n: int) -> lc.LongInput:
     """The capture of ``text`` (cached), behind a spinner; a refusal stops the page with one line."""
-    slow = " (tens of seconds at thousands of tokens on a CPU)" if n > 1024 else ""
+    tokens = ngettext("{n:,} token", "{n:,} tokens", n).format(n=n)
+    message = (
+        _(
+            "Capturing every layer's queries and keys for {tokens} (tens of seconds at thousands of tokens "
+            "on a CPU)…",
+            tokens=tokens,
+        )
+        if n > 1024
+        else _("Capturing every layer's queries and keys for {tokens}…", tokens=tokens)
+    )
     try:
-        with st.spinner(f"Capturing every layer's queries and keys for {plural(n, 'token')}{slow}…"):
+        with st.spinner(message):
             return lc.shared(model_id, text)
     except ValueError as err:  # CaptureError, InputError: refused with one line
         st.warning(plain(err))
     except (OSError, RuntimeError) as err:
-        st.error(f"{model_id} cannot capture here: {plain(err)}")
+        st.error(_("{model} cannot capture here: {error}", model=model_id, error=plain(err)))
     st.stop()
 
 
@@ -205,10 +270,19 @@ def progress(long: lc.LongInput, polling: bool) -> None:
     lc.looked_at(long)
     done, layers = s.snapshot()[2], s.cap.n_layers
     if s.error:
-        st.error(f"Computing the heads' thumbnails and statistics failed: {plain(s.error)}")
+        st.error(_("Computing the heads' thumbnails and statistics failed: {error}", error=plain(s.error)))
     elif done < layers:
-        rate = f", {s.seconds / done:.1f} s a layer" if done else ""
-        st.progress(done / layers, text=f"Every head, block-wise: {done} of {layers} layers done{rate}…")
+        text = (
+            _(
+                "Every head, block-wise: {done} of {layers} layers done, {rate:.1f} s a layer…",
+                done=done,
+                layers=layers,
+                rate=s.seconds / done,
+            )
+            if done
+            else _("Every head, block-wise: {done} of {layers} layers done…", done=done, layers=layers)
+        )
+        st.progress(done / layers, text=text)
     elif polling:
         st.rerun()
 
@@ -227,29 +301,33 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     drawn reruns only this, never the rest of the page. The layer and head follow the link."""
     cap = long.cap
     L, H = cap.n_layers, cap.n_heads
-    thumbs, _, done = _so_far(long)
+    thumbs, _table, done = _so_far(long)
     model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
 
-    st.subheader("Head view")
+    st.subheader(_("Head view"))
     keep_held(K + "heads", polling)  # a tile clicked, a box on the sentence view: not undone by a timed rerun
     c1, c2, c3, c4 = st.columns([2, 1, 2, 2])  # "√ colours" whole at 150 % zoom with the sidebar open
-    layer = c1.slider("layer", 0, L - 1, key=K + "layer")
-    head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "head"))
+    layer = c1.slider(_("layer"), 0, L - 1, key=K + "layer")
+    head = int(c2.selectbox(_("head"), [str(h) for h in range(H)], key=K + "head"))
     link.sync("layer", "head")  # a fragment's rerun: the link follows the head opened
     cells = c3.select_slider(
-        "overview cells a side",
+        _("overview cells a side"),
         CELLS,
         value=CELLS[1],
         key=K + "cells",
-        help="The overview is max-pooled to at most this many cells a side: 512 is about a pixel each "
-        "at full width; 1024 sends four times the data.",
+        help=_(
+            "The overview is max-pooled to at most this many cells a side: 512 is about a pixel each "
+            "at full width; 1024 sends four times the data."
+        ),
     )
     sqrt = c4.toggle(
-        "√ colours",
+        _("√ colours"),
         value=True,
         key=K + "sqrt",
-        help="Colour by the square root of the weight, so that faint weights beside a sink that takes "
-        "almost everything still show; the colour bar and the hover keep the weights.",
+        help=_(
+            "Colour by the square root of the weight, so that faint weights beside a sink that takes "
+            "almost everything still show; the colour bar and the hover keep the weights."
+        ),
     )
     red = lc.overview(model_id, text, layer, head, cells, cap)
     _overview_chart(red, cap, layer, head, sqrt)
@@ -266,20 +344,25 @@ def keep_in_range(key: str, size: int, default: int, kind=int) -> None:
 def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:
     n = cap.n_tokens
     cells = red.values.shape[0]
-    how = f"max-pooled to {cells:,} × {cells:,} cells" if red.reduced else "every token"
-    title = f"layer {layer}, head {head}: {n:,} tokens, {how}"
+    how = _("max-pooled to {cells:,} × {cells:,} cells", cells=cells) if red.reduced else _("every token")
+    title = _("layer {layer}, head {head}: {n:,} tokens, {how}", layer=layer, head=head, n=n, how=how)
     fig = lf.overview_figure(red, cap.tokens, title, ticks=8)
     fig.update_layout(height=720, margin=dict(l=10, r=10, b=10))
     key = K + "overview"
     _box_chart(fig, key, sqrt, functools.partial(_boxed, key, red))
     st.caption(
-        "Hover: each cell's query and key token ranges and its largest weight. **Draw a box** on the "
-        f"overview to see that window at full resolution below (at most {bw.MAX_WINDOW} × {bw.MAX_WINDOW} tokens; "
-        "a larger box keeps its top-left corner), or type the window."
+        _(
+            "Hover: each cell's query and key token ranges and its largest weight. **Draw a box** on the "
+            "overview to see that window at full resolution below (at most {most} × {most} tokens; "
+            "a larger box keeps its top-left corner), or type the window.",
+            most=bw.MAX_WINDOW,
+        )
     )
     variant = cap.variant(layer)
     if not variant.plain:
-        st.caption(f"Layer {layer}'s attention beyond softmax(q·k): {variant.describe()}.")
+        st.caption(
+            _("Layer {layer}'s attention beyond softmax(q·k): {variant}.", layer=layer, variant=variant.describe())
+        )
 
 
 def _box_chart(fig, key: str, sqrt: bool, on_box) -> None:
@@ -309,26 +392,34 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool, polling: 
         hold(WINDOW_GROUP, {K + "q0": first, K + "qn": side, K + "k0": first, K + "kn": side})
         st.session_state[K + "window_of"] = (cap.model_id, n)
     keep_held(WINDOW_GROUP, polling)
-    st.markdown("**Zoom window** at full resolution")
+    st.markdown(_("**Zoom window** at full resolution"))
     c1, c2, c3, c4 = st.columns(4)
-    q0 = whole_number(c1, "queries from", 0, n - 1, 0, K + "q0")
-    qn = whole_number(c2, "how many queries", 1, min(bw.MAX_WINDOW, n), side, K + "qn")
-    k0 = whole_number(c3, "keys from", 0, n - 1, 0, K + "k0")
-    kn = whole_number(c4, "how many keys", 1, min(bw.MAX_WINDOW, n), side, K + "kn")
+    q0 = whole_number(c1, _("queries from"), 0, n - 1, 0, K + "q0")
+    qn = whole_number(c2, _("how many queries"), 1, min(bw.MAX_WINDOW, n), side, K + "qn")
+    k0 = whole_number(c3, _("keys from"), 0, n - 1, 0, K + "k0")
+    kn = whole_number(c4, _("how many keys"), 1, min(bw.MAX_WINDOW, n), side, K + "kn")
     queries, keys = bw.fit_window(n, q0, q0 + qn), bw.fit_window(n, k0, k0 + kn)
     if (queries[1] - queries[0], keys[1] - keys[0]) != (qn, kn):
         st.caption(
-            f"The window stops at the last token: queries {queries[0]}–{queries[1] - 1}, keys {keys[0]}–{keys[1] - 1}."
+            _(
+                "The window stops at the last token: queries {q0}–{q1}, keys {k0}–{k1}.",
+                q0=queries[0],
+                q1=queries[1] - 1,
+                k0=keys[0],
+                k1=keys[1] - 1,
+            )
         )
     if st.session_state.pop(K + "cut", False):
-        st.caption(f"The box was larger than {bw.MAX_WINDOW} tokens a side: its top-left corner is shown.")
+        st.caption(
+            _("The box was larger than {most} tokens a side: its top-left corner is shown.", most=bw.MAX_WINDOW)
+        )
     weights = bw.window(cap, layer, head, queries, keys)
     fig = lf.window_figure(weights, cap.tokens, queries[0], keys[0], lf.window_title(layer, head, queries, keys))
     if sqrt:
         lf.sqrt_colours(fig)
     st.plotly_chart(fig, key=K + "window", config=PLOTLY_CONFIG, width="stretch")
     if cap.causal and keys[0] > queries[1] - 1:
-        st.caption("Every key here comes after every query: a causal model gives them no weight.")
+        st.caption(_("Every key here comes after every query: a causal model gives them no weight."))
 
 
 # -- head statistics -----------------------------------------------------------------------------------
@@ -338,12 +429,22 @@ def stats(long: lc.LongInput, polling: bool, model_id: str) -> None:
     """The Transformer page's head statistics (a fragment, ``polled``), from the summaries so far."""
     table = _so_far(long)[1]
     if table.empty:
-        st.info("The first layer's statistics are on their way.")
+        st.info(_("The first layer's statistics are on their way."))
         return
-    so_far = "" if long.summaries.complete else " so far"
+    heads_n = ngettext("{n:,} head", "{n:,} heads", len(table)).format(n=len(table))
+    fields = dict(heads=heads_n, n=long.cap.n_tokens)
     st.caption(
-        f"{plural(len(table), 'head')}{so_far}, each over all {long.cap.n_tokens:,} query rows (computed "
-        "block-wise, with the definitions of the Transformer page's table)."
+        _(
+            "{heads}, each over all {n:,} query rows (computed block-wise, with the definitions of the "
+            "Transformer page's table).",
+            **fields,
+        )
+        if long.summaries.complete
+        else _(
+            "{heads} so far, each over all {n:,} query rows (computed block-wise, with the definitions of the "
+            "Transformer page's table).",
+            **fields,
+        )
     )
     head_stats_block(table, K + "stats", f"{model_id}_{long.cap.n_tokens}_tokens_head_stats")
 
@@ -353,30 +454,32 @@ def stats(long: lc.LongInput, polling: bool, model_id: str) -> None:
 
 def queries_keys(model_id: str, text: str, cap: bw.QKCapture, polling: bool) -> None:
     n, L, H = cap.n_tokens, cap.n_layers, cap.n_heads
-    st.subheader("Queries and keys")
+    st.subheader(_("Queries and keys"))
     st.caption(
-        "One head's queries and keys projected together onto their first two principal axes (PCA): "
-        "a query lands near the keys it scores highly when the plane holds most of the variance. "
-        "Queries are blue circles, keys orange diamonds, darker later in the text. **Click a query** "
-        "to join it to its top keys."
+        _(
+            "One head's queries and keys projected together onto their first two principal axes (PCA): "
+            "a query lands near the keys it scores highly when the plane holds most of the variance. "
+            "Queries are blue circles, keys orange diamonds, darker later in the text. **Click a query** "
+            "to join it to its top keys."
+        )
     )
     keep_in_range(K + "qk_layer", L, min(L - 1, L // 2))
     keep_in_range(K + "qk_head", H, 0, str)
     keep_in_range(K + "query", n, n - 1)
     c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
-    layer = c1.slider("layer", 0, L - 1, key=K + "qk_layer")
-    head = int(c2.selectbox("head", [str(h) for h in range(H)], key=K + "qk_head"))
+    layer = c1.slider(_("layer"), 0, L - 1, key=K + "qk_layer")
+    head = int(c2.selectbox(_("head"), [str(h) for h in range(H)], key=K + "qk_head"))
     keep_held(K + "qk", polling)  # the page's fragments rerun on a timer while ``polling``
-    query = whole_number(c3, "query", 0, n - 1, n - 1, K + "query")
+    query = whole_number(c3, _("query"), 0, n - 1, n - 1, K + "query")
     normalise = c4.toggle(
-        "normalise (AttentionViz)",
+        _("normalise (AttentionViz)"),
         value=True,
         key=K + "normalise",
-        help="Keys moved to the queries' mean and both scaled to the same mean length: no weight changes.",
+        help=_("Keys moved to the queries' mean and both scaled to the same mean length: no weight changes."),
     )
     qxy, kxy, share = lc.projection(model_id, text, layer, head, normalise, cap)
     top = bw.top_keys(bw.query_row(cap, layer, head, query), TOP)
-    title = f"layer {layer}, head {head}: {n:,} queries and {n:,} keys"
+    title = _("layer {layer}, head {head}: {n:,} queries and {n:,} keys", layer=layer, head=head, n=n)
     fig = lf.qk_figure(qxy, kxy, cap.tokens, share, query, top, title)
     key = K + "qk"
     st.plotly_chart(
@@ -388,17 +491,29 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture, polling: bool) -> 
         width="stretch",
     )
     token = cap.tokens[query]
-    st.markdown(f"**Query {query}** ({plain(repr(token))}): its {len(top)} largest weights")
+    st.markdown(
+        _(
+            "**Query {query}** ({token}): its {top} largest weights",
+            query=query,
+            token=plain(repr(token)),
+            top=len(top),
+        )
+    )
     if cap.variant(layer).sinks is not None:
         sink = float(bw.sink_mass(cap, layer, head, query, query + 1)[0])
         st.markdown(
-            f"This head's learned **sink** takes {sink:.1%} of the query's attention: its weights over the "
-            f"keys sum to {1 - sink:.1%}."
+            _(
+                "This head's learned **sink** takes {sink:.1%} of the query's attention: its weights over the "
+                "keys sum to {rest:.1%}.",
+                sink=sink,
+                rest=1 - sink,
+            )
         )
     frame = pd.DataFrame(
         [{"key": k, "token": cap.tokens[k], "weight": w, "distance": query - k} for k, w in top]
     )
-    st.dataframe(frame, hide_index=True, key=K + "top_keys")
+    names = {"key": _("key"), "token": _("token"), "weight": _("weight"), "distance": _("distance")}
+    st.dataframe(frame, hide_index=True, key=K + "top_keys", column_config=names)
 
 
 def _clicked_query(key: str, n: int) -> None:
@@ -419,33 +534,35 @@ def by_sentence(model_id: str, text: str, cap: bw.QKCapture, heads_tab: str) -> 
     opens those sentences at token level in the zoom window of ``heads_tab``."""
     L, H = cap.n_layers, cap.n_heads
     c1, c2, c3, c4 = st.columns([2, 2, 1, 2])
-    unit = c1.radio("read by", sn.UNITS, horizontal=True, key=K + "unit")
+    unit = c1.radio(_("read by"), sn.UNITS, format_func=_, horizontal=True, key=K + "unit")
     keep_in_range(K + "span_layer", L, st.session_state.get(K + "layer", L // 2))
-    layer = c2.slider("layer", 0, L - 1, key=K + "span_layer")
-    options = [str(h) for h in range(H)] + ["average"]
+    layer = c2.slider(_("layer"), 0, L - 1, key=K + "span_layer")
+    options = [str(h) for h in range(H)] + [AVERAGE]
     if st.session_state.get(K + "span_head") not in options:
         st.session_state[K + "span_head"] = st.session_state.get(K + "head", "0")
-    head = c3.selectbox("head", options, key=K + "span_head")
-    sqrt = c4.toggle("√ colours", value=True, key=K + "span_sqrt", help="As in the head view.")
+    head = c3.selectbox(_("head"), options, format_func=_, key=K + "span_head")
+    sqrt = c4.toggle(_("√ colours"), value=True, key=K + "span_sqrt", help=_("As in the head view."))
     parts = lc.spans(model_id, text, unit, cap)
+    words = UNIT_WORDS[unit]
     if len(parts) < 2:
-        st.info(
-            f"This text is one {unit}: there is nothing between {unit}s to show. Try reading by sentence."
-        )
+        st.info(_(words["one"]))
         return
-    with st.spinner(f"Summing layer {layer}'s attention {unit} by {unit}…"):
-        weights = lc.by_span(model_id, text, layer, None if head == "average" else int(head), unit, cap)
-    who = "heads averaged" if head == "average" else f"head {head}"
-    title = f"layer {layer}, {who}: {plural(len(parts), unit)} of {cap.n_tokens:,} tokens"
+    with st.spinner(_(words["summing"], layer=layer)):
+        weights = lc.by_span(model_id, text, layer, None if head == AVERAGE else int(head), unit, cap)
+    who = _("heads averaged") if head == AVERAGE else _("head {h}", h=head)
+    spans = span_count(unit, len(parts))
+    title = _("layer {layer}, {who}: {spans} of {n:,} tokens", layer=layer, who=who, spans=spans, n=cap.n_tokens)
     fig = lf.span_figure(weights, parts.labels(), unit, title)
     key = K + "spans"
     _box_chart(fig, key, sqrt, functools.partial(_span_boxed, key, parts, (layer, head), heads_tab))
-    st.caption(
-        f"A cell is how much of a query {unit}'s attention, per token, goes to a key {unit}: each row sums "
-        f"to what a token's row sums to. Hover a cell for both {unit}s' first words. **Draw a box** over "
-        f"cells to open those {unit}s at token level in the zoom window of the Heads tab "
-        f"(at most {bw.MAX_WINDOW} tokens a side)."
-    )
+    st.caption(_(words["caption"], most=bw.MAX_WINDOW))
+
+
+def span_count(unit: str, n: int) -> str:
+    """``'12 sentences'`` or ``'3 paragraphs'`` in the visitor's language."""
+    if unit == "paragraph":
+        return ngettext("{n:,} paragraph", "{n:,} paragraphs", n).format(n=n)
+    return ngettext("{n:,} sentence", "{n:,} sentences", n).format(n=n)
 
 
 def _span_boxed(key: str, parts, where: tuple[int, str], heads_tab: str) -> None:
@@ -459,5 +576,5 @@ def _span_boxed(key: str, parts, where: tuple[int, str], heads_tab: str) -> None
     hold(WINDOW_GROUP, {K + "q0": q0, K + "qn": q1 - q0, K + "k0": k0, K + "kn": k1 - k0})
     st.session_state[K + "cut"] = ((q0, q1), (k0, k1)) != ((qa, qb), (ka, kb))
     layer, head = where
-    hold(K + "heads", {K + "layer": layer} | ({} if head == "average" else {K + "head": head}))
+    hold(K + "heads", {K + "layer": layer} | ({} if head == AVERAGE else {K + "head": head}))
     st.session_state[K + "tab"] = heads_tab

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.ui import cached
 from attention_atlas.ui.compare import pill_labels
 from attention_atlas.ui.widgets import chart, plain
@@ -40,7 +41,11 @@ def neuron_tab(model_id: str, text: str, kind: str) -> None:
     if not cached.capabilities(model_id).queries_keys:
         able = ", ".join(cached.model_choices(queries_keys=True))
         st.info(
-            f"The neuron view needs a model's queries and keys; {model_id} does not hand them over ({able} do)."
+            _(
+                "The neuron view needs a model's queries and keys; {model} does not hand them over ({able} do).",
+                model=model_id,
+                able=able,
+            )
         )
         return
     record = cached.run_model(model_id, text).records[kind]
@@ -56,7 +61,7 @@ def upload_neuron(key: str, name: str, adapter, text: str, kind: str, record) ->
     if supports(adapter):
         return
     panel = st.expander(
-        "Neuron view: how q and k make one head's weights", key="ckpt_neuron", on_change="rerun"
+        _("Neuron view: how q and k make one head's weights"), key="ckpt_neuron", on_change="rerun"
     )
     if panel.open:
         with panel:
@@ -67,23 +72,23 @@ def neuron_view(source: cached.Source, text: str, kind: str, record) -> None:
     """Pick a layer, a head and a query token; see how q and each k make the head's weights
     (``record``: the model's attention record of this kind, to say how close the view comes)."""
     try:
-        with st.spinner("Capturing every layer's queries and keys…"):
+        with st.spinner(_("Capturing every layer's queries and keys…")):
             hv = vectors(source.key, source.adapter, text, kind)
     except ValueError as err:
-        st.warning(f"The neuron view cannot read this input: {plain(err)}")
+        st.warning(_("The neuron view cannot read this input: {error}", error=plain(err)))
         return
     positions = query_choices(hv)
     if not positions:
-        st.info("Every token of this input is a special token: type some words to pick a query from.")
+        st.info(_("Every token of this input is a special token: type some words to pick a query from."))
         return
     c1, c2 = st.columns(2)
     n = source.prefix
-    layer = c1.slider("layer", 0, hv.n_layers - 1, 0, key=n + "layer")
-    head = c2.selectbox("head", list(range(hv.n_heads)), key=n + "head")
+    layer = c1.slider(_("layer"), 0, hv.n_layers - 1, 0, key=n + "layer")
+    head = c2.selectbox(_("head"), list(range(hv.n_heads)), key=n + "head")
     labels = pill_labels(hv.query_tokens, positions)
-    query = st.pills("query token (click one)", positions, format_func=labels.get, key=n + f"query_{kind}")
+    query = st.pills(_("query token (click one)"), positions, format_func=labels.get, key=n + f"query_{kind}")
     if query is None:
-        st.info("Click a query token above to see how its weights are made.")
+        st.info(_("Click a query token above to see how its weights are made."))
         return
     _draw(source, kind, hv, record, (layer, head, query))
 
@@ -92,21 +97,42 @@ def _draw(source: cached.Source, kind: str, hv: HeadVectors, record, where: tupl
     layer, head, query = where
     n = neuron(hv, layer, head, query)
     label = hv.query_tokens[query]
-    st.subheader(f"Layer {layer}, head {head}: query {query} · {plain(clean_token(label))}")
+    st.subheader(
+        _(
+            "Layer {layer}, head {head}: query {query} · {token}",
+            layer=layer,
+            head=head,
+            query=query,
+            token=plain(clean_token(label)),
+        )
+    )
     fig = neuron_figure(n, hv.key_tokens, label)
     name = f"{source.name}_neuron_{kind}_layer{layer}_head{head}_query{query}"
     chart(fig, neuron_frame(n, hv.key_tokens), source.prefix + "chart", name)
     gap = float(np.abs(n.weights - record.weights[layer, head, query]).max())
     q_heads, k_heads = hv.queries[layer].shape[0], hv.keys[layer].shape[0]
     shared = (
-        f" {q_heads} query heads share {k_heads} key heads: head {head} reads key head {head // (q_heads // k_heads)}."
+        _(
+            " {q_heads} query heads share {k_heads} key heads: head {head} reads key head {k_head}.",
+            q_heads=q_heads,
+            k_heads=k_heads,
+            head=head,
+            k_head=head // (q_heads // k_heads),
+        )
         if k_heads < q_heads
         else ""
     )
-    hidden = "" if n.seen.all() else " Keys after the query are masked (causal): no score, weight 0."
+    hidden = "" if n.seen.all() else _(" Keys after the query are masked (causal): no score, weight 0.")
     st.caption(
-        f"Each row of q ∘ K sums to q·k; the score is q·k × {n.scaling:.4g} (1/√{n.query.shape[0]}), the weight "
-        f"the softmax of the scores over the keys the query sees.{hidden}{shared} Red: positive, blue: negative "
-        f"(each panel its own range; hover for values). These weights differ from the head's record by at most "
-        f"{gap:.1e}. Tokens as the model reads them (word pieces not merged, special tokens kept)."
+        _(
+            "Each row of q ∘ K sums to q·k; the score is q·k × {scaling:.4g} (1/√{d}), the weight "
+            "the softmax of the scores over the keys the query sees.{hidden}{shared} Red: positive, blue: negative "
+            "(each panel its own range; hover for values). These weights differ from the head's record by at most "
+            "{gap:.1e}. Tokens as the model reads them (word pieces not merged, special tokens kept).",
+            scaling=n.scaling,
+            d=n.query.shape[0],
+            hidden=hidden,
+            shared=shared,
+            gap=gap,
+        )
     )

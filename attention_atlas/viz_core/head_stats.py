@@ -27,13 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_atlas.i18n import N_, _
+
 
 @dataclass(frozen=True)
 class Statistic:
     """One number per head: the mean over query rows of Σₖ w[q, k] · f(q, k). Exactly one form of f."""
 
     name: str  # the column, everywhere: page tables, CSV, the corpus store, Parquet
-    label: str  # for people: axis titles, hovers, the tables' column help
+    label: str  # for people: axis titles, hovers, the tables' column help (English; ``label_of`` translates)
     surprise: bool = False  # f = −log₂ w[q, k] (0 where w is 0): the row's entropy in bits
     pair: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # f(query positions, key positions)
     key: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None  # f(key positions, special flags)
@@ -51,12 +53,12 @@ def distance(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 STATISTICS = (
-    Statistic("entropy", "entropy (bits)", surprise=True),
-    Statistic("mean_distance", "mean distance (tokens)", pair=distance),
-    Statistic("special_share", "share on special tokens", key=lambda pos, special: special),
-    Statistic("previous_share", "share on the previous token", offset=-1),
-    Statistic("diagonal_share", "share on itself", offset=0),
-    Statistic("first_share", "share on the first token", key=lambda pos, special: pos == 0),
+    Statistic("entropy", N_("entropy (bits)"), surprise=True),
+    Statistic("mean_distance", N_("mean distance (tokens)"), pair=distance),
+    Statistic("special_share", N_("share on special tokens"), key=lambda pos, special: special),
+    Statistic("previous_share", N_("share on the previous token"), offset=-1),
+    Statistic("diagonal_share", N_("share on itself"), offset=0),
+    Statistic("first_share", N_("share on the first token"), key=lambda pos, special: pos == 0),
 )
 NAMES = tuple(s.name for s in STATISTICS)  # the statistics' columns, in this order everywhere
 LABELS = {s.name: s.label for s in STATISTICS}
@@ -68,11 +70,17 @@ COLUMNS = ("layer", "head", *NAMES, "pattern")  # a head table's columns
 SHARE = 0.5
 BROAD = 0.75
 NAMED = {
-    "previous token": "previous_share",
-    "diagonal": "diagonal_share",
-    "first token / sink": "first_share",
+    N_("previous token"): "previous_share",
+    N_("diagonal"): "diagonal_share",
+    N_("first token / sink"): "first_share",
 }
-PATTERNS = (*NAMED, "broad", "mixed")
+PATTERNS = (*NAMED, N_("broad"), N_("mixed"))  # stored and exported in English; ``label_of`` translates
+
+
+def label_of(name: str) -> str:
+    """A statistic's label (``"entropy"`` → "entropy (bits)") or a pattern's name, in the language in
+    force: the name people read. Tables, CSV files and corpus stores keep the English names."""
+    return _(LABELS.get(name, name))
 
 
 # -- per-row reductions (numpy: the full-matrix and block-wise paths) ---------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import clean_tokens
 
@@ -29,11 +30,15 @@ def line_data(record: AttentionRecord, layer: int, heads: list[int], threshold: 
     n_q, n_k = len(record.query_tokens), len(record.key_tokens)
     if max(n_q, n_k) > MAX_TOKENS:
         raise ValueError(
-            f"the line view draws up to {MAX_TOKENS} tokens a column; this input has {max(n_q, n_k)} "
-            "(the heatmap above shows them all)"
+            _(
+                "the line view draws up to {limit} tokens a column; this input has {n} "
+                "(the heatmap above shows them all)",
+                limit=MAX_TOKENS,
+                n=max(n_q, n_k),
+            )
         )
     if not 0 <= layer < record.n_layers:
-        raise ValueError(f"layer {layer} is out of range (0–{record.n_layers - 1})")
+        raise ValueError(_("layer {layer} is out of range (0–{last})", layer=layer, last=record.n_layers - 1))
     picked = [h for h in dict.fromkeys(heads) if 0 <= h < record.n_heads]
     return {
         "queries": clean_tokens(record.query_tokens),
@@ -41,6 +46,7 @@ def line_data(record: AttentionRecord, layer: int, heads: list[int], threshold: 
         "heads": [
             {
                 "head": h,
+                "label": _("head {h}", h=h),  # the legend's, in the language in force
                 "colour": COLOURS[i % len(COLOURS)],
                 "links": head_links(record.head(layer, h), threshold),
             }

@@ -16,12 +16,14 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.viz_core.blockwise import Reduced
 from attention_atlas.viz_core.layout import PLOT_WIDTH, fit_axes
 from attention_atlas.viz_core.model_view import grid_view
 
 FONT = "Noto Sans CJK SC, Source Han Sans SC, PingFang SC, Microsoft YaHei, Arial, sans-serif"
 SCALE = [[0, "#ffffff"], [1, "#08306b"]]
+POOLING = (N_("max"), N_("mean"))  # ``Reduced.how``, as a title and a hover name it
 
 
 def _short(token: str, width: int = 12) -> str:
@@ -45,23 +47,23 @@ def overview_figure(red: Reduced, tokens: list[str], title: str = "", ticks: int
     ``ticks`` > 0: over 64 cells, about that many ticks on each axis naming a cell's first token
     position (else none)."""
     rows, cols = range_labels(red.row_edges, tokens), range_labels(red.col_edges, tokens)
-    note = ""
+    how = _(red.how)
+    key_title, query_title = _("key"), _("query")
     if red.reduced:
         per = (red.row_edges[-1] - red.row_edges[0]) / max(len(rows), 1)
-        note = f" (reduced: {red.how} over ≈{per:.1f} tokens a cell)"
+        key_title = _("key (reduced: {how} over ≈{per:.1f} tokens a cell)", how=how, per=per)
+        query_title = _("query (reduced: {how} over ≈{per:.1f} tokens a cell)", how=how, per=per)
     heat = go.Heatmap(
         z=red.values,
         x=cols,
         y=rows,
         colorscale=SCALE,
         zmin=0,
-        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{red.how} weight %{{z:.3f}}<extra></extra>",
+        hovertemplate=_("query %{{y}}<br>key %{{x}}<br>{how} weight %{{z:.3f}}<extra></extra>", how=how),
     )
     fig = go.Figure(heat)
-    fig.update_xaxes(title="key" + note, side="top", showticklabels=len(cols) <= 64, type="category")
-    fig.update_yaxes(
-        title="query" + note, autorange="reversed", showticklabels=len(rows) <= 64, type="category"
-    )
+    fig.update_xaxes(title=key_title, side="top", showticklabels=len(cols) <= 64, type="category")
+    fig.update_yaxes(title=query_title, autorange="reversed", showticklabels=len(rows) <= 64, type="category")
     fig.update_layout(title=_title(title), font=dict(family=FONT, size=13))
     if ticks and len(cols) > 64:
         for axis, labels, edges in (
@@ -80,9 +82,14 @@ def overview_figure(red: Reduced, tokens: list[str], title: str = "", ticks: int
 
 def window_title(layer: int, head: int, queries: tuple[int, int], keys: tuple[int, int]) -> str:
     """A zoom window's title: its head and its token ranges (``[first, stop)`` each)."""
-    return (
-        f"layer {layer}, head {head}: queries {queries[0]:,}–{queries[1] - 1:,} × "
-        f"keys {keys[0]:,}–{keys[1] - 1:,}, every token"
+    return _(
+        "layer {layer}, head {head}: queries {q0:,}–{q1:,} × keys {k0:,}–{k1:,}, every token",
+        layer=layer,
+        head=head,
+        q0=queries[0],
+        q1=queries[1] - 1,
+        k0=keys[0],
+        k1=keys[1] - 1,
     )
 
 
@@ -109,15 +116,20 @@ def window_figure(
             y=ys,
             colorscale=SCALE,
             zmin=0,
-            hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>",
+            hovertemplate=_("query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"),
         )
     )
     axis = dict(type="category", categoryorder="array", tickmode="array")
     fig.update_xaxes(
-        title="key (full resolution)", side="top", categoryarray=xs, tickvals=xs, ticktext=_texts(xs), **axis
+        title=_("key (full resolution)"),
+        side="top",
+        categoryarray=xs,
+        tickvals=xs,
+        ticktext=_texts(xs),
+        **axis,
     )
     fig.update_yaxes(
-        title="query (full resolution)",
+        title=_("query (full resolution)"),
         autorange="reversed",
         categoryarray=ys,
         tickvals=ys,
@@ -149,7 +161,7 @@ def sqrt_colours(fig: go.Figure, steps: int = 11) -> go.Figure:
     for trace in fig.data:
         if trace.type == "heatmap":
             trace.colorscale = stops
-            trace.colorbar = dict(title=dict(text="weight<br>(√ colour)", side="top"))
+            trace.colorbar = dict(title=dict(text=_("weight<br>(√ colour)"), side="top"))
     return fig
 
 
@@ -166,7 +178,7 @@ def long_model_view(
     its layout, hover and click markers; layers from ``done`` on are not computed yet: a grey band.
     The long-input page and ``cli.py figure --view model --text-file`` both draw this."""
     fig = grid_view(
-        np.asarray(thumbs, dtype=np.float32), title=title, width=width, hover="max-pooled · click to open"
+        np.asarray(thumbs, dtype=np.float32), title=title, width=width, hover=_("max-pooled · click to open")
     )
     layers = thumbs.shape[0]
     if done is not None and done < layers:  # one grey rectangle over them (grey bytes would be 255:
@@ -209,24 +221,24 @@ def qk_figure(
             x=queries[:, 0],
             y=queries[:, 1],
             mode="markers",
-            name="queries",
+            name=_("queries"),
             text=labels,
             marker=dict(color=position, colorscale=QUERY_SCALE, symbol="circle", **marker),
-            hovertemplate="query %{text}<extra></extra>",
+            hovertemplate=_("query %{text}<extra></extra>"),
         ),
         go.Scattergl(
             x=keys[:, 0],
             y=keys[:, 1],
             mode="markers",
-            name="keys",
+            name=_("keys"),
             text=labels,
             marker=dict(color=position, colorscale=KEY_SCALE, symbol="diamond", **marker),
-            hovertemplate="key %{text}<extra></extra>",
+            hovertemplate=_("key %{text}<extra></extra>"),
         ),
     ]
     if chosen is not None and top:
         xs, ys = [], []
-        for key, _ in top:
+        for key, _weight in top:
             xs += [float(queries[chosen, 0]), float(keys[key, 0]), None]
             ys += [float(queries[chosen, 1]), float(keys[key, 1]), None]
         traces.append(
@@ -236,18 +248,18 @@ def qk_figure(
                 mode="lines",
                 line=dict(color="#d62728", width=1),
                 hoverinfo="skip",
-                name="top keys",
+                name=_("top keys"),
             )
         )
         traces.append(
             go.Scattergl(
-                x=[float(keys[k, 0]) for k, _ in top],
-                y=[float(keys[k, 1]) for k, _ in top],
+                x=[float(keys[k, 0]) for k, _weight in top],
+                y=[float(keys[k, 1]) for k, _weight in top],
                 mode="markers",
                 showlegend=False,
-                text=[f"{labels[k]}<br>weight {w:.3f}" for k, w in top],
+                text=[_("{label}<br>weight {w:.3f}", label=labels[k], w=w) for k, w in top],
                 marker=dict(size=12, symbol="diamond-open", color="#d62728", line=dict(width=2)),
-                hovertemplate="key %{text}<extra>top key</extra>",
+                hovertemplate=_("key %{text}<extra>top key</extra>"),
             )
         )
         traces.append(
@@ -255,15 +267,15 @@ def qk_figure(
                 x=[float(queries[chosen, 0])],
                 y=[float(queries[chosen, 1])],
                 mode="markers",
-                name=f"query {chosen}",
+                name=_("query {i}", i=chosen),
                 text=[labels[chosen]],
                 marker=dict(size=16, symbol="circle-open", color="#d62728", line=dict(width=3)),
-                hovertemplate="query %{text}<extra>chosen</extra>",
+                hovertemplate=_("query %{text}<extra>chosen</extra>"),
             )
         )
     fig = go.Figure(traces)
-    fig.update_xaxes(title=f"PC 1 ({share[0]:.0%} of the variance)", zeroline=False)
-    fig.update_yaxes(title=f"PC 2 ({share[1]:.0%})", zeroline=False, scaleanchor="x")
+    fig.update_xaxes(title=_("PC 1 ({share:.0%} of the variance)", share=share[0]), zeroline=False)
+    fig.update_yaxes(title=_("PC 2 ({share:.0%})", share=share[1]), zeroline=False, scaleanchor="x")
     fig.update_layout(
         title=dict(text=title, x=0.01) if title else None,
         font=dict(family=FONT, size=13),
@@ -275,22 +287,37 @@ def qk_figure(
     return fig
 
 
+SPAN_WORDS = {  # the sentence view's hover and axis titles per unit (``viz_core.sentences.UNITS``)
+    "sentence": (
+        N_("query sentence %{y}<br>key sentence %{x}<br>share of its attention %{z:.3f}<extra></extra>"),
+        N_("key sentence"),
+        N_("query sentence"),
+    ),
+    "paragraph": (
+        N_("query paragraph %{y}<br>key paragraph %{x}<br>share of its attention %{z:.3f}<extra></extra>"),
+        N_("key paragraph"),
+        N_("query paragraph"),
+    ),
+}
+
+
 def span_figure(weights: np.ndarray, labels: list[str], unit: str, title: str = "") -> go.Figure:
     """Sentences (or paragraphs) on both axes (``viz_core.sentences``): a cell is how much of a query
     sentence's attention, per token, goes to a key sentence; each span's first words in the hover."""
+    hover, key_title, query_title = (_(text) for text in SPAN_WORDS[unit])
     heat = go.Heatmap(
         z=weights,
         x=labels,
         y=labels,
         colorscale=SCALE,
         zmin=0,
-        hovertemplate=f"query {unit} %{{y}}<br>key {unit} %{{x}}<br>share of its attention %{{z:.3f}}<extra></extra>",
+        hovertemplate=hover,
     )
     fig = go.Figure(heat)
     numbers = [label.split(" · ", 1)[0] for label in labels]
     every = max(1, len(labels) // 24)  # about 24 numbered ticks an axis
     ticks = dict(type="category", tickmode="array", tickvals=labels[::every], ticktext=numbers[::every])
-    fig.update_xaxes(title=f"key {unit}", side="top", **ticks)
-    fig.update_yaxes(title=f"query {unit}", autorange="reversed", **ticks)
+    fig.update_xaxes(title=key_title, side="top", **ticks)
+    fig.update_yaxes(title=query_title, autorange="reversed", **ticks)
     fig.update_layout(title=_title(title), font=dict(family=FONT, size=13), height=720)
     return fig

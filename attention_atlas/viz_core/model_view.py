@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.figures import FONT
 from attention_atlas.viz_core.layout import PLOT_WIDTH, VIEW_CHROME, tile_size
 from attention_atlas.viz_core.record import AttentionRecord
@@ -74,11 +75,11 @@ def grid_view(
     size: int = TILE,
     title: str = "",
     width: int = PLOT_WIDTH,
-    hover: str = "click to open",
+    hover: str | None = None,
 ) -> go.Figure:
     """The model view of ``[layers, heads, query, key]`` weights (a record's, or a long input's
     max-pooled thumbnails: ``viz_core.long_figures.long_model_view``); ``hover`` follows the
-    head's name in each tile's hover."""
+    head's name in each tile's hover ("click to open" unless given). Its words: ``in_language``."""
     layers, heads = weights.shape[:2]
     tile_w, tile_h = tile_size(layers, heads, width)
     image = tiles(weights, size)
@@ -101,7 +102,6 @@ def grid_view(
         mode="markers",
         marker=dict(symbol="square", size=max(8, min(tile_w, tile_h) - 4), opacity=0),
         customdata=np.stack([grid_layer.ravel(), grid_head.ravel()], axis=-1),
-        hovertemplate=f"layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>",
         showlegend=False,
     )
     fig = go.Figure([heat, picks])
@@ -109,7 +109,6 @@ def grid_view(
         tickmode="array",
         tickvals=centres_x,
         ticktext=[str(h) for h in range(heads)],
-        title="head",
         side="top",
         range=[-0.5, image.shape[1] - 0.5],  # the tiles edge to edge: the markers add no padding
         showgrid=False,
@@ -119,7 +118,6 @@ def grid_view(
         tickmode="array",
         tickvals=centres_y,
         ticktext=[str(layer) for layer in range(layers)],
-        title="layer",
         range=[image.shape[0] - 0.5, -0.5],  # layer 0 at the top
         showgrid=False,
         zeroline=False,
@@ -131,5 +129,18 @@ def grid_view(
         height=round(VIEW_CHROME + layers * tile_h),
         clickmode="event",  # a click opens the head; no selection to redraw
         meta={"tile": [tq, tk]},  # the browser frames the open head's tile (ui/live_heads.js)
+    )
+    return in_language(fig, hover)
+
+
+def in_language(fig: go.Figure, hover: str | None = None) -> go.Figure:
+    """``fig``'s (a ``grid_view``'s) axis titles and tile hover in the language in force, ``hover``
+    ("click to open" unless given) after each head's name. A page that caches the figure (it is
+    built once per input, for every visitor) calls this again where it shows it."""
+    hover = _("click to open") if hover is None else hover
+    fig.update_xaxes(title=_("head"))
+    fig.update_yaxes(title=_("layer"))
+    fig.data[1].hovertemplate = _(
+        "layer %{{customdata[0]}}, head %{{customdata[1]}}<br>{hover}<extra></extra>", hover=hover
     )
     return fig

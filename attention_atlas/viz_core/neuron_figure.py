@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.figures import DIVERGING_SCALE, _axis_ticks, _base_layout, display_precision
 from attention_atlas.viz_core.layout import PLOT_WIDTH, fit_axes
 from attention_atlas.viz_core.neuron import Neuron
@@ -47,13 +48,14 @@ def _heat(values: np.ndarray, rows: list[str], label: str) -> go.Heatmap:
         zmid=0,
         colorscale=DIVERGING_SCALE,
         showscale=False,
-        hovertemplate=f"%{{y}}<br>dimension %{{x}}<br>{label} %{{z:.3g}}<extra></extra>",
+        hovertemplate=_("%{{y}}<br>dimension %{{x}}<br>{label} %{{z:.3g}}<extra></extra>", label=label),
     )
 
 
 def _bars(values: np.ndarray, rows: list[str], color: str, label: str) -> go.Bar:
     shown = np.nan_to_num(values, nan=0.0)
-    text = [("hidden" if np.isnan(v) else f"{v:.2f}") for v in values]
+    hidden = _("hidden")
+    text = [(hidden if np.isnan(v) else f"{v:.2f}") for v in values]
     return go.Bar(
         x=shown,
         y=rows,
@@ -62,7 +64,7 @@ def _bars(values: np.ndarray, rows: list[str], color: str, label: str) -> go.Bar
         text=text,
         textposition="auto",
         cliponaxis=False,  # a short negative bar's label sits left of the axis: keep its minus sign
-        hovertemplate=f"%{{y}}<br>{label} %{{text}}<extra></extra>",
+        hovertemplate=_("%{{y}}<br>{label} %{{text}}<extra></extra>", label=label),
     )
 
 
@@ -79,24 +81,24 @@ def neuron_figure(n: Neuron, key_tokens: list[str], query_label: str, width: int
         vertical_spacing=min(0.5, 70 / (ROW_PX * len(rows) + 70)),
         specs=[[{}, {}, None, None], [{}, {}, {}, {}]],
         subplot_titles=(
-            as_plotly_text([f"query q: {clean_token(query_label)}"])[0],
+            as_plotly_text([_("query q: {token}", token=clean_token(query_label))])[0],
             "",
-            "keys K",
+            _("keys K"),
             "q ∘ K",
-            "score",
-            "weight",
+            _("score"),
+            _("weight"),
         ),
     )
     d = n.query.shape[0]
     fig.add_trace(_heat(n.query[None, :], as_plotly_text([clean_token(query_label)]), "q"), row=1, col=1)
     fig.add_trace(_heat(n.keys, rows, "k"), row=2, col=1)
     fig.add_trace(_heat(n.products, rows, "q∘k"), row=2, col=2)
-    fig.add_trace(_bars(n.scores, rows, "#888888", "score"), row=2, col=3)
-    fig.add_trace(_bars(n.weights, rows, "#2166ac", "weight"), row=2, col=4)
+    fig.add_trace(_bars(n.scores, rows, "#888888", _("score")), row=2, col=3)
+    fig.add_trace(_bars(n.weights, rows, "#2166ac", _("weight")), row=2, col=4)
     fig.update_xaxes(row=1, col=1, showticklabels=False, range=[-0.5, d - 0.5])
     fig.update_yaxes(row=1, col=1, showticklabels=False)
-    fig.update_xaxes(row=2, col=1, title="dimension", range=[-0.5, d - 0.5])
-    fig.update_xaxes(row=2, col=2, title="dimension", range=[-0.5, d - 0.5])
+    fig.update_xaxes(row=2, col=1, title=_("dimension"), range=[-0.5, d - 0.5])
+    fig.update_xaxes(row=2, col=2, title=_("dimension"), range=[-0.5, d - 0.5])
     fig.update_xaxes(row=2, col=4, range=[0, 1.05])
     for col in range(1, 5):
         fig.update_yaxes(

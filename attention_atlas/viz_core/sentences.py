@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attention_atlas.i18n import N_
 from attention_atlas.viz_core import blockwise as bw
 
-UNITS = ("sentence", "paragraph")
+UNITS = (N_("sentence"), N_("paragraph"))  # values (the URL, the code); shown through ``_``
 _END = re.compile(r"[.!?…。！？][\"'”’)\]」』）]*$")
 SNIPPET = 60  # characters of a span's text in its label (the hover)
 

@@ -166,3 +166,27 @@ def test_cached_stores_are_listed_and_one_is_deleted_from_disk(tmp_path, monkeyp
     assert not path.exists() and not list(path.parent.glob("*.duckdb*"))
     assert any(f"Deleted {path.name}" in s.value for s in at.success)
     assert any("No corpus store is cached" in i.value for i in at.info)
+
+
+def test_the_page_in_chinese():
+    """The page in Chinese (issue 37): captions, tabs, statistics' names and the overview's axes; the
+    statistics keep their English names in the URL and the table, the tab its English label."""
+    import attention_atlas.ui.language  # noqa: F401  (the session's language, as the app reads it)
+    from attention_atlas.i18n import language
+
+    at = AppTest.from_file(PACKAGE / "app_pages/corpus.py", default_timeout=300)
+    at.session_state["lang"] = "zh"
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        at = run(at)
+    assert at.title[0].value == "📚 语料库"
+    assert [t.label for t in at.tabs] == ["头概览", "分布", "搜索", "查询与键"]
+    assert any("100 篇文本 × 6 层 × 12 个头（自注意力）" in c.value for c in at.caption)
+    assert any(m.value.startswith("**第 0 层第 0 个头**：大多为*") for m in at.markdown)
+    assert "平均距离（词元）" in overview(at)["layout"]["xaxis"]["title"]["text"]
+    at.selectbox(key="corpus_x").set_value("special_share")
+    at.session_state["corpus_tab"] = "分布"  # a click on the tab, in Chinese
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        at = run(at)
+    assert at.query_params["x"] == "special_share" and at.query_params["tab"] == "Distributions"
+    titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text") for c in at.get("plotly_chart")]
+    assert "第 0 层第 0 个头，共 100 篇文本" in titles

@@ -200,3 +200,30 @@ def test_by_sentence_is_each_sentences_rows_averaged_and_a_one_paragraph_text_sa
     at.radio(key="tfl_unit").set_value("paragraph")  # WordPiece keeps no line breaks: one paragraph
     at = run(at)
     assert any("one paragraph" in i.value for i in at.info) and not at.exception
+
+
+def test_the_page_in_chinese():
+    """The page in Chinese (issue 37): counts, captions, tabs and figures; the sentence view's tab by
+    its English label in the URL, its title and axes in Chinese."""
+    import attention_atlas.ui.language  # noqa: F401  (the session's language, as the app reads it)
+    from attention_atlas.i18n import language
+
+    at = AppTest.from_file(PACKAGE / "app_pages/long_input.py", default_timeout=300)
+    at.session_state["lang"] = "zh"
+    at.query_params["tab"] = "By sentence"
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        at = run(at)
+    assert at.title[0].value == "📜 长输入"
+    assert [t.label for t in at.tabs] == ["注意力头", "按句子", "头的统计", "查询与键"]
+    assert any("个词元**，minilm 最多读取 512 个" in c.value for c in at.caption)
+    assert any(c.value.startswith("用 ") and "6 层 × 12 个头的查询与键" in c.value for c in at.caption)
+    assert at.query_params["tab"] == "By sentence"
+    (fig,) = titled(at, "第 3 层，头 0：")
+    assert fig["layout"]["xaxis"]["title"]["text"] == "键句子" and "个句子" in fig["layout"]["title"]["text"]
+    assert "个头<br>最大池化 · 点击打开" in model_view(at)["data"][1]["hovertemplate"]
+    window = titled(at, "第 3 层第 0 个头：查询 ")
+    assert window and window[0]["layout"]["xaxis"]["title"]["text"] == "键（全分辨率）"
+    at.radio(key="tfl_unit").set_value("paragraph")
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        at = run(at)
+    assert any("只有一个段落" in i.value for i in at.info)

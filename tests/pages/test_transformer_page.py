@@ -204,3 +204,34 @@ def test_switching_the_model_keeps_the_typed_text_and_swaps_untouched_examples()
     at.selectbox(key="tf_model").set_value("couplet-transformer")
     at = run(at)
     assert box(at).value == "春风又绿江南岸"
+
+
+def test_the_page_in_chinese():
+    """The page in Chinese (issue 37): titles, tabs, captions, the figures and the browser's views in
+    Chinese; the tab in the URL by its English label; the neuron view drawn for a clicked query."""
+    import attention_atlas.ui.language  # noqa: F401  (the session's language, as the app reads it)
+    from attention_atlas.i18n import language
+
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    at.session_state["lang"] = "zh"
+    at.query_params["tab"] = "Neuron view"
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        at = run(at)
+    assert at.title[0].value == "🧠 Transformer 的注意力头"
+    assert [t.label for t in at.tabs][:3] == ["注意力头", "头的统计", "展开与流"]
+    assert "模型视图：6 层 × 12 个头" in [s.value for s in at.subheader]
+    assert at.query_params["tab"] == "Neuron view" and at.session_state["tf_tab"] == "神经元视图"
+    model = charts(at)[0]  # the view the English tests above cached: its words are this run's
+    axes = model["layout"]["xaxis"]["title"]["text"], model["layout"]["yaxis"]["title"]["text"]
+    assert axes == ("头", "层")
+    assert "个头<br>点击打开" in model["data"][1]["hovertemplate"]
+    assert live_data(at)[0]["notes"]["drawing"] == "正在绘制图表…"
+    assert [h["label"] for h in line_data(at)["heads"]] == ["头 0"]
+    assert any("点击上方的一个查询词元" in i.value for i in at.info)
+    pills = next(b for b in at.get("button_group") if b.key == "tf_neuron_query_self")
+    pills.set_value(2)
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        at = run(at)
+    assert any(s.value.startswith("第 0 层第 0 个头：查询 2") for s in at.subheader)
+    neuron = charts(at)[-1]
+    assert {"键 K", "分数", "权重"} <= {a["text"] for a in neuron["layout"]["annotations"]}

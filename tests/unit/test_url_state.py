@@ -207,3 +207,68 @@ def test_a_link_opens_a_tab_and_the_open_tab_goes_into_the_url():
     at.session_state["t_tab"] = "Statistics"  # as a click on the tab does
     at.run()
     assert [m.value for m in at.markdown] == ["open: Statistics"] and at.query_params["tab"] == "Statistics"
+
+
+def translated_tabs_page():
+    import streamlit as st
+
+    import attention_atlas.ui.language  # noqa: F401  (the session's language, as the app reads it)
+    from attention_atlas.ui.url_state import Link, Unlinked
+
+    sources = ["Heads", "Head statistics", "Positions"]  # marked N_ in the pages; in the catalog
+    link = Unlinked() if st.session_state.get("unlinked") else Link("tabs")
+    labels, key = link.tabs("tab", "t_tab", sources)
+    tabs = st.tabs(labels, key=key, on_change="rerun")
+    if isinstance(link, Link):
+        link.done()
+    for label, tab in zip(labels, tabs, strict=True):
+        if tab.open:
+            tab.write("open: " + label)
+
+
+def opened(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def test_a_tab_chosen_in_english_stays_open_in_chinese_and_the_url_keeps_its_english_label():
+    at = AppTest.from_function(translated_tabs_page, default_timeout=30)
+    at.run()
+    assert [t.label for t in at.tabs] == ["Heads", "Head statistics", "Positions"]
+    at.session_state["t_tab"] = "Positions"  # as a click on the tab does
+    at.run()
+    assert opened(at) == ["open: Positions"] and at.query_params["tab"] == "Positions"
+    at.session_state["lang"] = "zh"  # the sidebar's language switch
+    at.run()
+    assert not at.exception
+    assert [t.label for t in at.tabs] == ["注意力头", "头的统计", "位置"]
+    assert opened(at) == ["open: 位置"] and at.session_state["t_tab"] == "位置"
+    assert at.query_params["tab"] == "Positions"  # a link made now opens the same tab in either language
+    at.session_state["t_tab"] = "头的统计"  # a click in Chinese
+    at.run()
+    assert opened(at) == ["open: 头的统计"] and at.query_params["tab"] == "Head statistics"
+    at.session_state["lang"] = "en"
+    at.run()
+    assert opened(at) == ["open: Head statistics"] and at.query_params["tab"] == "Head statistics"
+
+
+def test_a_link_with_an_english_tab_opens_it_in_chinese():
+    at = AppTest.from_function(translated_tabs_page, default_timeout=30)
+    at.session_state["lang"] = "zh"
+    at.query_params["tab"] = "Positions"
+    at.run()
+    assert not at.exception and not at.warning
+    assert opened(at) == ["open: 位置"] and at.query_params["tab"] == "Positions"
+    at.session_state["t_tab"] = "注意力头"  # the first tab, the default: left out of the URL
+    at.run()
+    assert opened(at) == ["open: 注意力头"] and "tab" not in at.query_params
+
+
+def test_tabs_without_a_link_keep_the_open_tab_across_a_language_switch():
+    at = AppTest.from_function(translated_tabs_page, default_timeout=30)
+    at.session_state["unlinked"] = True
+    at.run()
+    at.session_state["t_tab"] = "Head statistics"
+    at.run()
+    at.session_state["lang"] = "zh"
+    at.run()
+    assert opened(at) == ["open: 头的统计"] and dict(at.query_params) == {}
