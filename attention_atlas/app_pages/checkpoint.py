@@ -91,8 +91,8 @@ else:
     st.subheader(
         _(
             "Model view: {layers} × {heads} ({kind})",
-            layers=ngettext("{n:,} layer", "{n:,} layers", rec.n_layers, n=rec.n_layers),
-            heads=ngettext("{n:,} head", "{n:,} heads", rec.n_heads, n=rec.n_heads),
+            layers=ngettext("{count:,} layer", "{count:,} layers", rec.n_layers, count=rec.n_layers),
+            heads=ngettext("{count:,} head", "{count:,} heads", rec.n_heads, count=rec.n_heads),
             kind=kind,
         )
     )

@@ -55,9 +55,9 @@ def contributions_tab(source: cached.Source, text: str) -> None:
     fact(
         _(
             "{tokens} × {blocks} × {heads}.",
-            tokens=ngettext("{n:,} token", "{n:,} tokens", result.positions, n=result.positions),
-            blocks=ngettext("{n:,} block", "{n:,} blocks", result.layers, n=result.layers),
-            heads=ngettext("{n:,} head", "{n:,} heads", result.heads, n=result.heads),
+            tokens=ngettext("{count:,} token", "{count:,} tokens", result.positions, count=result.positions),
+            blocks=ngettext("{count:,} block", "{count:,} blocks", result.layers, count=result.layers),
+            heads=ngettext("{count:,} head", "{count:,} heads", result.heads, count=result.heads),
         )
     )
     graph = _routes(result)
@@ -103,7 +103,7 @@ def _routes(result):
             "{edges} at or above {threshold:.2f}, each node's kept edges renormalised "
             "to sum to 1 (line width). Blue: attention (all heads of a block, one earlier token); grey: the "
             "residual; orange: the feed-forward block.",
-            edges=ngettext("{n:,} edge", "{n:,} edges", len(graph.edges), n=len(graph.edges)),
+            edges=ngettext("{count:,} edge", "{count:,} edges", len(graph.edges), count=len(graph.edges)),
             threshold=threshold,
         )
     )

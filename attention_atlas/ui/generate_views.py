@@ -125,8 +125,10 @@ def _show(result, text: str, text_key: str) -> None:
     fact(
         _(
             "{new}; the prompt is {prompt}.",
-            new=ngettext("{n:,} new token", "{n:,} new tokens", new, n=new),
-            prompt=ngettext("{n:,} token", "{n:,} tokens", result.prompt_len, n=result.prompt_len),
+            new=ngettext("{count:,} new token", "{count:,} new tokens", new, count=new),
+            prompt=ngettext(
+                "{count:,} token", "{count:,} tokens", result.prompt_len, count=result.prompt_len
+            ),
         )
     )
     st.button(

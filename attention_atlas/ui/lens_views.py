@@ -57,8 +57,10 @@ def lens_tab(source: Source, text: str, link: Link | Unlinked) -> None:
     fact(
         _(
             "{tokens} × {blocks}; the forward and the last {n} positions took {seconds:.1f} s.",
-            tokens=ngettext("{n:,} token", "{n:,} tokens", run.n, n=run.n),
-            blocks=ngettext("{n:,} block", "{n:,} blocks", run.stream.layers, n=run.stream.layers),
+            tokens=ngettext("{count:,} token", "{count:,} tokens", run.n, count=run.n),
+            blocks=ngettext(
+                "{count:,} block", "{count:,} blocks", run.stream.layers, count=run.stream.layers
+            ),
             n=min(lc.FIRST, run.n),
             seconds=got.seconds,
         )

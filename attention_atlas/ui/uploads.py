@@ -234,7 +234,7 @@ def show_summary(s: Summary) -> None:
     c4.metric(
         _("layers × heads"), f"({s.layers}) × {s.heads}" if "+" in s.layers else f"{s.layers} × {s.heads}"
     )
-    about = f"{plain(s.description)} · {plain(s.source)} · {size_text(s.size)}"
+    about = f"{plain(s.description)} · {plain(_(s.source))} · {size_text(s.size)}"  # a source is marked N_
     st.caption(_("{about} · model id `{model}`", about=about, model=s.model_id))
     st.code(f"SHA-256  {s.sha256}", language=None)
     for notice in s.notices:
@@ -246,10 +246,10 @@ def show_summary(s: Summary) -> None:
         count = len(s.nonfinite)
         st.warning(
             ngettext(
-                "{n:,} tensor holds NaN or infinite values: {names}",
-                "{n:,} tensors hold NaN or infinite values: {names}",
+                "{count:,} tensor holds NaN or infinite values: {names}",
+                "{count:,} tensors hold NaN or infinite values: {names}",
                 count,
-                n=count,
+                count=count,
                 names=plain(shown),
             )
         )

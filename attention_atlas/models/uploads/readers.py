@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from attention_atlas.i18n import _
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.uploads import hf_folder, rebuild
 from attention_atlas.models.uploads.incoming import Incoming, Summary, Upload, nbytes, nonfinite
 from attention_atlas.models.uploads.safety import (
@@ -85,7 +85,7 @@ class AtlasBundle:
 
     def read(self, f: Incoming) -> Upload:
         specs, raw_meta = f.header
-        return rebuild.from_bundle(f, f.data, specs, raw_meta, "Attention Atlas bundle")
+        return rebuild.from_bundle(f, f.data, specs, raw_meta, N_("Attention Atlas bundle"))
 
 
 class BareSafetensors:
@@ -95,7 +95,9 @@ class BareSafetensors:
         return f.kind == "safetensors" and not _ours(f)
 
     def read(self, f: Incoming) -> Upload:
-        return rebuild.from_state(f, load_safetensors(f.data, f.name), {}, "bare state dict (safetensors)")
+        return rebuild.from_state(
+            f, load_safetensors(f.data, f.name), {}, N_("bare state dict (safetensors)")
+        )
 
 
 # -- torch.save ---------------------------------------------------------------------------------------
@@ -111,7 +113,7 @@ class TorchSave:
     def read(self, f: Incoming) -> Upload:
         self._check(f)
         tensors, meta = self._split(f, self._load(f))
-        source = "PyTorch state dict + config" if meta.get("config") else "bare state dict (PyTorch)"
+        source = N_("PyTorch state dict + config") if meta.get("config") else N_("bare state dict (PyTorch)")
         return rebuild.from_state(f, tensors, meta, source)
 
     def _check(self, f: Incoming) -> None:
@@ -233,7 +235,7 @@ class AtlasFolderZip:
         with f.open_zip() as zf:
             data = read_member(zf, weights, f.name, f.limits.max_inflated)
         specs, raw_meta = safetensors_header(data, f.name, f.limits)
-        return rebuild.from_bundle(f, data, specs, raw_meta, "Attention Atlas bundle folder (zip)")
+        return rebuild.from_bundle(f, data, specs, raw_meta, N_("Attention Atlas bundle folder (zip)"))
 
 
 class HFFolderZip:
@@ -266,7 +268,7 @@ class HFFolderZip:
             file_name=f.name,
             sha256=f.digest,
             size=f.size,
-            source="Hugging Face model folder (zip)",
+            source=N_("Hugging Face model folder (zip)"),
             architecture=family.name,
             description=f"Hugging Face {family.family}: {type(adapter.model).__name__} ({cfg.model_type})",
             view="heads",
