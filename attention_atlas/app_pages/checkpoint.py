@@ -146,12 +146,10 @@ def side_figure(label: str, r, width: int):
         return alignment_figure(r, BIG, AXES, label, width)
     lay = min(layer, r.n_layers - 1)
     hd = head if head == "average" or int(head) < r.n_heads else "0"
-    title = _(
-        "{model}: layer {layer}, head {head}",
-        model=label,
-        layer=lay,
-        head=_("average") if hd == "average" else hd,
-    )
+    if hd == "average":
+        title = _("{model}: layer {layer}, head average", model=label, layer=lay)
+    else:
+        title = _("{model}: layer {layer}, head {head}", model=label, layer=lay, head=hd)
     return head_view(r, lay, hd, width).update_layout(title_text=title)
 
 
