@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_atlas.i18n import _
 from attention_atlas.ui import translation_views as tv
 from attention_atlas.ui.cached import capabilities, first_index, model_choices
 from attention_atlas.ui.url_state import Link
@@ -11,22 +12,24 @@ from attention_atlas.ui.widgets import intro, text_box
 K = tv.K  # the page's widget-key prefix, shared with its blocks
 TEXT_LIMIT = 5000
 
-st.title("🗼 Translation")
+st.title("🗼 " + _("Translation"))
 intro(
-    "The Bahdanau tutorial: a GRU encoder reads the English sentence, a GRU decoder writes French one word "
-    "at a time, and before each word it **attends** to the English words with Bahdanau's "
-    "additive attention. Its variant swaps in an LSTM and the scaled dot product. Each row of "
-    "the heatmap is one French word; its colours say which English words the decoder read to "
-    "write it. Word order differs between the languages, so the alignment bends where French does."
+    _(
+        "The Bahdanau tutorial: a GRU encoder reads the English sentence, a GRU decoder writes French one word "
+        "at a time, and before each word it **attends** to the English words with Bahdanau's "
+        "additive attention. Its variant swaps in an LSTM and the scaled dot product. Each row of "
+        "the heatmap is one French word; its colours say which English words the decoder read to "
+        "write it. Word order differs between the languages, so the alignment bends where French does."
+    )
 )
 
 link = Link("translation")
 ids = model_choices(task="translation")
 if not ids:
-    st.info("No translation model is registered.")
+    st.info(_("No translation model is registered."))
     st.stop()
 
-st.caption("The Bahdanau tutorial's four sentences:")
+st.caption(_("The Bahdanau tutorial's four sentences:"))
 for col, sentence in zip(
     st.columns(len(tv.SEED_SENTENCES) + 3)[: len(tv.SEED_SENTENCES)], tv.SEED_SENTENCES, strict=True
 ):
@@ -35,27 +38,34 @@ for col, sentence in zip(
 first = ids[first_index(ids)]
 example = capabilities(first).example
 c1, c2 = st.columns([3, 2])
-english = text_box(c1, "English", link.text("text", K + "english", TEXT_LIMIT, example), TEXT_LIMIT, example)
+english = text_box(
+    c1, _("English"), link.text("text", K + "english", TEXT_LIMIT, example), TEXT_LIMIT, example
+)
 french = c1.text_input(
-    "Force a French sentence (optional; empty: the model translates)",
+    _("Force a French sentence (optional; empty: the model translates)"),
     key=link.text("target", K + "french", TEXT_LIMIT),
     placeholder="Je suis chez moi.",
 ).strip()
-both = c2.toggle("Both models side by side", key=link.flag("both", K + "both"))
-model_id = c2.selectbox("Model", ids, key=link.choice("model", K + "model", ids, first), disabled=both)
+both = c2.toggle(_("Both models side by side"), key=link.flag("both", K + "both"))
+model_id = c2.selectbox(_("Model"), ids, key=link.choice("model", K + "model", ids, first), disabled=both)
 beam = c2.slider(
-    "Beam width (1 = greedy)", 1, 8, key=link.number("beam", K + "beam", 1, 8, 1), disabled=bool(french)
+    _("Beam width (1 = greedy)"), 1, 8, key=link.number("beam", K + "beam", 1, 8, 1), disabled=bool(french)
 )
 link.done()  # every setting is above; the rest of the page only reads them
 
 if not english.strip():
-    st.info(f"Type an English sentence, e.g. {example} (or click one of the tutorial's sentences)")
+    st.info(
+        _(
+            "Type an English sentence, e.g. {example} (or click one of the tutorial's sentences)",
+            example=example,
+        )
+    )
     st.stop()
 
 shown = ids if both else [model_id]
 results = {m: tv.run(m, english, french, beam) for m in shown}
 show_notices((n for r in results.values() for n in r.notices), warn=True)
-how = "forced" if french else ("greedy" if beam == 1 else f"beam {beam}")
+how = _("forced") if french else (_("greedy") if beam == 1 else _("beam {n}", n=beam))
 tv.translations(results, shown, both, how)
 if both:
     tv.difference(results, shown, english, french)

@@ -7,6 +7,7 @@ visitor leaves. At most ATLAS_MAX_TRAININGS runs train at once on a server; othe
 
 import streamlit as st
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.training import classroom as cr
 from attention_atlas.ui import watch_learn as wl
 from attention_atlas.ui.url_state import Link
@@ -14,21 +15,31 @@ from attention_atlas.ui.widgets import intro
 
 K = "learn_"
 BIG = 24  # tick font size: characters must read from the back of a room
-AXES = {"x_title": "upper line 上联 (keys)", "y_title": "lower line 下联 (queries)"}
-MODES = {"Additive": ("additive",), "Dot product": ("dot",), "Race: additive vs dot": cr.ATTENTIONS}
+AXES = {"x_title": _("upper line 上联 (keys)"), "y_title": _("lower line 下联 (queries)")}
+MODES = {
+    N_("Additive"): ("additive",),
+    N_("Dot product"): ("dot",),
+    N_("Race: additive vs dot"): cr.ATTENTIONS,
+}
 REFRESH = 1.0  # seconds between redraws while a run is live
 PRESET = cr.PRESETS["classroom"]
 # Training seconds per model on offer: at 30 s additive's held-out alignment is 0.36 and the probe
 # shows no diagonal; by 60 s it is 0.84 (bench/RESULTS.md, bench_classroom)
 SECONDS = list(range(60, 301, 30))
 
-st.title("🎬 Watch attention learn")
+st.title("🎬 " + _("Watch attention learn"))
 intro(
-    "The couplet tutorial's seq2seq (BiLSTM encoder, LSTM decoder), trained **from scratch** "
-    f"while you watch: {PRESET.hidden} hidden units, the {PRESET.vocab_size:,} most frequent "
-    "characters, batches of 5- and 7-character couplets. Every few steps the model force-decodes "
-    f"the probe couplet **{PRESET.probe[0]} → {PRESET.probe[1]}**; at first its attention is spread "
-    "evenly, and as it learns that couplets match position by position the diagonal appears."
+    _(
+        "The couplet tutorial's seq2seq (BiLSTM encoder, LSTM decoder), trained **from scratch** "
+        "while you watch: {hidden} hidden units, the {vocab:,} most frequent "
+        "characters, batches of 5- and 7-character couplets. Every few steps the model force-decodes "
+        "the probe couplet **{upper} → {lower}**; at first its attention is spread "
+        "evenly, and as it learns that couplets match position by position the diagonal appears.",
+        hidden=PRESET.hidden,
+        vocab=PRESET.vocab_size,
+        upper=PRESET.probe[0],
+        lower=PRESET.probe[1],
+    )
 )
 
 got = wl.current()
@@ -37,32 +48,41 @@ live = bool(snap and snap.live)
 c1, c2, c3 = st.columns([2, 2, 3])
 link = Link("watch-learn")
 modes = list(MODES)
-mode = c1.radio("Attention", modes, key=link.choice("mode", K + "mode", modes, modes[0]), disabled=live)
+mode = c1.radio(
+    _("Attention"),
+    modes,
+    format_func=_,
+    key=link.choice("mode", K + "mode", modes, modes[0]),
+    disabled=live,
+)
 seconds = c2.slider(
-    "Training time per model (s)",
+    _("Training time per model (s)"),
     SECONDS[0],
     SECONDS[-1],
     step=SECONDS[1] - SECONDS[0],
     key=link.choice("seconds", K + "seconds", SECONDS, 120, "is not on offer"),
     disabled=live,
-    help="Seconds each model spends in training steps. Measuring the probe every "
-    f"{PRESET.measure_every} steps adds to the time on the clock, and a race trains its two models "
-    "in turn: about twice as long.",
+    help=_(
+        "Seconds each model spends in training steps. Measuring the probe every "
+        "{every} steps adds to the time on the clock, and a race trains its two models "
+        "in turn: about twice as long.",
+        every=PRESET.measure_every,
+    ),
 )
 link.done()
 with c3:
     b1, b2, b3 = st.columns(3)
-    if b1.button("▶ Start", key=K + "start", disabled=live, type="primary"):
+    if b1.button("▶ " + _("Start"), key=K + "start", disabled=live, type="primary"):
         wl.start(MODES[mode], float(seconds))
         st.rerun()
     paused = bool(got and got[0].paused)
-    if b2.button("▶ Resume" if paused else "⏸ Pause", key=K + "pause", disabled=not live):
+    if b2.button("▶ " + _("Resume") if paused else "⏸ " + _("Pause"), key=K + "pause", disabled=not live):
         if paused:
             got[0].resume()
         else:
             got[0].pause()
         st.rerun()
-    if b3.button("↺ Reset", key=K + "reset", disabled=got is None):
+    if b3.button("↺ " + _("Reset"), key=K + "reset", disabled=got is None):
         wl.reset()
         st.rerun()
 
@@ -79,16 +99,22 @@ def heatmaps(probes: dict, titles: dict) -> list:
 
 def before_start(attentions: tuple[str, ...]) -> None:
     """The untrained models' attention: what the film starts from."""
-    st.info("Choose an attention (or the race) and press **Start**.")
+    st.info(_("Choose an attention (or the race) and press **Start**."))
     probes = {a: wl.untrained(a, PRESET) for a in attentions}
-    heatmaps(probes, {a: f"**{a}**: step 0, untrained" for a in probes})
+    heatmaps(probes, {a: _("**{attention}**: step 0, untrained", attention=wl.name(a)) for a in probes})
     lo, hi = min(p.min() for p in probes.values()), max(p.max() for p in probes.values())
     st.caption(
-        f"Before any training: from its random initial weights each character of the lower line "
-        f"spreads its attention almost evenly over the {len(PRESET.probe[0])} characters of the upper "
-        f"line (every weight between {lo:.0%} and {hi:.0%}; even would be {1 / len(PRESET.probe[0]):.0%}). "
-        "Nothing tells the model yet that couplets match position by position: press **Start** and "
-        "watch the diagonal appear."
+        _(
+            "Before any training: from its random initial weights each character of the lower line "
+            "spreads its attention almost evenly over the {n} characters of the upper "
+            "line (every weight between {lo:.0%} and {hi:.0%}; even would be {even:.0%}). "
+            "Nothing tells the model yet that couplets match position by position: press **Start** and "
+            "watch the diagonal appear.",
+            n=len(PRESET.probe[0]),
+            lo=lo,
+            hi=hi,
+            even=1 / len(PRESET.probe[0]),
+        )
     )
 
 
@@ -109,17 +135,26 @@ def show(was_live: bool) -> None:
     race = len(snap.probes) > 1
     last = {a: h[-1] for a, h in snap.histories.items()}
     titles = {
-        a: f"**{a}**: step {p.step:,}, probe alignment {p.probe_alignment:.0%}" for a, p in last.items()
+        a: _(
+            "**{attention}**: step {step:,}, probe alignment {alignment:.0%}",
+            attention=wl.name(a),
+            step=p.step,
+            alignment=p.probe_alignment,
+        )
+        for a, p in last.items()
     }
     heat_cols = heatmaps(snap.probes, titles)
     left, right = st.columns(2) if race else (heat_cols[1], heat_cols[1])
     with left:
-        wl.curve_chart(snap.histories, "alignment", "held-out alignment", K + "alignment")
+        wl.curve_chart(snap.histories, "alignment", _("held-out alignment"), K + "alignment")
     with right:
-        wl.curve_chart(snap.histories, "valid_loss", "held-out loss", K + "loss")
+        wl.curve_chart(snap.histories, "valid_loss", _("held-out loss"), K + "loss")
     st.caption(
-        f"Alignment: the share of characters whose attention peaks on their own position, on "
-        f"{PRESET.watch_pairs} held-out couplets (none of their upper lines is trained on), force-decoded."
+        _(
+            "Alignment: the share of characters whose attention peaks on their own position, on "
+            "{n} held-out couplets (none of their upper lines is trained on), force-decoded.",
+            n=PRESET.watch_pairs,
+        )
     )
 
 

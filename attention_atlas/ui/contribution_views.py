@@ -10,14 +10,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.ui import cached
-from attention_atlas.ui.widgets import chart, fact, plain, plural
+from attention_atlas.ui.widgets import chart, fact, plain
 from attention_atlas.viz_core import contribution_figures as cf
 from attention_atlas.viz_core.figures import heatmap_row
 from attention_atlas.viz_core.tokens import clean_token
 
 K = "contrib_"
-ABOUT = (
+ABOUT = N_(
     "Where did the prediction come from? Each residual state is a sum of parts: the state before it, "
     "and each head's share of each earlier token (or the feed-forward block's output). A part's "
     "contribution is how much closer the whole gets by adding it (Ferrando & Voita 2024, as the LLM "
@@ -38,21 +39,26 @@ def computed(key: str, text: str, _source: cached.Source):
 
 def contributions_tab(source: cached.Source, text: str) -> None:
     if not text.strip():
-        st.info("Type a text to see where its prediction came from.")
+        st.info(_("Type a text to see where its prediction came from."))
         return
-    st.caption(ABOUT)
+    st.caption(_(ABOUT))
     try:
-        with st.spinner("Measuring every head's, token's and block's contribution…"):
+        with st.spinner(_("Measuring every head's, token's and block's contribution…")):
             source.ready()
             result = computed(source.key, text, source)
     except ValueError as err:  # ContributionError (a model whose blocks do not add up), InputError
         st.warning(plain(err))
         return
     except (OSError, RuntimeError) as err:
-        st.error(f"{source.name} cannot run here: {plain(err)}")
+        st.error(_("{model} cannot run here: {error}", model=source.name, error=plain(err)))
         return
     fact(
-        f"{plural(result.positions, 'token')} × {plural(result.layers, 'block')} × {plural(result.heads, 'head')}."
+        _(
+            "{tokens} × {blocks} × {heads}.",
+            tokens=ngettext("{count:,} token", "{count:,} tokens", result.positions, count=result.positions),
+            blocks=ngettext("{count:,} block", "{count:,} blocks", result.layers, count=result.layers),
+            heads=ngettext("{count:,} head", "{count:,} heads", result.heads, count=result.heads),
+        )
     )
     graph = _routes(result)
     _edge_heads(result, graph)
@@ -65,16 +71,19 @@ def _routes(result):
     tokens = [clean_token(t) for t in result.tokens]
     c1, c2 = st.columns(2)
     position = c1.select_slider(
-        "the token whose prediction to trace",
+        _("the token whose prediction to trace"),
         list(range(result.positions)),
         value=result.positions - 1,
         format_func=lambda p: f"{p} · {tokens[p]}",
         key=K + "position",
     )
-    threshold = c2.slider("threshold", 0.01, 0.5, 0.04, 0.01, key=K + "threshold")
+    threshold = c2.slider(_("threshold"), 0.01, 0.5, 0.04, 0.01, key=K + "threshold")
     graph = routes(result, position, threshold)
     fig = cf.routes_figure(
-        graph, result.tokens, result.layers, f"Routes into the output at {position} · {tokens[position]}"
+        graph,
+        result.tokens,
+        result.layers,
+        _("Routes into the output at {position} · {token}", position=position, token=tokens[position]),
     )
     frame = pd.DataFrame(
         [
@@ -90,9 +99,13 @@ def _routes(result):
     )
     chart(fig, frame, K + "routes", f"contributions_routes_{position}")
     fact(
-        f"{plural(len(graph.edges), 'edge')} at or above {threshold:.2f}, each node's kept edges renormalised "
-        "to sum to 1 (line width). Blue: attention (all heads of a block, one earlier token); grey: the "
-        "residual; orange: the feed-forward block."
+        _(
+            "{edges} at or above {threshold:.2f}, each node's kept edges renormalised "
+            "to sum to 1 (line width). Blue: attention (all heads of a block, one earlier token); grey: the "
+            "residual; orange: the feed-forward block.",
+            edges=ngettext("{count:,} edge", "{count:,} edges", len(graph.edges), count=len(graph.edges)),
+            threshold=threshold,
+        )
     )
     return graph
 
@@ -107,14 +120,26 @@ def _edge_heads(result, graph) -> None:
     top = max(attention, key=lambda e: e.contribution)  # shown first: the strongest edge of the routes
     tokens = [clean_token(t) for t in result.tokens]
     layer, target, source = st.selectbox(
-        "an attention edge of the routes: which heads carry it?",
+        _("an attention edge of the routes: which heads carry it?"),
         edges,
         index=edges.index((top.target.layer, top.target.position, top.source.position)),
-        format_func=lambda e: f"block {e[0]}: {e[2]} · {tokens[e[2]]} → {e[1]} · {tokens[e[1]]}",
+        format_func=lambda e: _(
+            "block {layer}: {source} · {source_token} → {target} · {target_token}",
+            layer=e[0],
+            source=e[2],
+            source_token=tokens[e[2]],
+            target=e[1],
+            target_token=tokens[e[1]],
+        ),
         key=K + "edge",
     )
     ranked = heads_of_edge(result, layer, target, source)
-    title = f"block {layer}: the heads moving {tokens[source]} into {tokens[target]}"
+    title = _(
+        "block {layer}: the heads moving {source} into {target}",
+        layer=layer,
+        source=tokens[source],
+        target=tokens[target],
+    )
     frame = pd.DataFrame(ranked, columns=["head", "contribution"])
     chart(cf.heads_figure(ranked, title), frame, K + "heads", f"contributions_heads_block{layer}")
 
@@ -123,17 +148,26 @@ def _head_maps(result) -> None:
     from attention_atlas.models.analysis.contributions import head_maps
 
     c1, c2 = st.columns(2)
-    layer = c1.slider("block", 0, result.layers - 1, 0, key=K + "layer")
-    head = c2.selectbox("head", list(range(result.heads)), key=K + "head")
+    layer = c1.slider(_("block"), 0, result.layers - 1, 0, key=K + "layer")
+    head = c2.selectbox(_("head"), list(range(result.heads)), key=K + "head")
     contrib, attention = head_maps(result, layer, head)
-    panels = {"contribution": contrib} | ({"attention weight": attention} if attention is not None else {})
+    panels = {_("contribution"): contrib} | (
+        {_("attention weight"): attention} if attention is not None else {}
+    )
     fig = heatmap_row(
-        panels, result.tokens, result.tokens, title=f"block {layer}, head {head}", zmax=1.0, label="share"
+        panels,
+        result.tokens,
+        result.tokens,
+        title=_("block {layer}, head {head}", layer=layer, head=head),
+        zmax=1.0,
+        label=_("share"),
     )
     frame = pd.DataFrame(contrib, columns=[f"{i} · {t}" for i, t in enumerate(result.tokens)])
     chart(fig, frame, K + "maps", f"contributions_block{layer}_head{head}")
     st.caption(
-        "Left, each query row: how much of its residual after attention this head brings from each "
-        "earlier token; right: where the head looked. A large weight that brings little is a head "
-        "reading a token whose value is small."
+        _(
+            "Left, each query row: how much of its residual after attention this head brings from each "
+            "earlier token; right: where the head looked. A large weight that brings little is a head "
+            "reading a token whose value is small."
+        )
     )

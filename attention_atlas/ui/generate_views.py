@@ -18,12 +18,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_atlas.i18n import _, ngettext
 from attention_atlas.ui import cached
 from attention_atlas.ui.compare import pill_labels
 from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.views import head_view_block
-from attention_atlas.ui.widgets import chart, fact, plain, plural
+from attention_atlas.ui.widgets import chart, fact, plain
 from attention_atlas.viz_core.figures import heatmap
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord
@@ -46,14 +47,14 @@ class Request:
 def generate_tab(source: cached.Source, text: str, text_key: str) -> None:
     """Controls, the Generate and Stop buttons, then the continuation and its attention."""
     if not text.strip():
-        st.info("Type a prompt for the model to continue.")
+        st.info(_("Type a prompt for the model to continue."))
         return
     request = _controls(source.key, text)
-    if st.button("Generate", type="primary", key=K + "go"):
+    if st.button(_("Generate"), type="primary", key=K + "go"):
         _run(request, source)
     held = st.session_state.get(K + "held")
     if held is None or held[0] != request:
-        st.info("Press **Generate**: the model continues the text above, one token at a time.")
+        st.info(_("Press **Generate**: the model continues the text above, one token at a time."))
         return
     gen = held[1]
     if not gen.new_ids:
@@ -65,19 +66,21 @@ def generate_tab(source: cached.Source, text: str, text_key: str) -> None:
 
 def _controls(key: str, text: str) -> Request:
     c1, c2 = st.columns(2)
-    max_new = c1.slider("new tokens at most", 1, MAX_NEW, DEFAULT_NEW, key=K + "max")
+    max_new = c1.slider(_("new tokens at most"), 1, MAX_NEW, DEFAULT_NEW, key=K + "max")
     sampled = c2.toggle(
-        "sample",
+        _("sample"),
         key=K + "sample",
-        help="Draw each token at random from the model's probabilities, "
-        "instead of taking the most likely one (greedy).",
+        help=_(
+            "Draw each token at random from the model's probabilities, "
+            "instead of taking the most likely one (greedy)."
+        ),
     )
     sampling = None
     if sampled:
         c1, c2, c3 = st.columns(3)
-        temperature = c1.slider("temperature", 0.1, 2.0, 0.8, 0.1, key=K + "temperature")
-        top_p = c2.slider("top-p", 0.05, 1.0, 0.9, 0.05, key=K + "top_p")
-        seed = int(c3.number_input("seed", 0, 2**31 - 1, 0, key=K + "seed"))
+        temperature = c1.slider(_("temperature"), 0.1, 2.0, 0.8, 0.1, key=K + "temperature")
+        top_p = c2.slider(_("top-p"), 0.05, 1.0, 0.9, 0.05, key=K + "top_p")
+        seed = int(c3.number_input(_("seed"), 0, 2**31 - 1, 0, key=K + "seed"))
         sampling = (temperature, top_p, seed)
     return Request(key, text, max_new, sampling)
 
@@ -95,11 +98,11 @@ def _run(request: Request, source: cached.Source) -> None:
         st.warning(plain(err))
         return
     except (OSError, RuntimeError) as err:  # missing weights or package
-        st.error(f"{source.name} cannot run here: {plain(err)}")
+        st.error(_("{model} cannot run here: {error}", model=source.name, error=plain(err)))
         return
     st.session_state[K + "held"] = (request, gen)
     stop = st.empty()
-    stop.button("Stop", key=K + "stop", help="Stop between two tokens; what was generated is kept.")
+    stop.button(_("Stop"), key=K + "stop", help=_("Stop between two tokens; what was generated is kept."))
     out, bar = st.empty(), st.progress(0.0)
     said = ""
     with cached.lane_for(request.key, request.text).turn():
@@ -107,27 +110,38 @@ def _run(request: Request, source: cached.Source) -> None:
             said += token.text
             out.code(said, language=None, wrap_lines=True)
             done = token.index + 1
-            bar.progress(done / request.max_new, text=f"{done} of at most {request.max_new} new tokens")
+            bar.progress(
+                done / request.max_new,
+                text=_("{done} of at most {n} new tokens", done=done, n=request.max_new),
+            )
     for place in (stop, out, bar):
         place.empty()
 
 
 def _show(result, text: str, text_key: str) -> None:
     new = len(result.ids) - result.prompt_len
-    st.markdown("**The continuation** (the prompt is the text above)")
+    st.markdown(_("**The continuation** (the prompt is the text above)"))
     st.code(result.text, language=None, wrap_lines=True)  # as written: spaces and line breaks kept
-    fact(f"{plural(new, 'new token')}; the prompt is {plural(result.prompt_len, 'token')}.")
+    fact(
+        _(
+            "{new}; the prompt is {prompt}.",
+            new=ngettext("{count:,} new token", "{count:,} new tokens", new, count=new),
+            prompt=ngettext(
+                "{count:,} token", "{count:,} tokens", result.prompt_len, count=result.prompt_len
+            ),
+        )
+    )
     st.button(
-        "Use the prompt and its continuation as the text",
+        _("Use the prompt and its continuation as the text"),
         key=K + "use",
         on_click=lambda: st.session_state.update({text_key: text + result.text}),
-        help="The other tabs then read the whole text, the continuation included.",
+        help=_("The other tabs then read the whole text, the continuation included."),
     )
     positions = list(range(new))
     labels = pill_labels(result.tokens[result.prompt_len :], positions)
-    k = st.pills("new token (click one)", positions, format_func=labels.get, key=K + "token", default=0)
+    k = st.pills(_("new token (click one)"), positions, format_func=labels.get, key=K + "token", default=0)
     if k is None:
-        st.info("Click a new token above to see what it looked at.")
+        st.info(_("Click a new token above to see what it looked at."))
         return
     _attention(result, k)
 
@@ -138,18 +152,19 @@ def _attention(result, k: int) -> None:
     keys = result.tokens[:seen]
     rows = result.attention[:, :, k, :seen]  # [layers, heads, keys]
     made = plain(clean_token(result.tokens[seen]))
-    st.subheader(f"What produced “{made}”: the query at position {seen - 1}")
-    layers = [f"layer {i}" for i in range(rows.shape[0])]
-    _matrix(rows.mean(1), (layers, keys), "every layer, heads averaged", K + "layers", f"token{k}_layers")
-    layer = st.slider("layer", 0, rows.shape[0] - 1, rows.shape[0] - 1, key=K + "layer")
-    heads = [f"head {h}" for h in range(rows.shape[1])]
-    _matrix(rows[layer], (heads, keys), f"layer {layer}, each head", K + "heads", f"token{k}_layer{layer}")
+    st.subheader(_("What produced “{made}”: the query at position {position}", made=made, position=seen - 1))
+    layers = [_("layer {i}", i=i) for i in range(rows.shape[0])]
+    _matrix(rows.mean(1), (layers, keys), _("every layer, heads averaged"), K + "layers", f"token{k}_layers")
+    layer = st.slider(_("layer"), 0, rows.shape[0] - 1, rows.shape[0] - 1, key=K + "layer")
+    heads = [_("head {h}", h=h) for h in range(rows.shape[1])]
+    title = _("layer {layer}, each head", layer=layer)
+    _matrix(rows[layer], (heads, keys), title, K + "heads", f"token{k}_layer{layer}")
 
 
 def _matrix(m: np.ndarray, labels: tuple[list[str], list[str]], title: str, key: str, name: str) -> None:
     """``m`` ``[rows, keys]`` as a heatmap with its CSV (``name``: the file's name)."""
     rows, keys = labels
-    fig = heatmap(m, rows, keys, title=title, x_title="earlier token (key)", y_title="", label="weight")
+    fig = heatmap(m, rows, keys, title=title, x_title=_("earlier token (key)"), y_title="", label=_("weight"))
     frame = pd.DataFrame(m, index=rows, columns=[f"{i} · {t}" for i, t in enumerate(keys)])
     chart(fig, frame.rename_axis("row").reset_index(), key, f"generate_{name}")
 
@@ -161,20 +176,25 @@ def _every_head(result, name: str) -> None:
     token. A fragment: a click or another head reruns only this."""
     record = generation_record(result, name)
     L, H = record.n_layers, record.n_heads
-    st.subheader("Every head: the new tokens' attention")
-    st.caption(HINT)
+    st.subheader(_("Every head: the new tokens' attention"))
+    st.caption(_(HINT))
     layer_key, head_key = K + "every_layer", K + "every_head"
     rid = record_id(name, result.ids.tolist())
     model_view_chart(
         model_view(record), K + "all", (L, H), (layer_key, head_key), heads=all_heads(record, rid)
     )
     c1, c2 = st.columns(2)
-    layer = c1.slider("layer", 0, L - 1, L - 1, key=layer_key)
-    head = c2.selectbox("head", [str(h) for h in range(H)] + ["average"], key=head_key)
+    layer = c1.slider(_("layer"), 0, L - 1, L - 1, key=layer_key)
+    head = c2.selectbox(
+        _("head"),
+        [str(h) for h in range(H)] + ["average"],
+        format_func=lambda h: _("average") if h == "average" else h,
+        key=head_key,
+    )
     head_view_block(
         record, K + "all", rid, layer, head, (K + "all_csv", f"{name}_generated_layer{layer}_{head}")
     )
-    st.subheader("Line view")
+    st.subheader(_("Line view"))
     line_view_block(record, layer, head, K + "line")
 
 

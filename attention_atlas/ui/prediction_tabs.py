@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attention_atlas.i18n import N_
 from attention_atlas.ui import contribution_views, generate_views, lens_views
 from attention_atlas.ui.cached import Source
 from attention_atlas.ui.url_state import Link, Unlinked
 
-TABS = ["Logit lens", "Generate", "Contributions"]
+TABS = [N_("Logit lens"), N_("Generate"), N_("Contributions")]
 
 
 def prediction_tabs(source: Source, text: str, text_key: str, link: Link | Unlinked, tab_key: str) -> None:
     """The tabs for ``source`` reading ``text`` (``text_key``: the text box's key, which Generate can
     fill with the prompt and its continuation)."""
-    lens, generate, contrib = st.tabs(TABS, key=link.choice("tab", tab_key, TABS, TABS[0]), on_change="rerun")
+    labels, key = link.tabs("tab", tab_key, TABS)
+    lens, generate, contrib = st.tabs(labels, key=key, on_change="rerun")
     if lens.open:
         with lens:
             lens_views.lens_tab(source, text, link)

@@ -12,6 +12,7 @@ import json
 
 import streamlit as st
 
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.models.uploads import (
     ARCHITECTURES,
     Limits,
@@ -24,39 +25,55 @@ from attention_atlas.models.uploads import (
     local,
     parse_vocab,
 )
-from attention_atlas.ui.widgets import plain, plural
+from attention_atlas.ui.widgets import plain
 
 K = "ckpt_"
 # Streamlit's uploader counts a megabyte as 10⁶ bytes (1024² on Windows only), in its limit and in
 # the file sizes it shows: the page says sizes and the limit in the same megabytes.
 MB = 1_000_000
 SUFFIXES = (".safetensors", ".pt", ".pth", ".zip")
-ACCEPTED = ".safetensors, .pt / .pth, or a model folder as .zip"
+ACCEPTED = N_(".safetensors, .pt / .pth, or a model folder as .zip")
 
 
-@st.cache_resource(show_spinner="Exporting the bundled checkpoint…")
-def demo_checkpoint(model_id: str) -> tuple[str, bytes]:
+@st.cache_resource(show_spinner=False)
+def _demo_checkpoint(model_id: str) -> tuple[str, bytes]:
     return export_bytes(model_id)  # what `python cli.py export --model <model_id>` writes
 
 
-@st.cache_data(show_spinner="Running the upload…", max_entries=64)
-def run_upload(key: str, _adapter, text: str, target: str | None):
-    """Records of the upload identified by ``key`` (its SHA-256 and answers) for one input."""
+def demo_checkpoint(model_id: str) -> tuple[str, bytes]:
+    with st.spinner(_("Exporting the bundled checkpoint…")):
+        return _demo_checkpoint(model_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _run_upload(key: str, _adapter, text: str, target: str | None):
     return _adapter.run(text, target=target)
+
+
+def run_upload(key: str, adapter, text: str, target: str | None):
+    """Records of the upload identified by ``key`` (its SHA-256 and answers) for one input."""
+    with st.spinner(_("Running the upload…")):
+        return _run_upload(key, adapter, text, target)
 
 
 def how_to() -> str:
     """Markdown: how to produce a checkpoint of each family the inspector reads."""
     lines = [f"- **{a.title}**: `{a.how_to}`" for a in ARCHITECTURES.values()]
-    return (
-        "\n".join(lines)
-        + "\n- **PyTorch**: `torch.save({'state_dict': model.state_dict(), 'config': cfg.to_dict(), "
-        "'src_vocab': vocab.tokens, 'format': ..., 'task': 'couplet'}, 'mine.pt')` (translation: "
+    save = (
+        "torch.save({'state_dict': model.state_dict(), 'config': cfg.to_dict(), "
+        "'src_vocab': vocab.tokens, 'format': ..., 'task': 'couplet'}, 'mine.pt')"
+    )
+    pytorch = _(
+        "- **PyTorch**: `{save}` (translation: "
         "`'task': 'translation'` and a `'tgt_vocab'` too); a bare "
-        "`model.state_dict()` works too: pick the architecture, the rest is read from the shapes."
-        "\n- **Hugging Face**: zip the folder `save_pretrained` wrote (config.json, "
+        "`model.state_dict()` works too: pick the architecture, the rest is read from the shapes.",
+        save=save,
+    )
+    hugging_face = _(
+        "- **Hugging Face**: zip the folder `save_pretrained` wrote (config.json, "
         "model.safetensors, tokenizer files); encoders, causal LMs and encoder–decoders."
     )
+    return "\n".join([*lines, pytorch, hugging_face])
 
 
 def upload_limits() -> Limits:
@@ -64,7 +81,7 @@ def upload_limits() -> Limits:
     try:
         return Limits.from_env()
     except UploadError as err:  # a server setting, e.g. ATLAS_UPLOAD_MAX_MB=abc
-        st.error(f"The server's upload limits are misconfigured: {plain(err)}")
+        st.error(_("The server's upload limits are misconfigured: {error}", error=plain(err)))
         st.stop()
 
 
@@ -75,17 +92,30 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes, Limits]:
     # whole megabytes, as the uploader takes and shows its limit; never above the server's own cap
     cap = min(max(1, limits.max_bytes // MB), int(st.get_option("server.maxUploadSize")))
     upload_file = st.file_uploader(
-        f"Checkpoint ({ACCEPTED}; up to {cap:,} MB)",
+        _("Checkpoint ({accepted}; up to {cap:,} MB)", accepted=_(ACCEPTED), cap=cap),
         key=K + "file",  # no type=[...]: the browser would refuse a file with a red "!" only
         max_upload_size=cap,
     )
     if upload_file is not None:
         name, size = upload_file.name, upload_file.size
         if not name.lower().endswith(SUFFIXES):
-            st.error(f"Refused: {plain(name)} is not a checkpoint file; the inspector reads {ACCEPTED}.")
+            st.error(
+                _(
+                    "Refused: {name} is not a checkpoint file; the inspector reads {accepted}.",
+                    name=plain(name),
+                    accepted=_(ACCEPTED),
+                )
+            )
             st.stop()
         if size > cap * MB:
-            st.error(f"Refused: {plain(name)} is {size_text(size)}; uploads are limited to {cap:,} MB.")
+            st.error(
+                _(
+                    "Refused: {name} is {size}; uploads are limited to {cap:,} MB.",
+                    name=plain(name),
+                    size=size_text(size),
+                    cap=cap,
+                )
+            )
             st.stop()
         return name, upload_file.getvalue(), limits
     if local.allowed():
@@ -96,15 +126,18 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes, Limits]:
         try:
             return (*demo_checkpoint(demo), limits)
         except (OSError, UploadError) as err:
-            st.info(f"The demo needs the bundled {demo} weights: {plain(err)}")
+            st.info(_("The demo needs the bundled {model} weights: {error}", model=demo, error=plain(err)))
             st.stop()
     st.info(
-        "No checkpoint yet. Upload one above, or load our bundled couplet model exactly as "
-        f"`python cli.py export --model {demo} --out demo.safetensors` writes it, to see what "
-        "the page shows."
+        _(
+            "No checkpoint yet. Upload one above, or load our bundled couplet model exactly as "
+            "`python cli.py export --model {model} --out demo.safetensors` writes it, to see what "
+            "the page shows.",
+            model=demo,
+        )
     )
     st.button(
-        f"Load the exported {demo} as a demo",
+        _("Load the exported {model} as a demo", model=demo),
         key=K + "demo",
         on_click=lambda: st.session_state.update({K + "demo_on": True}),
     )
@@ -114,19 +147,21 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes, Limits]:
 def local_path(limits: Limits) -> tuple[str, bytes, Limits] | None:
     """A checkpoint file or Hugging Face folder opened by its path on the server, or None if no path is typed."""
     typed = st.text_input(
-        "…or open a checkpoint file or model folder on this server by its path",
+        _("…or open a checkpoint file or model folder on this server by its path"),
         key=K + "path",
         placeholder="/models/bert-base-uncased",
-        help="For checkpoints larger than an upload may be. The same checks as an upload; nothing in it runs.",
+        help=_(
+            "For checkpoints larger than an upload may be. The same checks as an upload; nothing in it runs."
+        ),
     ).strip()
     if not typed:
         return None
     try:
         bigger = local.local_limits(limits)
-        with st.spinner("Reading the checkpoint from disk…"):
+        with st.spinner(_("Reading the checkpoint from disk…")):
             name, data = local.read_local(typed, bigger)
     except (UploadError, OSError) as err:
-        st.error(f"Refused: {plain(err)}")
+        st.error(_("Refused: {error}", error=plain(err)))
         st.stop()
     return name, data, bigger
 
@@ -139,7 +174,7 @@ def ask(need: NeedsAnswers, note) -> dict | None:
     note.warning(plain(need))
     if need.inferred:
         inferred = ", ".join(f"{k} = {v}" for k, v in need.inferred.items())
-        st.caption(f"Inferred from the tensor shapes: {plain(inferred)}")
+        st.caption(_("Inferred from the tensor shapes: {inferred}", inferred=plain(inferred)))
     answers = {}
     for m in need.missing:
         label = f"{m.field}: {m.why}"
@@ -149,7 +184,9 @@ def ask(need: NeedsAnswers, note) -> dict | None:
                 answers["vocabulary"] = parse_vocab(vocab_file.getvalue(), vocab_file.name)
             elif m.choices:
                 answers["vocabulary"] = st.selectbox(
-                    "…or the vocabulary of a bundled model of the same size", m.choices, key=K + "vocab_from"
+                    _("…or the vocabulary of a bundled model of the same size"),
+                    m.choices,
+                    key=K + "vocab_from",
                 )
             else:
                 return None
@@ -169,9 +206,9 @@ def load_upload(name: str, data: bytes, limits: Limits) -> tuple[Upload, str]:
     the page on a refusal (one error) or while an answer is still missing."""
     answers: dict = {}
     note = st.empty()
-    for _ in range(len(ARCHITECTURES) + 3):
+    for _attempt in range(len(ARCHITECTURES) + 3):
         try:
-            with st.spinner(f"Checking and loading {plain(name)}…"):
+            with st.spinner(_("Checking and loading {name}…", name=plain(name))):
                 upload = load_bytes(data, name, answers, limits=limits)
             note.empty()
             digest = hashlib.sha256(json.dumps(answers, sort_keys=True).encode()).hexdigest()
@@ -182,7 +219,7 @@ def load_upload(name: str, data: bytes, limits: Limits) -> tuple[Upload, str]:
                 st.stop()
             answers.update(given)
         except UploadError as err:
-            st.error(f"Refused: {plain(err)}")
+            st.error(_("Refused: {error}", error=plain(err)))
             st.stop()
     st.stop()
 
@@ -191,21 +228,31 @@ def show_summary(s: Summary) -> None:
     """What the upload is: architecture, size, hash, notices, config, and any NaN or ±inf tensors."""
     st.subheader(plain(s.file_name))
     c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
-    c1.metric("architecture", s.architecture, help=plain(s.description))
-    c2.metric("parameters", f"{s.parameters:,}")
-    c3.metric("vocabulary", f"{s.vocab_size:,}")
-    c4.metric("layers × heads", f"({s.layers}) × {s.heads}" if "+" in s.layers else f"{s.layers} × {s.heads}")
-    about = f"{plain(s.description)} · {plain(s.source)} · {size_text(s.size)}"
-    st.caption(f"{about} · model id `{s.model_id}`")
+    c1.metric(_("architecture"), s.architecture, help=plain(s.description))
+    c2.metric(_("parameters"), f"{s.parameters:,}")
+    c3.metric(_("vocabulary"), f"{s.vocab_size:,}")
+    c4.metric(
+        _("layers × heads"), f"({s.layers}) × {s.heads}" if "+" in s.layers else f"{s.layers} × {s.heads}"
+    )
+    about = f"{plain(s.description)} · {plain(_(s.source))} · {size_text(s.size)}"  # a source is marked N_
+    st.caption(_("{about} · model id `{model}`", about=about, model=s.model_id))
     st.code(f"SHA-256  {s.sha256}", language=None)
     for notice in s.notices:
         st.caption(f"ℹ️ {plain(notice)}")
-    with st.expander("Config"):
+    with st.expander(_("Config")):
         st.json(s.config, expanded=True)
     if s.nonfinite:
         shown = ", ".join(s.nonfinite[:5]) + (", …" if len(s.nonfinite) > 5 else "")
-        holds = "holds" if len(s.nonfinite) == 1 else "hold"
-        st.warning(f"{plural(len(s.nonfinite), 'tensor')} {holds} NaN or infinite values: {plain(shown)}")
+        count = len(s.nonfinite)
+        st.warning(
+            ngettext(
+                "{count:,} tensor holds NaN or infinite values: {names}",
+                "{count:,} tensors hold NaN or infinite values: {names}",
+                count,
+                count=count,
+                names=plain(shown),
+            )
+        )
 
 
 def size_text(n: int) -> str:

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.training import classroom as cr
 from attention_atlas.serve.lanes import trainings
 from attention_atlas.ui.widgets import chart, plain
@@ -27,6 +28,12 @@ RUN_KEY = "learn_run"  # session state: (ClassroomRun, SessionWatch)
 IDLE_SECONDS = 60.0  # no redraw for this long (the tab closed, the laptop asleep): the run stops
 GRACE_SECONDS = 10.0  # disconnected this long, the visitor is gone (a quick reconnect keeps the run)
 COLORS = {"additive": "#d62728", "dot": "#1f77b4"}
+NAMES = {"additive": N_("additive"), "dot": N_("dot")}  # an attention as the page names it
+
+
+def name(attention: str) -> str:
+    """``attention`` (``cr.ATTENTIONS``) in this run's language."""
+    return _(NAMES.get(attention, attention))
 
 
 def _connected(session_id: str | None) -> bool:
@@ -94,16 +101,21 @@ def reset() -> None:
         got[0].stop()
 
 
-@st.cache_resource(show_spinner="Loading the couplets and building the untrained models…", max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _untrained(attention: str, p: cr.Preset) -> np.ndarray:
+    return cr.untrained_probe(attention, p)
+
+
 def untrained(attention: str, p: cr.Preset) -> np.ndarray:
     """``cr.untrained_probe``, once per process: what every run of ``p`` starts from."""
-    return cr.untrained_probe(attention, p)
+    with st.spinner(_("Loading the couplets and building the untrained models…")):
+        return _untrained(attention, p)
 
 
 def clock_text(seconds: float) -> str:
     """Wall-clock seconds as a class reads them: "45 s", "2 min 05 s"."""
     t = round(seconds)
-    return f"{t // 60} min {t % 60:02d} s" if t >= 60 else f"{t} s"
+    return _("{m} min {s:02d} s", m=t // 60, s=t % 60) if t >= 60 else _("{s} s", s=t)
 
 
 # -- what a snapshot looks like ----------------------------------------------------------------
@@ -116,20 +128,36 @@ def status(snap: cr.Snapshot) -> None:
     if snap.state == cr.WAITING:
         pool = trainings()
         st.warning(
-            f"⏳ Waiting for a free trainer (position {snap.position or 1}): "
-            f"{pool.busy} of {pool.capacity} are training for other visitors."
+            _(
+                "⏳ Waiting for a free trainer (position {position}): "
+                "{busy} of {capacity} are training for other visitors.",
+                position=snap.position or 1,
+                busy=pool.busy,
+                capacity=pool.capacity,
+            )
         )
     elif snap.state == cr.LOADING:
-        st.info("Loading the couplets and building the model…")
-    elif snap.state in (cr.FAILED, cr.STOPPED):
-        st.warning(f"The run {snap.state}: {plain(snap.message)}")
+        st.info(_("Loading the couplets and building the model…"))
+    elif snap.state == cr.FAILED:
+        st.warning(_("The run failed: {message}", message=plain(snap.message)))
+    elif snap.state == cr.STOPPED:
+        st.warning(_("The run stopped: {message}", message=plain(snap.message)))
     if done:
         share = min(1.0, min(done.values()) / snap.max_seconds)
-        steps = ", ".join(f"{a} step {h[-1].step:,}" for a, h in snap.histories.items())
-        word = {cr.PAUSED: "paused", cr.DONE: "done"}.get(snap.state, "training")
-        spent = f"{min(done.values()):.0f} of {snap.max_seconds:.0f} s of training per model"
-        clock = clock_text(snap.clock_seconds)
-        st.progress(share, text=f"{word}: {spent} · {clock} on the clock · {steps}")
+        steps = ", ".join(
+            _("{attention} step {step:,}", attention=name(a), step=h[-1].step)
+            for a, h in snap.histories.items()
+        )
+        word = {cr.PAUSED: N_("paused"), cr.DONE: N_("done")}.get(snap.state, N_("training"))
+        text = _(
+            "{state}: {spent:.0f} of {budget:.0f} s of training per model · {clock} on the clock · {steps}",
+            state=_(word),
+            spent=min(done.values()),
+            budget=snap.max_seconds,
+            clock=clock_text(snap.clock_seconds),
+            steps=steps,
+        )
+        st.progress(share, text=text)
 
 
 def probe_record(probe: np.ndarray, attention: str) -> AttentionRecord:
@@ -159,7 +187,8 @@ def history_frame(histories: dict[str, list[cr.Point]]) -> pd.DataFrame:
 
 
 def curve_chart(histories: dict[str, list[cr.Point]], metric: str, title: str, key: str) -> None:
-    """``metric`` of each model over training seconds, with the CSV of every measurement."""
+    """``metric`` of each model over training seconds (``title``: the metric's name, translated), with
+    the CSV of every measurement."""
     frame = history_frame(histories)
     fig = go.Figure()
     for a, hist in histories.items():
@@ -167,12 +196,16 @@ def curve_chart(histories: dict[str, list[cr.Point]], metric: str, title: str, k
         fig.add_scatter(
             x=[p.seconds for p in pts],
             y=[getattr(p, metric) for p in pts],
-            name=a,
+            name=name(a),
             mode="lines+markers",
             line=dict(color=COLORS.get(a)),
-            hovertemplate=f"{a}<br>%{{x:.0f}} s<br>{title} %{{y:.3f}}<extra></extra>",
+            hovertemplate=_(
+                "{attention}<br>%{{x:.0f}} s<br>{metric} %{{y:.3f}}<extra></extra>",
+                attention=name(a),
+                metric=title,
+            ),
         )
-    fig.update_xaxes(title="training seconds", rangemode="tozero")
+    fig.update_xaxes(title=_("training seconds"), rangemode="tozero")
     fig.update_yaxes(title=title, range=[0, 1.02] if metric.endswith("alignment") else None)
     fig.update_layout(
         height=260,

@@ -8,11 +8,21 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.viz_core.figures import FONT
 from attention_atlas.viz_core.layout import TICK_FONT, fit_axes
 from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, hover_labels
 
 COLOURS = {"attention": "#0072B2", "residual": "#999999", "ffn": "#D55E00"}  # Okabe–Ito
+KINDS = {
+    "attention": N_("attention"),
+    "residual": N_("residual"),
+    "ffn": N_("ffn"),
+}  # an edge's kind, as shown
+NODES = {
+    "x": N_("{token}, entering block {layer}"),
+    "mid": N_("{token}, after the attention of block {layer}"),
+}
 WIDTHS = (1.0, 2.5, 4.5, 7.0)  # px: an edge's line width by its renormalised weight's quarter
 ROW_PX = 16  # px per level (two levels a block) while the chart fits MAX_HEIGHT
 MAX_HEIGHT = 640  # px: the whole graph in a 720-pixel window (a projector), levels closer together
@@ -53,15 +63,15 @@ def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go
             tickmode="array",
             tickvals=labels,
             ticktext=as_plotly_text(clean_tokens(tokens)),
-            title=dict(text="input token"),
+            title=dict(text=_("input token")),
             range=[-0.5, len(labels) - 0.5],  # every token, however few routes remain above the threshold
             automargin=True,
         ),
         yaxis=dict(
             tickmode="array",
             tickvals=[2 * b for b in labelled],
-            ticktext=[f"block {b}" if b < layers else "output" for b in labelled],
-            title=dict(text="residual stream (entering each block)"),
+            ticktext=[_("block {b}", b=b) if b < layers else _("output") for b in labelled],
+            title=dict(text=_("residual stream (entering each block)")),
             range=[-1, 2 * layers + 1],
         ),
         hovermode="closest",
@@ -75,17 +85,23 @@ def _band(weight: float) -> int:
 
 def _edges(edges, labels: list[str], kind: str, colour: str, width: float, legend: bool) -> go.Scatter:
     x, y, text = [], [], []
+    shown = _(KINDS.get(kind, kind))
     for e in edges:
         x += [labels[e.source.position], labels[e.target.position], None]
         y += [level(e.source), level(e.target), None]
-        hover = f"{kind}: {e.weight:.0%} of what was kept ({e.contribution:.3f} before the threshold)"
+        hover = _(
+            "{kind}: {weight:.0%} of what was kept ({contribution:.3f} before the threshold)",
+            kind=shown,
+            weight=e.weight,
+            contribution=e.contribution,
+        )
         text += [hover, hover, None]
     return go.Scatter(
         x=x,
         y=y,
         mode="lines",
         line=dict(color=colour, width=width),
-        name=kind,
+        name=shown,
         legendgroup=kind,
         showlegend=legend,
         hovertext=text,
@@ -94,14 +110,13 @@ def _edges(edges, labels: list[str], kind: str, colour: str, width: float, legen
 
 
 def _nodes(nodes, labels: list[str], size: float) -> go.Scatter:
-    names = {"x": "entering block", "mid": "after the attention of block"}
     return go.Scatter(
         x=[labels[n.position] for n in nodes],
         y=[level(n) for n in nodes],
         mode="markers",
         marker=dict(size=size, color="#222222"),
-        name="residual state",
-        hovertext=[f"{labels[n.position]}, {names[n.kind]} {n.layer}" for n in nodes],
+        name=_("residual state"),
+        hovertext=[_(NODES[n.kind], token=labels[n.position], layer=n.layer) for n in nodes],
         hoverinfo="text",
         showlegend=False,
     )
@@ -109,8 +124,8 @@ def _nodes(nodes, labels: list[str], size: float) -> go.Scatter:
 
 def heads_figure(ranked: list[tuple[int, float]], title: str) -> go.Figure:
     """The heads of one layer ranked by their contribution to one edge, as bars."""
-    heads = [f"head {h}" for h, _ in ranked]
-    values = np.asarray([c for _, c in ranked])
+    heads = [_("head {h}", h=h) for h, __ in ranked]
+    values = np.asarray([c for __, c in ranked])
     fig = go.Figure(
         go.Bar(
             x=heads,
@@ -124,5 +139,5 @@ def heads_figure(ranked: list[tuple[int, float]], title: str) -> go.Figure:
         font=dict(family=FONT, size=TICK_FONT),
         height=300,
         margin=dict(l=10, r=10, t=50, b=10),
-        yaxis_title="contribution",
+        yaxis_title=_("contribution"),
     )

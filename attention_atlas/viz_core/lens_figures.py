@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attention_atlas.i18n import _
 from attention_atlas.viz_core.figures import ATTENTION_SCALE, FONT, display_precision, legend_on_top
 from attention_atlas.viz_core.layout import COLORBAR, NUMBERS, PLOT_WIDTH, SEPARATOR, TICK_FONT, fit_axes
 from attention_atlas.viz_core.tokens import as_plotly_text, clean_tokens, shown, tick_label
@@ -79,7 +80,7 @@ def _cell_points(names: list[str], blocks: int, hover: np.ndarray) -> go.Scatter
         unselected=dict(marker=dict(opacity=0)),
         customdata=[[name, top] for name, top in zip(names * blocks, hover.ravel().tolist(), strict=True)],
         # the name from customdata: %{x} of a point gives the axis's tick text, not the position
-        hovertemplate="after block %{y}, position %{customdata[0]}<br>%{customdata[1]}<extra></extra>",
+        hovertemplate=_("after block %{y}, position %{customdata[0]}<br>%{customdata[1]}<extra></extra>"),
         hoverlabel=dict(align="left", bgcolor="white", bordercolor="#444", font=dict(color="#111")),
         showlegend=False,
         name="cells",
@@ -126,14 +127,16 @@ def lens_grid(
             zmax=1,
             xgap=1 if n <= 64 else 0,
             ygap=1,
-            colorbar=dict(title=dict(text="top-1 prob.")),
+            colorbar=dict(title=dict(text=_("top-1 prob."))),
         )
     )
     fig.add_trace(_cell_points(names, blocks, _hover(labels, probs)))
     fig.update_xaxes(
-        title="input position (predicting the token after it)", side="top", **_token_axis(tokens, positions)
+        title=_("input position (predicting the token after it)"),
+        side="top",
+        **_token_axis(tokens, positions),
     )
-    fig.update_yaxes(title="after block", dtick=1 if blocks <= 16 else 2, range=[-0.5, blocks - 0.5])
+    fig.update_yaxes(title=_("after block"), dtick=1 if blocks <= 16 else 2, range=[-0.5, blocks - 0.5])
     height = 150 + ROW_PX * max(blocks, MIN_ROWS)
     fig.update_layout(
         height=height,
@@ -156,8 +159,8 @@ def follow_figure(probs: np.ndarray, ranks: np.ndarray, token: str, where: str) 
             x=blocks,
             y=display_precision(probs),
             mode="lines+markers",
-            name="probability",
-            hovertemplate=f"after block %{{x}}<br>{name}: probability %{{y:.3g}}<extra></extra>",
+            name=_("probability"),
+            hovertemplate=_("after block %{{x}}<br>{name}: probability %{{y:.3g}}<extra></extra>", name=name),
         ),
         row=1,
         col=1,
@@ -167,20 +170,20 @@ def follow_figure(probs: np.ndarray, ranks: np.ndarray, token: str, where: str) 
             x=blocks,
             y=np.asarray(ranks) + 1,
             mode="lines+markers",
-            name="rank",
-            hovertemplate=f"after block %{{x}}<br>{name}: rank %{{y:,}}<extra></extra>",
+            name=_("rank"),
+            hovertemplate=_("after block %{{x}}<br>{name}: rank %{{y:,}}<extra></extra>", name=name),
         ),
         row=2,
         col=1,
     )
-    fig.update_yaxes(title="probability", range=[0, 1.02], row=1, col=1)
-    fig.update_yaxes(title="rank (1 = top)", type="log", autorange="reversed", row=2, col=1)
-    fig.update_xaxes(title="after block", row=2, col=1)
+    fig.update_yaxes(title=_("probability"), range=[0, 1.02], row=1, col=1)
+    fig.update_yaxes(title=_("rank (1 = top)"), type="log", autorange="reversed", row=2, col=1)
+    fig.update_xaxes(title=_("after block"), row=2, col=1)
     fig.update_layout(
         height=460,
         font=dict(family=FONT, size=TICK_FONT),
         margin=dict(l=10, r=10, t=90, b=10),
-        title=_title(f"{name} at {as_plotly_text([where])[0]}"),
+        title=_title(_("{token} at {where}", token=name, where=as_plotly_text([where])[0])),
     )
     return legend_on_top(fig)
 
@@ -203,9 +206,9 @@ def changes_table(
 
     return pd.DataFrame(
         {
-            "block": np.arange(len(promoted)),
-            "promoted (logit change)": listed(promoted, promoted_by),
-            "suppressed (logit change)": listed(suppressed, suppressed_by),
+            _("block"): np.arange(len(promoted)),
+            _("promoted (logit change)"): listed(promoted, promoted_by),
+            _("suppressed (logit change)"): listed(suppressed, suppressed_by),
         }
     )
 

@@ -20,6 +20,7 @@ from attention_atlas.models.uploads import Limits
 from attention_atlas.paths import WEIGHTS
 from attention_atlas.ui.widgets import plain
 from tests.support import (
+    PACKAGE,
     SystemCall,
     axis_tokens,
     charts,
@@ -319,3 +320,26 @@ def test_an_uploaded_decoder_generates_and_traces_its_contributions(uploaded_dec
 def test_an_uploaded_encoder_offers_no_prediction_panel(tiny_hf_folders):
     at = upload(run(), "tiny-bert.zip", folder_zip(tiny_hf_folders["encoder"], "tiny-bert"))
     assert INSIDE_PANEL not in [e.label for e in at.expander] and not at.exception
+
+
+def test_the_page_speaks_chinese(rnn_bytes):
+    """In Chinese (the session's language): the empty state and its demo button, a refusal (the
+    reason from models.uploads too), the summary's metrics and the alignment's axes."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=120)
+    at.session_state["lang"] = "zh"
+    at = run(at)
+    assert at.title[0].value == "🧳 检查点检查器"
+    assert any(i.value.startswith("还没有检查点。") for i in at.info)
+    assert at.button(key=K + "demo").label == "加载导出的 couplet-rnn-additive 作为演示"
+    at = upload(at, "notes.pt", b"just some notes\n")
+    assert at.error[0].value == "已拒绝：notes.pt 是文本文件（开头为 'just some notes'），不是检查点"
+    at = upload(at, "tiny.safetensors", rnn_bytes)
+    assert not at.error and metrics(at)["架构"] == "couplet-rnn" and "层 × 头" in metrics(at)
+    assert any("Attention Atlas 模型包" in c.value and "模型 id `upload:" in c.value for c in at.caption)
+    layout = charts(at)[0]["layout"]
+    assert (
+        layout["xaxis"]["title"]["text"] == "输入（键）"
+        and layout["yaxis"]["title"]["text"] == "输出（查询）"
+    )

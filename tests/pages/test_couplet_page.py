@@ -7,7 +7,7 @@ from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from attention_atlas.ui.widgets import plain
-from tests.support import charts, check_unknown_long_and_empty, page_runner
+from tests.support import PACKAGE, charts, check_unknown_long_and_empty, page_runner
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "app_pages/couplets.py"
@@ -101,3 +101,24 @@ def test_side_by_side_steps_through_each_model():
     assert all("character **3**" in line for line in step_line(at))
     bars = [f for f in charts(at) if f["layout"].get("title", {}).get("text") == "where the decoder looked"]
     assert len(bars) == 2 and bars[0]["data"][0]["y"] != bars[1]["data"][0]["y"]
+
+
+def test_the_page_speaks_chinese():
+    """In Chinese (the session's language): the labels, the alignment caption and the heatmap's axes."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=120)
+    at.session_state["lang"] = "zh"
+    at = run(at)
+    assert at.title[0].value == "🏮 对联"
+    assert (
+        at.text_input(key=K + "upper").label == "上联"
+        and at.slider(key=K + "beam").label == "束宽（1 = 贪心）"
+    )
+    assert any("，贪心：" in c.value and "的权重在对角线上" in c.value for c in at.caption)
+    layout = charts(at)[0]["layout"]
+    assert (
+        layout["xaxis"]["title"]["text"] == "上联（键）"
+        and layout["yaxis"]["title"]["text"] == "下联（查询）"
+    )
+    assert at.subheader[0].value == "逐步查看解码"

@@ -181,3 +181,26 @@ def test_every_causal_model_is_offered_and_a_refused_one_is_one_line(tiny_models
     (warning,) = at.warning
     assert "its logits are not its output head applied to its final norm" in warning.value
     assert "\n" not in warning.value
+
+
+def test_the_page_speaks_chinese():
+    """In Chinese (the session's language): the title, the tabs, the grid's and the follow chart's
+    titles and axes, the captions with their counts; the tab is still named in English in the URL."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    at.session_state["lang"] = "zh"
+    at = run(at)
+    assert at.title[0].value == "🔬 预测的内部"
+    assert [t.label for t in at.tabs] == ["Logit lens", "生成", "贡献"]
+    grid = chart(at, K + "grid")
+    assert grid["layout"]["title"]["text"] == "每个块之后的首位词元，位置 0–4"
+    assert grid["layout"]["yaxis"]["title"]["text"] == "块之后"
+    assert "第 %{y} 块之后" in grid["data"][1]["hovertemplate"]
+    follow = chart(at, K + "follow")
+    assert (
+        follow["data"][0]["name"] == "概率" and follow["layout"]["title"]["text"] == "' Paris' 在位置 4 · is"
+    )
+    assert any(c.value.startswith("5 个词元 × 30 个块；") for c in at.caption)
+    assert at.text_input(key=K + "follow").label.startswith("要追踪的词元")
+    assert "logit lens（逻辑透镜）" in at.markdown[0].value

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from attention_atlas.models.registry import load
 from attention_atlas.models.tasks.translation import tokenize
 from attention_atlas.ui.widgets import plain
-from tests.support import axis_tokens, charts, check_unknown_long_and_empty, page_runner, z_of
+from tests.support import PACKAGE, axis_tokens, charts, check_unknown_long_and_empty, page_runner, z_of
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
 PAGE = "app_pages/translation.py"
@@ -108,3 +108,21 @@ def test_the_tutorials_four_sentences_are_drawn_only_while_their_expander_is_ope
     assert not at.exception
     assert len(charts(at)) == closed + 4
     assert any(m.value.startswith("**He's calm.** → ") for m in at.markdown)
+
+
+def test_the_page_speaks_chinese():
+    """In Chinese (the session's language): the labels, the translation's caption, the axes, the cost section."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=180)
+    at.session_state["lang"] = "zh"
+    at = run(at)
+    assert at.title[0].value == "🗼 翻译"
+    assert at.toggle(key=K + "both").label == "两个模型并排"
+    assert any(c.value.startswith("translate-gru-additive，贪心 · 对数概率 ") for c in at.caption)
+    layout = charts(at)[0]["layout"]
+    assert (
+        layout["xaxis"]["title"]["text"] == "英语（键）"
+        and layout["yaxis"]["title"]["text"] == "法语（查询）"
+    )
+    assert at.header[0].value == "加性还是点积：替换的代价是什么？"

@@ -9,10 +9,12 @@ import time
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from attention_atlas import i18n
 from attention_atlas.models.training import classroom as cr
 from attention_atlas.serve.lanes import trainings
-from tests.support import charts, page_runner, z_of
+from tests.support import PACKAGE, charts, page_runner, z_of
 
 PAGE = "app_pages/watch_learn.py"
 K = "learn_"
@@ -145,3 +147,31 @@ def test_a_third_visitor_waits_for_a_free_trainer(tiny):
         _stop_all(at)
         for _ in others[1:]:
             pool.release()
+
+
+def test_the_page_speaks_chinese(tiny):
+    """In Chinese (the session's language): the modes (their English values kept for the URL), the
+    buttons, the untrained heatmap's title and caption, and a run's progress line."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=60)
+    at.session_state["lang"] = "zh"
+    at = run(at)
+    assert at.title[0].value == "🎬 看注意力如何学习"
+    assert at.radio(key=K + "mode").options == ["加性", "点积", "比赛：加性对点积"]
+    assert at.session_state[K + "mode"] == "Additive"  # the value the code and the URL read
+    assert at.button(key=K + "start").label == "▶ 开始"
+    assert "**加性**：第 0 步，未训练" in [m.value for m in at.markdown]
+    assert any(c.value.startswith("训练之前：") for c in at.caption)
+    at.button(key=K + "start").click()
+    # AppTest sends a radio's label as the browser would, formatting the value here, outside the
+    # page's session: the test's own thread speaks Chinese too
+    with i18n.language("zh"):
+        at = run(at)
+        try:
+            at = until(
+                at, lambda a: progress_text(a).startswith("训练中：") and "加性 第 " in progress_text(a)
+            )
+            assert "秒 · 实际耗时 " in progress_text(at)
+        finally:
+            _stop_all(at)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from attention_atlas.i18n import _
 from attention_atlas.models.uploads.safety import FLOAT_DTYPES, TensorSpec, UploadError
 from attention_atlas.paths import WEIGHTS
 
@@ -105,7 +106,14 @@ def by_name(name: str, file_name: str = "upload") -> Architecture:
     for arch in ARCHITECTURES.values():
         if arch.name == name:
             return arch
-    raise UploadError(f"{file_name}: unknown architecture {name!r}; known: {', '.join(names())}")
+    raise UploadError(
+        _(
+            "{name}: unknown architecture {architecture!r}; known: {known}",
+            name=file_name,
+            architecture=name,
+            known=", ".join(names()),
+        )
+    )
 
 
 def names() -> list[str]:
@@ -118,7 +126,13 @@ def for_meta(meta: dict, name: str) -> Architecture:
     if arch is None:
         known = "; ".join(f"{f} ({t})" for f, t in ARCHITECTURES)
         raise UploadError(
-            f"{name}: no architecture for format {fmt!r}, task {task!r} (this app reads: {known})"
+            _(
+                "{name}: no architecture for format {format!r}, task {task!r} (this app reads: {known})",
+                name=name,
+                format=fmt,
+                task=task,
+                known=known,
+            )
         )
     return arch
 
@@ -129,7 +143,7 @@ def for_meta(meta: dict, name: str) -> Architecture:
 def build_config(arch: Architecture, data: Any, name: str):
     """The config object, every value within ``arch.ranges``; refused with the first bad value."""
     if not isinstance(data, dict):
-        raise UploadError(f"{name}: the config is not a JSON object")
+        raise UploadError(_("{name}: the config is not a JSON object", name=name))
     for key, allowed in arch.ranges.items():
         if key not in data:
             continue
@@ -146,15 +160,41 @@ def build_config(arch: Architecture, data: Any, name: str):
                 or not isinstance(value, int | float)
                 or (wanted is int and value != int(value))
             ):
-                raise UploadError(f"{name}: config {key} = {value!r} is not a number")
+                raise UploadError(
+                    _("{name}: config {key} = {value!r} is not a number", name=name, key=key, value=value)
+                )
             if not lo <= value <= hi:
-                raise UploadError(f"{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}")
+                raise UploadError(
+                    _(
+                        "{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}",
+                        name=name,
+                        key=key,
+                        value=value,
+                        lo=lo,
+                        hi=hi,
+                    )
+                )
         elif value not in allowed:
-            raise UploadError(f"{name}: config {key} = {value!r}; accepted: {', '.join(map(str, allowed))}")
+            raise UploadError(
+                _(
+                    "{name}: config {key} = {value!r}; accepted: {accepted}",
+                    name=name,
+                    key=key,
+                    value=value,
+                    accepted=", ".join(map(str, allowed)),
+                )
+            )
     try:
         return arch.bundle.config_class.from_dict(data)
     except (TypeError, ValueError, KeyError) as err:
-        raise UploadError(f"{name}: the config does not describe a {arch.title} ({err})") from err
+        raise UploadError(
+            _(
+                "{name}: the config does not describe a {title} ({error})",
+                name=name,
+                title=arch.title,
+                error=err,
+            )
+        ) from err
 
 
 def expected_tensors(arch: Architecture, cfg) -> tuple[dict[str, tuple[tuple[int, ...], bool]], int]:
@@ -178,26 +218,52 @@ def check_tensors(arch: Architecture, cfg, found: dict[str, TensorSpec], name: s
     """Refuse unless ``found`` has exactly the tensors ``cfg`` needs, with their shapes; the parameter count."""
     expected, n_params = expected_tensors(arch, cfg)
     if n_params > MAX_PARAMETERS:
-        raise UploadError(f"{name}: the config implies {n_params:,} parameters; at most {MAX_PARAMETERS:,}")
+        raise UploadError(
+            _(
+                "{name}: the config implies {n:,} parameters; at most {limit:,}",
+                name=name,
+                n=n_params,
+                limit=MAX_PARAMETERS,
+            )
+        )
     missing = [k for k in expected if k not in found]
     extra = [k for k in found if k not in expected]
     if missing or extra:
         parts = []
         if missing:
-            parts.append(f"missing {len(missing)} ({_few(missing)})")
+            parts.append(_("missing {n} ({names})", n=len(missing), names=_few(missing)))
         if extra:
-            parts.append(f"{len(extra)} unexpected ({_few(extra)})")
+            parts.append(_("{n} unexpected ({names})", n=len(extra), names=_few(extra)))
         raise UploadError(
-            f"{name}: the tensors do not fit a {arch.title} with this config: {'; '.join(parts)}"
+            _(
+                "{name}: the tensors do not fit a {title} with this config: {parts}",
+                name=name,
+                title=arch.title,
+                parts="; ".join(parts),
+            )
         )
     for tname, (shape, is_float) in expected.items():
         spec = found[tname]
         if spec.shape != shape:
             raise UploadError(
-                f"{name}: tensor {tname!r} is {list(spec.shape)}; the {arch.title} config needs {list(shape)}"
+                _(
+                    "{name}: tensor {tensor!r} is {shape}; the {title} config needs {needed}",
+                    name=name,
+                    tensor=tname,
+                    shape=list(spec.shape),
+                    title=arch.title,
+                    needed=list(shape),
+                )
             )
         if is_float and spec.dtype not in FLOAT_DTYPES:
-            raise UploadError(f"{name}: tensor {tname!r} is {spec.dtype}; a floating-point tensor is needed")
+            raise UploadError(
+                _(
+                    "{name}: tensor {tensor!r} is {dtype}; a floating-point tensor is needed",
+                    name=name,
+                    tensor=tname,
+                    dtype=spec.dtype,
+                )
+            )
     return n_params
 
 

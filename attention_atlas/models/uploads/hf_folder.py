@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from attention_atlas.i18n import _
 from attention_atlas.models.adapters.hf_common import family_of
 from attention_atlas.models.uploads.architectures import Registry
 from attention_atlas.models.uploads.safety import (
@@ -104,7 +105,7 @@ def pick_members(infos: list[zipfile.ZipInfo], name: str) -> tuple[dict[str, zip
         key=lambda i: len(PurePosixPath(i.filename).parts),
     )
     if not configs:
-        raise UploadError(f"{name} is a zip without config.json; zip the model folder itself")
+        raise UploadError(_("{name} is a zip without config.json; zip the model folder itself", name=name))
     root = PurePosixPath(configs[0].filename).parent
     keep, skipped = {}, []
     for info in files:
@@ -115,21 +116,26 @@ def pick_members(infos: list[zipfile.ZipInfo], name: str) -> tuple[dict[str, zip
             skipped.append(str(path.relative_to(root)) if path.is_relative_to(root) else info.filename)
     if not any(n.endswith(".safetensors") for n in keep):
         raise UploadError(
-            f"{name} holds no .safetensors weights; pytorch_model.bin and other pickles are never read "
-            "from a zip (save_pretrained writes safetensors)"
+            _(
+                "{name} holds no .safetensors weights; pytorch_model.bin and other pickles are never read "
+                "from a zip (save_pretrained writes safetensors)",
+                name=name,
+            )
         )
     return keep, skipped
 
 
 def read_config(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> dict:
     if info.file_size > 1 << 20:
-        raise UploadError(f"{name}: config.json is {info.file_size:,} bytes; a config is a few kB")
+        raise UploadError(
+            _("{name}: config.json is {size:,} bytes; a config is a few kB", name=name, size=info.file_size)
+        )
     try:
         config = json.loads(read_member(zf, info, name, 1 << 20).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UploadError(f"{name}: config.json is not JSON ({err})") from err
+        raise UploadError(_("{name}: config.json is not JSON ({error})", name=name, error=err)) from err
     if not isinstance(config, dict):
-        raise UploadError(f"{name}: config.json is not a JSON object")
+        raise UploadError(_("{name}: config.json is not a JSON object", name=name))
     return config
 
 
@@ -140,15 +146,28 @@ def check_config(config: dict, name: str) -> list[str]:
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         raise UploadError(
-            f"{name}: config.json has model_type {model_type!r}, not one built into transformers; "
-            "custom model code is never run"
+            _(
+                "{name}: config.json has model_type {model_type!r}, not one built into transformers; "
+                "custom model code is never run",
+                name=name,
+                model_type=model_type,
+            )
         )
     for key, (lo, hi) in CONFIG_RANGES.items():
         value = config.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise UploadError(f"{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}")
+            raise UploadError(
+                _(
+                    "{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}",
+                    name=name,
+                    key=key,
+                    value=value,
+                    lo=lo,
+                    hi=hi,
+                )
+            )
     notices = []
     if "auto_map" in config:
         notices.append("config.json names custom code (auto_map); it was ignored: the built-in class runs")
@@ -163,24 +182,33 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
     except Exception as err:
-        raise UploadError(f"{name}: transformers cannot read config.json ({_line(err)})") from err
+        raise UploadError(
+            _("{name}: transformers cannot read config.json ({error})", name=name, error=_line(err))
+        ) from err
     family = family_of(config)
     if family == "seq2seq":
         enc, dec = encoder_decoder_layers(config)
         if enc != dec:  # models.adapters.hf.HFAdapter checks every kind against one layer count
             raise UploadError(
-                f"{name}: an encoder–decoder with {enc} encoder and {dec} decoder layers; only equal "
-                "depths are supported so far"
+                _(
+                    "{name}: an encoder–decoder with {enc} encoder and {dec} decoder layers; only equal "
+                    "depths are supported so far",
+                    name=name,
+                    enc=enc,
+                    dec=dec,
+                )
             )
     found = {}
     for path in sorted(folder.glob("*.safetensors")):
-        specs, _ = safetensors_header(path, f"{name}:{path.name}", limits)
+        specs, __ = safetensors_header(path, f"{name}:{path.name}", limits)
         found.update(specs)
     try:
         with torch.device("meta"):
             model = _loader(family).from_config(config, attn_implementation="eager")
     except Exception as err:
-        raise UploadError(f"{name}: transformers cannot build this config ({_line(err)})") from err
+        raise UploadError(
+            _("{name}: transformers cannot build this config ({error})", name=name, error=_line(err))
+        ) from err
     base, prefix = model.base_model, model.base_model_prefix
     found = {(k[len(prefix) + 1 :] if k.startswith(prefix + ".") else k): v for k, v in found.items()}
     state = base.state_dict(keep_vars=True)
@@ -193,12 +221,23 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
             spec = found[key]
             if spec.shape != tuple(t.shape):
                 raise UploadError(
-                    f"{name}: tensor {key!r} is {list(spec.shape)}; the config's {type(base).__name__} "
-                    f"needs {list(t.shape)}"
+                    _(
+                        "{name}: tensor {tensor!r} is {shape}; the config's {model} needs {needed}",
+                        name=name,
+                        tensor=key,
+                        shape=list(spec.shape),
+                        model=type(base).__name__,
+                        needed=list(t.shape),
+                    )
                 )
             if t.is_floating_point() and spec.dtype not in FLOAT_DTYPES:
                 raise UploadError(
-                    f"{name}: tensor {key!r} is {spec.dtype}; a floating-point tensor is needed"
+                    _(
+                        "{name}: tensor {tensor!r} is {dtype}; a floating-point tensor is needed",
+                        name=name,
+                        tensor=key,
+                        dtype=spec.dtype,
+                    )
                 )
         elif not any(alias in found for alias in groups[id(t)]):
             missing.append(key)
@@ -208,8 +247,15 @@ def check_weights(folder: Path, name: str, limits: Limits) -> tuple[str, list[st
     if missing or not matched:
         shown = ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
         raise UploadError(
-            f"{name}: the weights do not fit the config's {type(base).__name__}: "
-            f"{len(missing)} of its {len(state)} tensors are missing ({shown or 'none match'})"
+            _(
+                "{name}: the weights do not fit the config's {model}: "
+                "{n} of its {total} tensors are missing ({shown})",
+                name=name,
+                model=type(base).__name__,
+                n=len(missing),
+                total=len(state),
+                shown=shown or _("none match"),
+            )
         )
     if benign:
         notices.append(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from attention_atlas.i18n import _
 from attention_atlas.models.uploads.architectures import Missing
 from attention_atlas.models.uploads.hf_folder import pick_members, read_config
 from attention_atlas.models.uploads.safety import (
@@ -36,8 +37,12 @@ class NeedsAnswers(UploadError):
         self.missing, self.inferred, self.architecture = missing, inferred, architecture
         fields = ", ".join(m.field for m in missing)
         super().__init__(
-            f"{name} does not say everything needed to rebuild it; missing: {fields} (the Checkpoint "
-            "inspector page asks for them; or save the config and vocabulary beside the state dict)"
+            _(
+                "{name} does not say everything needed to rebuild it; missing: {fields} (the Checkpoint "
+                "inspector page asks for them; or save the config and vocabulary beside the state dict)",
+                name=name,
+                fields=fields,
+            )
         )
 
 
@@ -97,7 +102,7 @@ class Incoming:
         try:
             return zipfile.ZipFile(io.BytesIO(self.data))
         except zipfile.BadZipFile as err:
-            raise UploadError(f"{self.name}: a damaged zip ({err})") from err
+            raise UploadError(_("{name}: a damaged zip ({error})", name=self.name, error=err)) from err
 
     def build(self, make: Callable[[], Any]):
         """Construct an adapter; any failure is one refusal line, never a traceback on the page."""
@@ -107,7 +112,11 @@ class Incoming:
             raise
         except Exception as err:
             raise UploadError(
-                f"{self.name}: the model could not be built ({' '.join(str(err).split())[:300]})"
+                _(
+                    "{name}: the model could not be built ({error})",
+                    name=self.name,
+                    error=" ".join(str(err).split())[:300],
+                )
             ) from err
 
 

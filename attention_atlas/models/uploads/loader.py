@@ -17,6 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from attention_atlas.i18n import _
 from attention_atlas.models.uploads.cache import CACHE, UploadCache
 from attention_atlas.models.uploads.incoming import Incoming, Upload
 from attention_atlas.models.uploads.readers import read
@@ -44,7 +45,7 @@ def load_path(
     """``load_bytes`` of a file on disk; its size is checked before it is read."""
     path, limits = Path(path), limits or Limits.from_env()
     if not path.is_file():
-        raise UploadError(f"no checkpoint file at {path}")
+        raise UploadError(_("no checkpoint file at {path}", path=path))
     limits.check_size(path.stat().st_size, path.name)
     return load_bytes(path.read_bytes(), path.name, answers, device, limits)
 
@@ -62,11 +63,17 @@ def parse_vocab(data: bytes, name: str) -> dict:
     (``{"src": [...], "tgt": [...] | null}``), ``Vocab.to_json`` (``{"tokens": [...]}``) or a JSON list.
     ``tgt`` None: one vocabulary for source and target (couplets)."""
     if len(data) > 16 * MB:
-        raise UploadError(f"{name} is {len(data) / MB:,.1f} MB; a vocabulary file is a few MB at most")
+        raise UploadError(
+            _(
+                "{name} is {size:,.1f} MB; a vocabulary file is a few MB at most",
+                name=name,
+                size=len(data) / MB,
+            )
+        )
     try:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UploadError(f"{name} is not a JSON vocabulary ({err})") from err
+        raise UploadError(_("{name} is not a JSON vocabulary ({error})", name=name, error=err)) from err
     src = obj.get("src", obj.get("tokens")) if isinstance(obj, dict) else obj
     tgt = obj.get("tgt") if isinstance(obj, dict) else None
 
@@ -75,7 +82,12 @@ def parse_vocab(data: bytes, name: str) -> dict:
 
     if not is_tokens(src) or not (tgt is None or is_tokens(tgt)):
         raise UploadError(
-            f'{name}: expected {{"src": [tokens…], "tgt": …}}, {{"tokens": [...]}} or a list of strings'
+            _(
+                "{name}: expected {src}, {tokens} or a list of strings",
+                name=name,
+                src='{"src": [tokens…], "tgt": …}',
+                tokens='{"tokens": [...]}',
+            )
         )
     return {"src": src, "tgt": tgt}
 
@@ -86,7 +98,7 @@ def export_bytes(model_id: str) -> tuple[str, bytes]:
 
     adapter = load(model_id, "cpu")
     if not hasattr(adapter, "export"):
-        raise UploadError(f"{model_id} has no checkpoint to export")
+        raise UploadError(_("{model} has no checkpoint to export", model=model_id))
     with tempfile.TemporaryDirectory(prefix="atlas-export-") as tmp:
         path = adapter.export(Path(tmp) / f"{model_id}.safetensors")
         return path.name, path.read_bytes()

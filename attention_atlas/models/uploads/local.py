@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+from attention_atlas.i18n import _
 from attention_atlas.models.uploads.safety import MB, Limits, UploadError
 
 SUFFIXES = (".safetensors", ".pt", ".pth", ".zip")
@@ -29,7 +30,9 @@ def local_limits(limits: Limits) -> Limits:
     """The upload limits with the size caps raised to ``ATLAS_LOCAL_MAX_MB`` (a folder is zipped unpacked)."""
     raw = os.environ.get("ATLAS_LOCAL_MAX_MB", "").strip() or "4096"
     if not raw.isdigit() or int(raw) == 0:
-        raise UploadError(f"ATLAS_LOCAL_MAX_MB must be a whole number of megabytes above 0, not {raw!r}")
+        raise UploadError(
+            _("ATLAS_LOCAL_MAX_MB must be a whole number of megabytes above 0, not {raw!r}", raw=raw)
+        )
     cap = int(raw) * MB
     return replace(limits, max_bytes=cap, max_inflated=max(cap, limits.max_inflated))
 
@@ -37,16 +40,24 @@ def local_limits(limits: Limits) -> Limits:
 def resolve(text: str) -> Path:
     """The path typed, checked: allowed on this server, absolute after ~, inside ATLAS_LOCAL_ROOT, existing."""
     if not allowed():
-        raise UploadError("opening checkpoints by path is switched off on this server (ATLAS_LOCAL_PATHS=1)")
+        raise UploadError(
+            _("opening checkpoints by path is switched off on this server (ATLAS_LOCAL_PATHS=1)")
+        )
     text = (text or "").strip()
     if not text or "\x00" in text:
-        raise UploadError("type the path of a checkpoint file or model folder on the server")
+        raise UploadError(_("type the path of a checkpoint file or model folder on the server"))
     path = Path(text).expanduser().resolve()
     root = os.environ.get("ATLAS_LOCAL_ROOT", "").strip()
     if root and not path.is_relative_to(Path(root).expanduser().resolve()):
-        raise UploadError(f"{path} is outside the folder this server opens checkpoints from ({root})")
+        raise UploadError(
+            _(
+                "{path} is outside the folder this server opens checkpoints from ({root})",
+                path=path,
+                root=root,
+            )
+        )
     if not path.exists():
-        raise UploadError(f"there is no file or folder at {path}")
+        raise UploadError(_("there is no file or folder at {path}", path=path))
     return path
 
 
@@ -56,7 +67,13 @@ def read_local(text: str, limits: Limits) -> tuple[str, bytes]:
     if path.is_dir():
         return path.name + ".zip", _zip_folder(path, limits)
     if path.suffix.lower() not in SUFFIXES:
-        raise UploadError(f"{path.name} is not a checkpoint file; the inspector reads {', '.join(SUFFIXES)}")
+        raise UploadError(
+            _(
+                "{name} is not a checkpoint file; the inspector reads {suffixes}",
+                name=path.name,
+                suffixes=", ".join(SUFFIXES),
+            )
+        )
     _check_size(path.stat().st_size, path.name, limits)
     return path.name, path.read_bytes()
 
@@ -65,9 +82,13 @@ def _zip_folder(folder: Path, limits: Limits) -> bytes:
     """The folder's regular top-level files, stored uncompressed in one zip (the loader picks members)."""
     files = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
     if not files:
-        raise UploadError(f"{folder} has no files; point at the folder save_pretrained wrote")
+        raise UploadError(
+            _("{folder} has no files; point at the folder save_pretrained wrote", folder=folder)
+        )
     if len(files) > limits.max_members:
-        raise UploadError(f"{folder} holds {len(files)} files; a model folder has about ten")
+        raise UploadError(
+            _("{folder} holds {n} files; a model folder has about ten", folder=folder, n=len(files))
+        )
     _check_size(sum(p.stat().st_size for p in files), folder.name, limits)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
@@ -78,9 +99,14 @@ def _zip_folder(folder: Path, limits: Limits) -> bytes:
 
 def _check_size(size: int, name: str, limits: Limits) -> None:
     if size == 0:
-        raise UploadError(f"{name} is empty (0 bytes)")
+        raise UploadError(_("{name} is empty (0 bytes)", name=name))
     if size > limits.max_bytes:
         raise UploadError(
-            f"{name} is {size / MB:,.1f} MB; checkpoints opened by path are limited to "
-            f"{limits.max_bytes / MB:,.0f} MB (ATLAS_LOCAL_MAX_MB on the server raises it)"
+            _(
+                "{name} is {size:,.1f} MB; checkpoints opened by path are limited to "
+                "{limit:,.0f} MB (ATLAS_LOCAL_MAX_MB on the server raises it)",
+                name=name,
+                size=size / MB,
+                limit=limits.max_bytes / MB,
+            )
         )

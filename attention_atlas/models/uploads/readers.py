@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.uploads import hf_folder, rebuild
 from attention_atlas.models.uploads.incoming import Incoming, Summary, Upload, nbytes, nonfinite
 from attention_atlas.models.uploads.safety import (
@@ -84,7 +85,7 @@ class AtlasBundle:
 
     def read(self, f: Incoming) -> Upload:
         specs, raw_meta = f.header
-        return rebuild.from_bundle(f, f.data, specs, raw_meta, "Attention Atlas bundle")
+        return rebuild.from_bundle(f, f.data, specs, raw_meta, N_("Attention Atlas bundle"))
 
 
 class BareSafetensors:
@@ -94,7 +95,9 @@ class BareSafetensors:
         return f.kind == "safetensors" and not _ours(f)
 
     def read(self, f: Incoming) -> Upload:
-        return rebuild.from_state(f, load_safetensors(f.data, f.name), {}, "bare state dict (safetensors)")
+        return rebuild.from_state(
+            f, load_safetensors(f.data, f.name), {}, N_("bare state dict (safetensors)")
+        )
 
 
 # -- torch.save ---------------------------------------------------------------------------------------
@@ -110,7 +113,7 @@ class TorchSave:
     def read(self, f: Incoming) -> Upload:
         self._check(f)
         tensors, meta = self._split(f, self._load(f))
-        source = "PyTorch state dict + config" if meta.get("config") else "bare state dict (PyTorch)"
+        source = N_("PyTorch state dict + config") if meta.get("config") else N_("bare state dict (PyTorch)")
         return rebuild.from_state(f, tensors, meta, source)
 
     def _check(self, f: Incoming) -> None:
@@ -119,16 +122,29 @@ class TorchSave:
         # torch reads the record folder of the zip's first entry: there must be only one.
         roots = {PurePosixPath(i.filename).parts[0] for i in f.members}
         if roots != {root}:
-            raise UploadError(f"{f.name}: a torch.save file has one record folder, this one has {len(roots)}")
+            raise UploadError(
+                _(
+                    "{name}: a torch.save file has one record folder, this one has {n}",
+                    name=f.name,
+                    n=len(roots),
+                )
+            )
         names = {PurePosixPath(i.filename).relative_to(root).as_posix() for i in f.members}
         if "constants.pkl" in names or any(n.startswith("code/") for n in names):
-            raise UploadError(f"{f.name} is a TorchScript archive: it carries code, which is never run")
+            raise UploadError(
+                _("{name} is a TorchScript archive: it carries code, which is never run", name=f.name)
+            )
         with f.open_zip() as zf:
             for info in f.members:  # every pickle in it, not only the one torch reads first
                 if info.filename.endswith(".pkl"):
                     if info.file_size > f.limits.max_pickle:
                         raise UploadError(
-                            f"{f.name}: {info.filename} is {info.file_size / MB:,.1f} MB; refused"
+                            _(
+                                "{name}: {member} is {size:,.1f} MB; refused",
+                                name=f.name,
+                                member=info.filename,
+                                size=info.file_size / MB,
+                            )
                         )
                     scan_pickle(read_member(zf, info, f.name, f.limits.max_pickle), f.name)
 
@@ -141,16 +157,27 @@ class TorchSave:
             return torch.load(io.BytesIO(f.data), map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as err:
             first = str(err).strip().splitlines()[-1][:200]
-            raise UploadError(f"{f.name}: refused by torch's weights-only loader ({first})") from err
+            raise UploadError(
+                _("{name}: refused by torch's weights-only loader ({error})", name=f.name, error=first)
+            ) from err
         except Exception as err:
-            raise UploadError(f"{f.name}: torch could not read it ({type(err).__name__}: {err})") from err
+            raise UploadError(
+                _(
+                    "{name}: torch could not read it ({kind}: {error})",
+                    name=f.name,
+                    kind=type(err).__name__,
+                    error=err,
+                )
+            ) from err
 
     def _split(self, f: Incoming, obj: Any) -> tuple[dict, dict]:
         """``(tensors, the other keys)``: a dict of tensors, or one under a ``STATE_KEYS`` key."""
         import torch
 
         if not isinstance(obj, dict):
-            raise UploadError(f"{f.name} holds a {type(obj).__name__}, not a dict of tensors")
+            raise UploadError(
+                _("{name} holds a {kind}, not a dict of tensors", name=f.name, kind=type(obj).__name__)
+            )
 
         def all_tensors(d) -> bool:
             return isinstance(d, dict) and bool(d) and all(torch.is_tensor(v) for v in d.values())
@@ -161,8 +188,12 @@ class TorchSave:
             if all_tensors(obj.get(key)):
                 return dict(obj[key]), {k: v for k, v in obj.items() if k != key}
         raise UploadError(
-            f"{f.name} holds no state dict: expected a dict of tensors, or one under "
-            f"{' / '.join(repr(k) for k in STATE_KEYS)} beside the config"
+            _(
+                "{name} holds no state dict: expected a dict of tensors, or one under "
+                "{keys} beside the config",
+                name=f.name,
+                keys=" / ".join(repr(k) for k in STATE_KEYS),
+            )
         )
 
 
@@ -196,15 +227,15 @@ class AtlasFolderZip:
         return _is_folder_zip(f) and _ours_folder(f)
 
     def read(self, f: Incoming) -> Upload:
-        members, skipped, _ = f.folder
+        members, skipped, __ = f.folder
         _note_skipped(f, skipped)
         weights = members.get("model.safetensors")
         if weights is None:
-            raise UploadError(f"{f.name}: an Attention Atlas folder without model.safetensors")
+            raise UploadError(_("{name}: an Attention Atlas folder without model.safetensors", name=f.name))
         with f.open_zip() as zf:
             data = read_member(zf, weights, f.name, f.limits.max_inflated)
         specs, raw_meta = safetensors_header(data, f.name, f.limits)
-        return rebuild.from_bundle(f, data, specs, raw_meta, "Attention Atlas bundle folder (zip)")
+        return rebuild.from_bundle(f, data, specs, raw_meta, N_("Attention Atlas bundle folder (zip)"))
 
 
 class HFFolderZip:
@@ -237,7 +268,7 @@ class HFFolderZip:
             file_name=f.name,
             sha256=f.digest,
             size=f.size,
-            source="Hugging Face model folder (zip)",
+            source=N_("Hugging Face model folder (zip)"),
             architecture=family.name,
             description=f"Hugging Face {family.family}: {type(adapter.model).__name__} ({cfg.model_type})",
             view="heads",
@@ -269,8 +300,11 @@ class BarePickle:
     def read(self, f: Incoming) -> Upload:
         scan_pickle(f.data, f.name)  # names the first global it would import, if any
         raise UploadError(
-            f"{f.name} is a bare pickle (or a pre-1.6 torch.save file); only torch.save's zip format, "
-            "safetensors and zipped model folders are read"
+            _(
+                "{name} is a bare pickle (or a pre-1.6 torch.save file); only torch.save's zip format, "
+                "safetensors and zipped model folders are read",
+                name=f.name,
+            )
         )
 
 

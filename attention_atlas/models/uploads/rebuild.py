@@ -15,6 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.uploads import architectures as archs
 from attention_atlas.models.uploads.architectures import Architecture, Missing
 from attention_atlas.models.uploads.incoming import Incoming, NeedsAnswers, Summary, Upload, nbytes, nonfinite
@@ -29,12 +30,19 @@ def from_bundle(
     """Our bundle's bytes (the upload, or a member of a zipped folder), its checked header and metadata."""
     meta = _decode_meta(f, raw_meta)
     if meta.get("format") == "attention-atlas/train-state":
-        raise UploadError(f"{f.name} is a training state, not a model: upload the bundle the run wrote")
+        raise UploadError(
+            _("{name} is a training state, not a model: upload the bundle the run wrote", name=f.name)
+        )
     arch = archs.for_meta(meta, f.name)
     if meta.get("format_version") != arch.bundle.file_format_version:
         raise UploadError(
-            f"{f.name} is {arch.format} version {meta.get('format_version')!r}; "
-            f"this app reads version {arch.bundle.file_format_version}"
+            _(
+                "{name} is {format} version {version!r}; this app reads version {readable}",
+                name=f.name,
+                format=arch.format,
+                version=meta.get("format_version"),
+                readable=arch.bundle.file_format_version,
+            )
         )
     cfg = archs.build_config(arch, meta.get("config"), f.name)
     _check_vocab(f, cfg, meta)
@@ -89,7 +97,7 @@ def _architecture(f: Incoming, meta: dict) -> Architecture:
         return archs.for_meta(meta, f.name)
     if f.answers.get("architecture"):
         return archs.by_name(f.answers["architecture"], f.name)
-    why = (
+    why = _(
         "the file does not say which model it belongs to (a Hugging Face model is "
         "uploaded as a .zip of its folder)"
     )
@@ -112,7 +120,7 @@ def _config(f: Incoming, arch: Architecture, tensors: dict, config) -> tuple[dic
     try:
         config, missing = arch.infer({k: tuple(v.shape) for k, v in tensors.items()})
     except UploadError as err:  # the shapes say which tensors are absent; the message names the file
-        raise UploadError(f"{f.name}: {err}") from err
+        raise UploadError(_("{name}: {error}", name=f.name, error=err)) from err
     f.notices.append(
         "config inferred from the tensor shapes: " + ", ".join(f"{k} {v}" for k, v in config.items())
     )
@@ -135,13 +143,21 @@ def _answered_vocab(
     if isinstance(answer, str):
         pair = archs.bundled_vocab(answer)
         if pair is None:
-            raise UploadError(f"{f.name}: the vocabulary of {answer} is not installed here")
+            raise UploadError(
+                _("{name}: the vocabulary of {model} is not installed here", name=f.name, model=answer)
+            )
         return pair
     if isinstance(answer, list):
         answer = {"src": answer, "tgt": None}
     if isinstance(answer, dict) and answer.get("src") is not None:
         if answer.get("tgt") is None and not arch.shared_vocab:
-            raise UploadError(f"{f.name}: a {arch.title} needs a target vocabulary too (vocab.json 'tgt')")
+            raise UploadError(
+                _(
+                    "{name}: a {title} needs a target vocabulary too (vocab.json 'tgt')",
+                    name=f.name,
+                    title=arch.title,
+                )
+            )
         return answer["src"], answer.get("tgt")
     cfg_guess = _try_config(arch, config)
 
@@ -150,8 +166,18 @@ def _answered_vocab(
         return pair is not None and (len(pair[0]), len(pair[1] or pair[0])) == sizes
 
     matching = tuple(m for m in (arch.compare(cfg_guess) if cfg_guess else ()) if fits(m))
-    what = f"{sizes[0]} tokens" if arch.shared_vocab else f"{sizes[0]} source and {sizes[1]} target tokens"
-    why = f"a state dict holds no tokens: give the vocab.json written beside the weights ({what})"
+    if arch.shared_vocab:
+        why = _(
+            "a state dict holds no tokens: give the vocab.json written beside the weights ({n} tokens)",
+            n=sizes[0],
+        )
+    else:
+        why = _(
+            "a state dict holds no tokens: give the vocab.json written beside the weights "
+            "({src} source and {tgt} target tokens)",
+            src=sizes[0],
+            tgt=sizes[1],
+        )
     still.append(Missing("vocabulary", why, matching))
     return None, None
 
@@ -173,29 +199,41 @@ def _decode_meta(f: Incoming, raw: dict[str, str]) -> dict:
     try:
         return {k: json.loads(v) for k, v in raw.items()}
     except json.JSONDecodeError as err:
-        raise UploadError(f"{f.name}: its safetensors metadata is not JSON ({err})") from err
+        raise UploadError(
+            _("{name}: its safetensors metadata is not JSON ({error})", name=f.name, error=err)
+        ) from err
 
 
 def _check_vocab(f: Incoming, cfg, meta: dict) -> None:
     from attention_atlas.models.text.vocab import Vocab
 
     src, tgt = meta.get("src_vocab"), meta.get("tgt_vocab")
+    wrong = {
+        "source": N_("{name}: the source vocabulary is not a list of strings"),
+        "target": N_("{name}: the target vocabulary is not a list of strings"),
+    }
     for what, tokens in (("source", src), ("target", tgt)):
         if tokens is not None and not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
-            raise UploadError(f"{f.name}: the {what} vocabulary is not a list of strings")
+            raise UploadError(_(wrong[what], name=f.name))
     if src is None:
-        raise UploadError(f"{f.name} carries no vocabulary (src_vocab)")
+        raise UploadError(_("{name} carries no vocabulary (src_vocab)", name=f.name))
     try:
         Vocab(src)
         if tgt is not None:
             Vocab(tgt)
     except ValueError as err:
-        raise UploadError(f"{f.name}: {err}") from err
+        raise UploadError(_("{name}: {error}", name=f.name, error=err)) from err
     n_tgt = len(src if tgt is None else tgt)
     if (len(src), n_tgt) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         raise UploadError(
-            f"{f.name}: vocabularies of {len(src)}/{n_tgt} tokens but a config for "
-            f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}"
+            _(
+                "{name}: vocabularies of {src}/{tgt} tokens but a config for {src_config}/{tgt_config}",
+                name=f.name,
+                src=len(src),
+                tgt=n_tgt,
+                src_config=cfg.src_vocab_size,
+                tgt_config=cfg.tgt_vocab_size,
+            )
         )
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.storage.checkpoint import CheckpointError
 
 MB = 1 << 20
@@ -52,9 +53,9 @@ def _env_mb(name: str, default: float) -> int:
     try:
         value = float(raw)
     except ValueError as err:
-        raise UploadError(f"{name}={raw!r} is not a number of megabytes") from err
+        raise UploadError(_("{name}={raw!r} is not a number of megabytes", name=name, raw=raw)) from err
     if not value > 0:
-        raise UploadError(f"{name}={raw!r} must be a positive number of megabytes")
+        raise UploadError(_("{name}={raw!r} must be a positive number of megabytes", name=name, raw=raw))
     return int(value * MB)
 
 
@@ -79,11 +80,16 @@ class Limits:
 
     def check_size(self, size: int, name: str) -> None:
         if size == 0:
-            raise UploadError(f"{name} is empty (0 bytes)")
+            raise UploadError(_("{name} is empty (0 bytes)", name=name))
         if size > self.max_bytes:
             raise UploadError(
-                f"{name} is {size / MB:,.1f} MB; uploads are limited to {self.max_bytes / MB:,.0f} MB "
-                "(ATLAS_UPLOAD_MAX_MB on the server raises it)"
+                _(
+                    "{name} is {size:,.1f} MB; uploads are limited to {limit:,.0f} MB "
+                    "(ATLAS_UPLOAD_MAX_MB on the server raises it)",
+                    name=name,
+                    size=size / MB,
+                    limit=self.max_bytes / MB,
+                )
             )
 
 
@@ -117,10 +123,12 @@ def sniff(data: bytes) -> str:
 def describe_refused_kind(kind: str, data: bytes, name: str) -> str:
     if kind == "text":
         first = data[:40].decode("utf-8", "replace").splitlines()[0] if data.strip() else ""
-        return f"{name} is a text file (it starts {first!r}), not a checkpoint"
-    return (
-        f"{name} is not a checkpoint this app reads (safetensors, a torch.save .pt/.pth, or a .zip "
-        f"of a model folder); its first bytes are {data[:8].hex(' ')}"
+        return _("{name} is a text file (it starts {first!r}), not a checkpoint", name=name, first=first)
+    return _(
+        "{name} is not a checkpoint this app reads (safetensors, a torch.save .pt/.pth, or a .zip "
+        "of a model folder); its first bytes are {first}",
+        name=name,
+        first=data[:8].hex(" "),
     )
 
 
@@ -169,62 +177,125 @@ def safetensors_header(source: bytes | Path, name: str, limits: Limits) -> tuple
         n = struct.unpack("<Q", prefix)[0] if len(prefix) == 8 else 0
         head = bytes(source[8 : 8 + min(n, limits.max_header + 1)])
     if size < 8:
-        raise UploadError(f"{name} is truncated: {size} bytes, not even a safetensors header length")
+        raise UploadError(
+            _("{name} is truncated: {size} bytes, not even a safetensors header length", name=name, size=size)
+        )
     if n > limits.max_header:
         raise UploadError(
-            f"{name}: a safetensors header of {n:,} bytes is over the {limits.max_header:,} limit"
+            _(
+                "{name}: a safetensors header of {n:,} bytes is over the {limit:,} limit",
+                name=name,
+                n=n,
+                limit=limits.max_header,
+            )
         )
     if 8 + n > size:
         raise UploadError(
-            f"{name} is truncated: its header needs {n:,} bytes, the file has {size - 8:,} after it"
+            _(
+                "{name} is truncated: its header needs {n:,} bytes, the file has {after:,} after it",
+                name=name,
+                n=n,
+                after=size - 8,
+            )
         )
     try:
         header = json.loads(head.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UploadError(f"{name}: the safetensors header is not JSON ({err})") from err
+        raise UploadError(
+            _("{name}: the safetensors header is not JSON ({error})", name=name, error=err)
+        ) from err
     if not isinstance(header, dict):
-        raise UploadError(f"{name}: the safetensors header is not a JSON object")
+        raise UploadError(_("{name}: the safetensors header is not a JSON object", name=name))
     meta = header.pop("__metadata__", None) or {}
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise UploadError(f"{name}: safetensors metadata must map strings to strings")
+        raise UploadError(_("{name}: safetensors metadata must map strings to strings", name=name))
     specs, ranges = {}, []
     for tname, entry in header.items():
         try:
             dtype, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
         except (TypeError, KeyError, ValueError) as err:
-            raise UploadError(f"{name}: tensor {tname!r} has a malformed header entry") from err
+            raise UploadError(
+                _("{name}: tensor {tensor!r} has a malformed header entry", name=name, tensor=tname)
+            ) from err
         if dtype not in DTYPE_BYTES:
             raise UploadError(
-                f"{name}: tensor {tname!r} has dtype {dtype!r}; accepted: {', '.join(DTYPE_BYTES)}"
+                _(
+                    "{name}: tensor {tensor!r} has dtype {dtype!r}; accepted: {accepted}",
+                    name=name,
+                    tensor=tname,
+                    dtype=dtype,
+                    accepted=", ".join(DTYPE_BYTES),
+                )
             )
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-            raise UploadError(f"{name}: tensor {tname!r} has shape {shape!r}, not a list of sizes")
+            raise UploadError(
+                _(
+                    "{name}: tensor {tensor!r} has shape {shape!r}, not a list of sizes",
+                    name=name,
+                    tensor=tname,
+                    shape=shape,
+                )
+            )
         if not all(isinstance(x, int) and x >= 0 for x in (begin, end)) or end < begin:
-            raise UploadError(f"{name}: tensor {tname!r} has byte range {[begin, end]!r}")
+            raise UploadError(
+                _(
+                    "{name}: tensor {tensor!r} has byte range {span!r}",
+                    name=name,
+                    tensor=tname,
+                    span=[begin, end],
+                )
+            )
         spec = TensorSpec(dtype, tuple(shape))
         need = spec.numel * DTYPE_BYTES[dtype]
         if end - begin != need:
             raise UploadError(
-                f"{name}: tensor {tname!r} is declared {dtype} {list(shape)} ({need:,} bytes) "
-                f"but its data is {end - begin:,} bytes"
+                _(
+                    "{name}: tensor {tensor!r} is declared {dtype} {shape} ({need:,} bytes) "
+                    "but its data is {size:,} bytes",
+                    name=name,
+                    tensor=tname,
+                    dtype=dtype,
+                    shape=list(shape),
+                    need=need,
+                    size=end - begin,
+                )
             )
         specs[tname] = spec
         ranges.append((begin, end, tname))
     ranges.sort()
     at = 0
     for begin, end, tname in ranges:
-        if begin != at:
-            what = "overlaps the tensor before it" if begin < at else f"leaves a gap of {begin - at:,} bytes"
-            raise UploadError(f"{name}: tensor {tname!r} {what}")
+        if begin < at:
+            raise UploadError(
+                _("{name}: tensor {tensor!r} overlaps the tensor before it", name=name, tensor=tname)
+            )
+        if begin > at:
+            raise UploadError(
+                _(
+                    "{name}: tensor {tensor!r} leaves a gap of {gap:,} bytes",
+                    name=name,
+                    tensor=tname,
+                    gap=begin - at,
+                )
+            )
         at = end
     body = size - 8 - n
     if at > body:
         raise UploadError(
-            f"{name} is truncated: its header describes {at:,} bytes of tensors, the file holds {body:,}"
+            _(
+                "{name} is truncated: its header describes {size:,} bytes of tensors, the file holds {body:,}",
+                name=name,
+                size=at,
+                body=body,
+            )
         )
     if at < body:
         raise UploadError(
-            f"{name} has {body - at:,} bytes after its last tensor; the header does not describe them"
+            _(
+                "{name} has {extra:,} bytes after its last tensor; the header does not describe them",
+                name=name,
+                extra=body - at,
+            )
         )
     return specs, meta
 
@@ -236,7 +307,7 @@ def load_safetensors(data: bytes, name: str) -> dict[str, Any]:
     try:
         return load(data)
     except Exception as err:  # the header was checked; this is a last line of defence
-        raise UploadError(f"{name}: safetensors could not read it ({err})") from err
+        raise UploadError(_("{name}: safetensors could not read it ({error})", name=name, error=err)) from err
 
 
 # -- zip -----------------------------------------------------------------------------------------
@@ -248,24 +319,45 @@ def check_zip(zf: zipfile.ZipFile, name: str, limits: Limits) -> list[zipfile.Zi
     """The members of a zip that passes every check; refuses before anything is inflated."""
     infos = zf.infolist()
     if len(infos) > limits.max_members:
-        raise UploadError(f"{name} has {len(infos):,} members; at most {limits.max_members} are accepted")
+        raise UploadError(
+            _(
+                "{name} has {n:,} members; at most {limit} are accepted",
+                name=name,
+                n=len(infos),
+                limit=limits.max_members,
+            )
+        )
     total = 0
     for info in infos:
         member = info.filename
         if "\x00" in member or member.startswith(("/", "\\")) or _DRIVE.match(member):
-            raise UploadError(f"{name}: member {member!r} has an absolute path")
+            raise UploadError(_("{name}: member {member!r} has an absolute path", name=name, member=member))
         if ".." in re.split(r"[/\\]", member):
-            raise UploadError(f"{name}: member {member!r} climbs out of the folder with '..'")
+            raise UploadError(
+                _("{name}: member {member!r} climbs out of the folder with '..'", name=name, member=member)
+            )
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
-            raise UploadError(f"{name}: member {member!r} is a symbolic link; links are not accepted")
+            raise UploadError(
+                _(
+                    "{name}: member {member!r} is a symbolic link; links are not accepted",
+                    name=name,
+                    member=member,
+                )
+            )
         if info.flag_bits & 0x1:
-            raise UploadError(f"{name}: member {member!r} is encrypted")
+            raise UploadError(_("{name}: member {member!r} is encrypted", name=name, member=member))
         total += info.file_size
         if total > limits.max_inflated:
             raise UploadError(
-                f"{name} unpacks to more than {limits.max_inflated / MB:,.0f} MB "
-                f"(member {member!r} alone declares {info.file_size / MB:,.1f} MB); refused as a zip bomb"
+                _(
+                    "{name} unpacks to more than {limit:,.0f} MB "
+                    "(member {member!r} alone declares {size:,.1f} MB); refused as a zip bomb",
+                    name=name,
+                    limit=limits.max_inflated / MB,
+                    member=member,
+                    size=info.file_size / MB,
+                )
             )
     return infos
 
@@ -278,7 +370,11 @@ def read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, cap: int)
             out.write(block)
             if out.tell() > min(cap, info.file_size):
                 raise UploadError(
-                    f"{name}: member {info.filename!r} inflates past its declared size; refused"
+                    _(
+                        "{name}: member {member!r} inflates past its declared size; refused",
+                        name=name,
+                        member=info.filename,
+                    )
                 )
     return out.getvalue()
 
@@ -291,7 +387,9 @@ def _damaged(name: str, info: zipfile.ZipInfo):
     except UploadError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError) as err:
-        raise UploadError(f"{name}: member {info.filename!r} is damaged ({err})") from err
+        raise UploadError(
+            _("{name}: member {member!r} is damaged ({error})", name=name, member=info.filename, error=err)
+        ) from err
 
 
 def extract_members(
@@ -301,7 +399,7 @@ def extract_members(
     budget = limits.max_inflated
     for target, info in members.items():
         if "/" in target or target in ("", ".", ".."):
-            raise UploadError(f"{name}: refusing to write {target!r}")
+            raise UploadError(_("{name}: refusing to write {target!r}", name=name, target=target))
         dest = folder / target
         written = 0
         with _damaged(name, info), zf.open(info) as src, open(dest, "xb") as out:  # "x": never overwrite
@@ -310,8 +408,13 @@ def extract_members(
                 budget -= len(block)
                 if written > info.file_size or budget < 0:
                     raise UploadError(
-                        f"{name}: member {info.filename!r} inflates past its declared size or the "
-                        f"{limits.max_inflated / MB:,.0f} MB cap; refused as a zip bomb"
+                        _(
+                            "{name}: member {member!r} inflates past its declared size or the "
+                            "{limit:,.0f} MB cap; refused as a zip bomb",
+                            name=name,
+                            member=info.filename,
+                            limit=limits.max_inflated / MB,
+                        )
                     )
                 out.write(block)
 
@@ -388,23 +491,23 @@ def scan_pickle(data: bytes, name: str) -> set[tuple[str, str]]:
                 memo[len(memo)] = last[-1] if last else _UNRESOLVED
                 continue
             if kind == "GLOBAL":
-                module, _, attr = str(arg).partition(" ")
+                module, __, attr = str(arg).partition(" ")
                 found.add(_allowed(module, attr, name))
                 last.append(_UNRESOLVED)
             elif kind == "STACK_GLOBAL":
                 module, attr = (last[-2], last[-1]) if len(last) >= 2 else (_UNRESOLVED, _UNRESOLVED)
                 if not (isinstance(module, str) and isinstance(attr, str)):
                     raise UploadError(
-                        f"{name}: the pickle imports a global whose name cannot be read; refused"
+                        _("{name}: the pickle imports a global whose name cannot be read; refused", name=name)
                     )
                 found.add(_allowed(module, attr, name))
                 last.append(_UNRESOLVED)
             elif kind in ("EXT1", "EXT2", "EXT4"):
                 raise UploadError(
-                    f"{name}: the pickle imports through the copyreg extension registry; refused"
+                    _("{name}: the pickle imports through the copyreg extension registry; refused", name=name)
                 )
             elif kind == "INST":
-                module, _, attr = str(arg).partition(" ")
+                module, __, attr = str(arg).partition(" ")
                 _allowed(module, attr, name)
             elif kind in _STRING_OPS:
                 last.append(arg if isinstance(arg, str) else _UNRESOLVED)
@@ -418,17 +521,21 @@ def scan_pickle(data: bytes, name: str) -> set[tuple[str, str]]:
     except UploadError:
         raise
     except Exception as err:  # genops raises ValueError on garbage
-        raise UploadError(f"{name}: the pickle is malformed ({err})") from err
+        raise UploadError(_("{name}: the pickle is malformed ({error})", name=name, error=err)) from err
     return found
 
 
 def _allowed(module: str, attr: str, name: str) -> tuple[str, str]:
     if (module, attr) in ALLOWED_GLOBALS:
         return module, attr
-    hint = ""
     if module.startswith(("torch.nn", "models.", "transformers")) or attr[:1].isupper():
-        hint = " (a pickled object or module: save its state_dict() instead)"
-    raise UploadError(
-        f"{name}: the pickle would import {module}.{attr}{hint}; only tensors, numbers, strings, "
-        "lists and dicts are accepted, nothing is run"
-    )
+        message = N_(
+            "{name}: the pickle would import {module}.{attr} (a pickled object or module: save its "
+            "state_dict() instead); only tensors, numbers, strings, lists and dicts are accepted, nothing is run"
+        )
+    else:
+        message = N_(
+            "{name}: the pickle would import {module}.{attr}; only tensors, numbers, strings, "
+            "lists and dicts are accepted, nothing is run"
+        )
+    raise UploadError(_(message, name=name, module=module, attr=attr))

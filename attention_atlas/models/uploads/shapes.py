@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from attention_atlas.i18n import _
 from attention_atlas.models.attention.scoring import SCORERS
 from attention_atlas.models.uploads.architectures import Missing
 from attention_atlas.models.uploads.safety import UploadError
@@ -45,7 +46,10 @@ def infer_rnn(shapes: dict[str, tuple[int, ...]], title: str = "seq2seq RNN") ->
     rnn = {4: "lstm", 3: "gru"}.get(gates // hidden) if hidden and gates % hidden == 0 else None
     if rnn is None:
         raise UploadError(
-            f"encoder.rnn.weight_hh_l0 is {[gates, hidden]}: neither an LSTM (4h × h) nor a GRU (3h × h)"
+            _(
+                "encoder.rnn.weight_hh_l0 is {shape}: neither an LSTM (4h × h) nor a GRU (3h × h)",
+                shape=[gates, hidden],
+            )
         )
     cfg = {
         "src_vocab_size": v_src,
@@ -64,13 +68,15 @@ def infer_rnn(shapes: dict[str, tuple[int, ...]], title: str = "seq2seq RNN") ->
         cfg["attention"] = "general"
     elif not params:
         missing.append(
-            Missing("attention", "a parameter-free scorer leaves no tensor behind", PARAMETER_FREE)
+            Missing("attention", _("a parameter-free scorer leaves no tensor behind"), PARAMETER_FREE)
         )
     else:
         raise UploadError(
-            f"decoder.attention has parameters {sorted(params)}, which match no scoring function"
+            _("decoder.attention has parameters {params}, which match no scoring function", params=sorted(params))
         )
-    why = "no tensor records whether the encoder states pass through tanh (the couplet tutorial) or stay linear"
+    why = _(
+        "no tensor records whether the encoder states pass through tanh (the couplet tutorial) or stay linear"
+    )
     missing.append(Missing("key_activation", why, ("tanh", "linear")))
     return cfg, missing
 
@@ -113,7 +119,7 @@ def infer_transformer(
     }
     heads = tuple(h for h in (4, 8, 2, 1, 16, 32, 64) if d % h == 0)
     return cfg, [
-        Missing("num_heads", f"no tensor shape records how the {d} dimensions split into heads", heads)
+        Missing("num_heads", _("no tensor shape records how the {d} dimensions split into heads", d=d), heads)
     ]
 
 
@@ -140,4 +146,4 @@ def _need(shapes: dict, keys: tuple[str, ...], title: str) -> None:
     absent = [k for k in keys if k not in shapes]
     if absent:
         shown = ", ".join(absent[:3]) + (", …" if len(absent) > 3 else "")
-        raise UploadError(f"these tensors are not a {title}: no {shown}")
+        raise UploadError(_("these tensors are not a {title}: no {shown}", title=title, shown=shown))
