@@ -1,16 +1,17 @@
 """Checkpoint inspector: upload a model file, see what it is, its attention, and ours beside it.
 
 Every check and the loading live in ``models.uploads`` (no code from an upload ever runs),
-the upload flow (asking what a bare state dict lacks) in ``ui.uploads``; this page is
+the upload flow (asking what a bare state dict lacks) in ``ui.uploads``, its model view and
+the bundled model beside it in ``ui.checkpoint_views``; this page is
 widgets → cached call → figure. Tests drive it with AppTest's
 ``file_uploader(key="ckpt_file").upload(...)`` and the demo button ``ckpt_demo``.
 """
 
 import streamlit as st
 
-from attention_atlas.i18n import _, ngettext
-from attention_atlas.ui.cached import Source, first_index, model_choices, run_model
-from attention_atlas.ui.live_heads import HINT, model_view_chart
+from attention_atlas.i18n import _
+from attention_atlas.ui.cached import Source, first_index, model_choices
+from attention_atlas.ui.checkpoint_views import beside_bundled, model_view_block
 from attention_atlas.ui.neuron import upload_neuron
 from attention_atlas.ui.prediction_tabs import prediction_tabs
 from attention_atlas.ui.uploads import (
@@ -22,12 +23,8 @@ from attention_atlas.ui.uploads import (
     upload_limits,
 )
 from attention_atlas.ui.url_state import Link, Unlinked
-from attention_atlas.ui.views import alignment_chart, alignment_figure, beside, head_view_block, show_notices
-from attention_atlas.ui.widgets import chart, intro, plain, text_box
-from attention_atlas.viz_core.export import record_frame
-from attention_atlas.viz_core.figures import head_view
-from attention_atlas.viz_core.model_view import model_view
-from attention_atlas.viz_core.wire import all_heads, record_id
+from attention_atlas.ui.views import alignment_chart, show_notices
+from attention_atlas.ui.widgets import intro, plain, text_box
 
 K = "ckpt_"
 BIG = 22  # couplet characters read from the back of the room, as on the Couplets page
@@ -88,30 +85,7 @@ if s.view == "alignment":
     st.subheader(_("Alignment"))
     alignment_chart(rec, BIG, AXES, K + "heat", "upload_alignment")
 else:
-    st.subheader(
-        _(
-            "Model view: {layers} × {heads} ({kind})",
-            layers=ngettext("{count:,} layer", "{count:,} layers", rec.n_layers, count=rec.n_layers),
-            heads=ngettext("{count:,} head", "{count:,} heads", rec.n_heads, count=rec.n_heads),
-            kind=kind,
-        )
-    )
-    st.caption(_(HINT))
-    layer_key, head_key = f"{K}layer_{s.model_id}_{kind}", f"{K}head_{s.model_id}"  # head counts differ
-    rid = record_id(cache_key, kind, text, target)
-    grid = (rec.n_layers, rec.n_heads)
-    model_view_chart(model_view(rec), K + "heads", grid, (layer_key, head_key), heads=all_heads(rec, rid))
-    c1, c2 = st.columns(2)
-    layer = (
-        c1.slider(_("layer"), 0, rec.n_layers - 1, rec.n_layers - 1, key=layer_key) if rec.n_layers > 1 else 0
-    )
-    head = c2.selectbox(
-        _("head"),
-        [str(h) for h in range(rec.n_heads)] + ["average"],
-        format_func=lambda h: _("average") if h == "average" else h,
-        key=head_key,
-    )
-    head_view_block(rec, K + "heads", rid, layer, head, (K + "headview", "upload_head"))
+    layer, head = model_view_block(rec, kind, s, cache_key, text, target)
 upload_neuron(cache_key, s.model_id, upload.adapter, text, kind, rec)
 if getattr(upload.adapter, "family", None) == "causal":
     panel = st.expander(
@@ -124,38 +98,4 @@ if getattr(upload.adapter, "family", None) == "causal":
             source = Source.of_upload(cache_key, s.model_id, upload.adapter)
             prediction_tabs(source, text, text_key, Unlinked(), K + "inside_tab")
 
-st.subheader(_("Beside the bundled model"))
-registered = set(model_choices())
-others = [m for m in s.compare if m in registered]
-if not others:
-    st.info(_("No bundled model of this family to compare with."))
-    st.stop()
-other = st.selectbox(_("bundled model"), others, key=K + "compare")
-try:
-    theirs = run_model(other, text, target or None)
-except (OSError, RuntimeError, ValueError) as err:  # weights not installed here, or input it cannot take
-    st.info(_("{model} cannot run here: {error}", model=other, error=plain(err)))
-    st.stop()
-their_rec = theirs.records.get(kind) or next(iter(theirs.records.values()))
-sides = [(s.model_id, rec, result.output), (other, their_rec, theirs.output)]
-
-
-def side_figure(label: str, r, width: int):
-    """One side's alignment, or its head at the layer and head chosen above (where it has them)."""
-    if s.view == "alignment":
-        return alignment_figure(r, BIG, AXES, label, width)
-    lay = min(layer, r.n_layers - 1)
-    hd = head if head == "average" or int(head) < r.n_heads else "0"
-    if hd == "average":
-        title = _("{model}: layer {layer}, head average", model=label, layer=lay)
-    else:
-        title = _("{model}: layer {layer}, head {head}", model=label, layer=lay, head=hd)
-    return head_view(r, lay, hd, width).update_layout(title_text=title)
-
-
-places, figures = beside(lambda width: [side_figure(label, r, width) for label, r, __ in sides], len(sides))
-for col, (label, r, out), fig in zip(places, sides, figures, strict=True):
-    with col:
-        if out is not None:
-            st.markdown(f"**{label}:** {plain(out)}")
-        chart(fig, record_frame(r), K + "side_" + label, label.replace(":", "_"))
+beside_bundled(s, rec, result, kind, text, target, (layer, head), BIG, AXES)

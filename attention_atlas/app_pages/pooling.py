@@ -1,16 +1,15 @@
 """Attention pooling as Nadaraya–Watson kernel regression, with a kernel width trained live."""
 
-import numpy as np
 import streamlit as st
 
 from attention_atlas.i18n import N_, _, ngettext
-from attention_atlas.models.attention.demos import train_pooling
 from attention_atlas.models.attention.kernel_regression import KERNELS
 from attention_atlas.ui.cached import pooling_view
+from attention_atlas.ui.pooling_views import learn_kernel_width
 from attention_atlas.ui.url_state import Link, section
-from attention_atlas.ui.widgets import chart, intro, plain, whole_number
+from attention_atlas.ui.widgets import chart, intro, whole_number
 from attention_atlas.viz_core.export import record_frame, series_frame
-from attention_atlas.viz_core.figures import heatmap, lines, nadaraya_watson
+from attention_atlas.viz_core.figures import heatmap, nadaraya_watson
 
 K = "pool_"
 st.title(_("📈 Attention pooling"))
@@ -22,7 +21,6 @@ intro(
     )
 )
 link = Link("pooling")
-RATES = [0.01, 0.05, 0.1, 0.2, 0.5, 1.0]
 FLAT = N_(
     "The constant kernel weighs every training point alike, whatever the bandwidth: each query's "
     "weights are 1/n, its estimate the mean of all the values."
@@ -111,57 +109,4 @@ else:
         _("Sorted inputs make a band: each query attends to the keys near it. Wider bandwidth, wider band.")
     )
 
-st.subheader(_("Learn the kernel width"))
-intro(
-    _(
-        "The parametric version, softmax(−((x − xᵢ)·w)² / 2), learns w by gradient descent, "
-        "predicting each training point from all the others."
-    ),
-    _("How w is learned"),
-)
-c1, c2 = st.columns(2)
-epochs = c1.slider(_("epochs"), 1, 200, key=link.number("epochs", K + "epochs", 1, 200, 50))
-lr = c2.select_slider(
-    _("learning rate"), RATES, key=link.choice("lr", K + "lr", RATES, 0.5, "is not on offer")
-)
-link.done()
-if st.button(_("Train"), key=K + "train", type="primary"):
-    bar = st.progress(0.0, text=_("training…"))
-
-    def report(epoch: int, loss: float) -> None:
-        bar.progress(
-            (epoch + 1) / epochs,
-            text=_("epoch {epoch}/{epochs}, loss {loss:.3f}", epoch=epoch + 1, epochs=epochs, loss=loss),
-        )
-
-    try:
-        w, losses = train_pooling(n_train, noise, seed, epochs, lr, on_epoch=report)
-    except ValueError as err:
-        st.error(plain(err))
-    else:
-        st.session_state[K + "trained"] = {"w": w, "losses": losses, "data_key": data_key}
-        st.rerun()
-
-if trained and view.learned is not None:
-    st.metric(
-        _("learned w (inverse bandwidth)"),
-        f"{trained['w']:.2f}",
-        help=_("bandwidth 1/w = {h:.3f}", h=1 / trained["w"]),
-    )
-    epoch_axis = np.arange(1, len(trained["losses"]) + 1)
-    loss = {"loss": np.array(trained["losses"])}
-    chart(
-        lines(epoch_axis, {_("loss"): loss["loss"]}, _("epoch"), _("training loss")),
-        series_frame(epoch_axis, loss, "epoch"),
-        K + "loss",
-        "training_loss",
-    )
-    learned = view.learned
-    chart(
-        heatmap(learned.head(), learned.query_tokens, learned.key_tokens, title=_("learned weights"), **axes),
-        record_frame(learned),
-        K + "learned",
-        "learned_weights",
-    )
-else:
-    st.info(_("Press **Train** to fit w and watch the loss fall; the learned estimate joins the plot above."))
+learn_kernel_width(link, view, trained, data_key, axes)

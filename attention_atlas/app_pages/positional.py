@@ -4,12 +4,12 @@ import numpy as np
 import streamlit as st
 
 from attention_atlas.i18n import _
-from attention_atlas.ui.cached import first_index, learned_positions, model_choices, positional_tables
+from attention_atlas.ui.cached import first_index, model_choices, positional_tables
+from attention_atlas.ui.positional_views import learned_beside
 from attention_atlas.ui.url_state import Link, section
-from attention_atlas.ui.widgets import chart, intro, plain
-from attention_atlas.viz_core.export import matrix_frame, panels_frame, series_frame
-from attention_atlas.viz_core.figures import heatmap_row, matrix_heatmap, positional_curves
-from attention_atlas.viz_core.stats import cosine_similarity
+from attention_atlas.ui.widgets import chart, intro
+from attention_atlas.viz_core.export import matrix_frame, series_frame
+from attention_atlas.viz_core.figures import matrix_heatmap, positional_curves
 
 K = "pe_"
 st.title(_("🌊 Positional encoding"))
@@ -104,32 +104,4 @@ learned_on = st.toggle(
 )
 link.done()
 if learned_on:
-    try:
-        learned = learned_positions(model_id)
-    except (OSError, KeyError) as err:
-        st.warning(_("{model} is not available here: {error}", model=model_id, error=plain(err)))
-    else:
-        n = min(length, learned.shape[0])
-        sinusoidal, ours = cosine_similarity(P[:n]), cosine_similarity(learned[:n])
-        dims = learned.shape[1]
-        panels = {
-            _("sinusoidal (cosine similarity)"): sinusoidal,
-            _("{model}, learned ({dims} dims)", model=model_id, dims=dims): ours,
-        }
-        csv_panels = {  # the CSV's, in English whatever the page's language
-            "sinusoidal (cosine similarity)": sinusoidal,
-            f"{model_id}, learned ({dims} dims)": ours,
-        }
-        pos = [str(i) for i in range(n)]
-        chart(
-            heatmap_row(panels, pos, pos, zmin=-1, zmax=1, colorscale="RdBu_r", label=_("cosine")),
-            panels_frame(csv_panels, "position_a", "position_b"),  # every cell of both matrices
-            K + "learned_sim",
-            "position_similarity",
-        )
-        st.caption(
-            _(
-                "Both put near positions close together; the learned table was never told to, it found it. "
-                "Its band is uneven and fades at positions rarely seen in training."
-            )
-        )
+    learned_beside(model_id, P, length)

@@ -70,59 +70,14 @@ seconds = c2.slider(
     ),
 )
 link.done()
-with c3:
-    b1, b2, b3 = st.columns(3)
-    if b1.button("▶ " + _("Start"), key=K + "start", disabled=live, type="primary"):
-        wl.start(MODES[mode], float(seconds))
-        st.rerun()
-    paused = bool(got and got[0].paused)
-    if b2.button("▶ " + _("Resume") if paused else "⏸ " + _("Pause"), key=K + "pause", disabled=not live):
-        if paused:
-            got[0].resume()
-        else:
-            got[0].pause()
-        st.rerun()
-    if b3.button("↺ " + _("Reset"), key=K + "reset", disabled=got is None):
-        wl.reset()
-        st.rerun()
-
-
-def heatmaps(probes: dict, titles: dict) -> list:
-    """The probe heatmaps, one column each (a single model: a wider one, room beside it)."""
-    cols = st.columns(len(probes)) if len(probes) > 1 else st.columns([3, 2])
-    for col, (attention, probe) in zip(cols, probes.items(), strict=False):
-        with col:
-            st.markdown(titles[attention])
-            wl.probe_chart(probe, attention, BIG, AXES, K + "probe_" + attention)
-    return cols
-
-
-def before_start(attentions: tuple[str, ...]) -> None:
-    """The untrained models' attention: what the film starts from."""
-    st.info(_("Choose an attention (or the race) and press **Start**."))
-    probes = {a: wl.untrained(a, PRESET) for a in attentions}
-    heatmaps(probes, {a: _("**{attention}**: step 0, untrained", attention=wl.name(a)) for a in probes})
-    lo, hi = min(p.min() for p in probes.values()), max(p.max() for p in probes.values())
-    st.caption(
-        _(
-            "Before any training: from its random initial weights each character of the lower line "
-            "spreads its attention almost evenly over the {n} characters of the upper "
-            "line (every weight between {lo:.0%} and {hi:.0%}; even would be {even:.0%}). "
-            "Nothing tells the model yet that couplets match position by position: press **Start** and "
-            "watch the diagonal appear.",
-            n=len(PRESET.probe[0]),
-            lo=lo,
-            hi=hi,
-            even=1 / len(PRESET.probe[0]),
-        )
-    )
+wl.controls(c3, got, live, MODES[mode], seconds, K)
 
 
 @st.fragment(run_every=REFRESH if live else None)
 def show(was_live: bool) -> None:
     got = wl.current()
     if got is None:
-        before_start(MODES[mode])
+        wl.before_start(MODES[mode], PRESET, BIG, AXES, K + "probe_")
         return
     run, watch = got
     watch.beat()
@@ -143,7 +98,7 @@ def show(was_live: bool) -> None:
         )
         for a, p in last.items()
     }
-    heat_cols = heatmaps(snap.probes, titles)
+    heat_cols = wl.heatmaps(snap.probes, titles, BIG, AXES, K + "probe_")
     left, right = st.columns(2) if race else (heat_cols[1], heat_cols[1])
     with left:
         wl.curve_chart(snap.histories, "alignment", _("held-out alignment"), K + "alignment")

@@ -1,6 +1,6 @@
 """The "Watch attention learn" page's Streamlit side: one training run per session, the watch that
 stops it when its visitor leaves, and what a run's snapshot looks like: its state and progress
-line, its figures.
+line, its figures, and the page's blocks (the probe heatmaps, the untrained start, the buttons).
 
 The run itself (``models.training.classroom.ClassroomRun``) trains in a background thread and
 knows nothing of Streamlit; it asks ``SessionWatch`` about once a second whether to go on.
@@ -213,3 +213,62 @@ def curve_chart(histories: dict[str, list[cr.Point]], metric: str, title: str, k
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
     )
     chart(fig, frame, key, f"learn_{metric}")
+
+
+# -- the page's blocks -------------------------------------------------------------------------
+
+
+def heatmaps(probes: dict, titles: dict, font: int, axes: dict, prefix: str) -> list:
+    """The probe heatmaps, one column each (a single model: a wider one, room beside it), each
+    titled from ``titles`` and keyed ``prefix`` + its attention; ``font``: the ticks' size."""
+    cols = st.columns(len(probes)) if len(probes) > 1 else st.columns([3, 2])
+    for col, (attention, probe) in zip(cols, probes.items(), strict=False):
+        with col:
+            st.markdown(titles[attention])
+            probe_chart(probe, attention, font, axes, prefix + attention)
+    return cols
+
+
+def before_start(attentions: tuple[str, ...], preset: cr.Preset, font: int, axes: dict, prefix: str) -> None:
+    """The untrained models' attention: what the film starts from (``heatmaps``' arguments)."""
+    st.info(_("Choose an attention (or the race) and press **Start**."))
+    probes = {a: untrained(a, preset) for a in attentions}
+    titles = {a: _("**{attention}**: step 0, untrained", attention=name(a)) for a in probes}
+    heatmaps(probes, titles, font, axes, prefix)
+    lo, hi = min(p.min() for p in probes.values()), max(p.max() for p in probes.values())
+    st.caption(
+        _(
+            "Before any training: from its random initial weights each character of the lower line "
+            "spreads its attention almost evenly over the {n} characters of the upper "
+            "line (every weight between {lo:.0%} and {hi:.0%}; even would be {even:.0%}). "
+            "Nothing tells the model yet that couplets match position by position: press **Start** and "
+            "watch the diagonal appear.",
+            n=len(preset.probe[0]),
+            lo=lo,
+            hi=hi,
+            even=1 / len(preset.probe[0]),
+        )
+    )
+
+
+def controls(place, got, live: bool, attentions: tuple[str, ...], seconds: int, prefix: str) -> None:
+    """Start, Pause / Resume and Reset in ``place``, side by side: Start runs ``attentions`` for
+    ``seconds`` each; ``got`` is the session's run, if any, and ``live`` whether it is training.
+    Keys: ``prefix`` + start, pause, reset."""
+    with place:
+        b1, b2, b3 = st.columns(3)
+        if b1.button("▶ " + _("Start"), key=prefix + "start", disabled=live, type="primary"):
+            start(attentions, float(seconds))
+            st.rerun()
+        paused = bool(got and got[0].paused)
+        if b2.button(
+            "▶ " + _("Resume") if paused else "⏸ " + _("Pause"), key=prefix + "pause", disabled=not live
+        ):
+            if paused:
+                got[0].resume()
+            else:
+                got[0].pause()
+            st.rerun()
+        if b3.button("↺ " + _("Reset"), key=prefix + "reset", disabled=got is None):
+            reset()
+            st.rerun()
