@@ -381,8 +381,8 @@ def card_table(model_ids: tuple[str, ...]) -> pd.DataFrame:
         "exact match": _("exact match"),
     }
     for column in table.columns:
-        beam = column.removeprefix("test BLEU (beam ").removesuffix(")")
-        if beam != column:
+        if column.startswith("test BLEU (beam "):
+            beam = column.removeprefix("test BLEU (beam ").removesuffix(")")
             headers[column] = _("test BLEU (beam {beam})", beam=beam)
     return table.rename(columns=headers)
 

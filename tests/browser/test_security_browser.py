@@ -37,7 +37,7 @@ def page(app_url, new_page):
 
 
 def type_into(page, label: str, text: str) -> None:
-    box = page.get_by_label(label, exact=True)
+    box = page.get_by_role("textbox", name=label, exact=True)  # the sidebar's language switch is "English" too
     box.fill(text)
     box.press("Enter")
 
