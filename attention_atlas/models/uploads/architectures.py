@@ -140,6 +140,20 @@ def for_meta(meta: dict, name: str) -> Architecture:
 # -- checks --------------------------------------------------------------------------------------
 
 
+def out_of_range(name: str, key: str, value, lo, hi) -> UploadError:
+    """The one-line refusal of a config value outside its sane range (both config checks use it)."""
+    return UploadError(
+        _(
+            "{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}",
+            name=name,
+            key=key,
+            value=value,
+            lo=lo,
+            hi=hi,
+        )
+    )
+
+
 def build_config(arch: Architecture, data: Any, name: str):
     """The config object, every value within ``arch.ranges``; refused with the first bad value."""
     if not isinstance(data, dict):
@@ -164,16 +178,7 @@ def build_config(arch: Architecture, data: Any, name: str):
                     _("{name}: config {key} = {value!r} is not a number", name=name, key=key, value=value)
                 )
             if not lo <= value <= hi:
-                raise UploadError(
-                    _(
-                        "{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}",
-                        name=name,
-                        key=key,
-                        value=value,
-                        lo=lo,
-                        hi=hi,
-                    )
-                )
+                raise out_of_range(name, key, value, lo, hi)
         elif value not in allowed:
             raise UploadError(
                 _(

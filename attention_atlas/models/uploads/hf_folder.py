@@ -23,7 +23,7 @@ from typing import Any
 
 from attention_atlas.i18n import _
 from attention_atlas.models.adapters.hf_common import family_of
-from attention_atlas.models.uploads.architectures import Registry
+from attention_atlas.models.uploads.architectures import Registry, out_of_range
 from attention_atlas.models.uploads.safety import (
     FLOAT_DTYPES,
     Limits,
@@ -158,16 +158,7 @@ def check_config(config: dict, name: str) -> list[str]:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise UploadError(
-                _(
-                    "{name}: config {key} = {value!r} is outside the sane range {lo}..{hi}",
-                    name=name,
-                    key=key,
-                    value=value,
-                    lo=lo,
-                    hi=hi,
-                )
-            )
+            raise out_of_range(name, key, value, lo, hi)
     notices = []
     if "auto_map" in config:
         notices.append("config.json names custom code (auto_map); it was ignored: the built-in class runs")
