@@ -132,3 +132,23 @@ def test_attend_pools_values_and_module_returns_weights_not_state():
     _, w2 = module(Q, KEYS, values, valid_lens=torch.tensor([2]))
     assert (w2[..., 2] == 0).all() and len(list(module.parameters())) == 3
     assert not any(isinstance(v, torch.Tensor) for k, v in vars(module).items() if not k.startswith("_"))
+
+
+def test_saturation_curve_matches_drawing_whole_vectors():
+    """The Scoring page's "why divide by √d" curve draws only |q| and each key's component along q;
+    it must agree with drawing every query and key in full and scoring them with the real scorers:
+    the plain dot product's largest weight climbs towards one-hot, the scaled one stays put."""
+    from attention_atlas.models.attention.demos import saturation
+
+    dims, n_keys = [1, 16, 256], 8
+    curves = saturation(dims, n_keys=n_keys, trials=4000, seed=3)
+    gen = torch.Generator().manual_seed(5)
+    for i, d in enumerate(dims):
+        q = torch.randn(4000, 1, d, generator=gen)
+        k = torch.randn(4000, n_keys, d, generator=gen)
+        for name in ("dot", "scaled_dot"):
+            full = float(torch.softmax(score(name, q, k), -1).amax(-1).mean())
+            assert curves[name][i] == pytest.approx(full, abs=0.02), (name, d)
+    assert curves["dot"][-1] > 0.85 > curves["dot"][0]
+    assert max(curves["scaled_dot"]) - min(curves["scaled_dot"]) < 0.1  # |q|/√d is 1 ± noise at every d
+    assert all(1 / n_keys < v < 1 for v in curves["scaled_dot"])

@@ -100,18 +100,21 @@ def scoring_records(setup: ScoringSetup, queries=None, keys=None, tokens=None) -
     return out
 
 
-def saturation(dims: list[int], n_keys: int = 10, trials: int = 200, seed: int = 0) -> dict[str, np.ndarray]:
+def saturation(dims: list[int], n_keys: int = 10, trials: int = 1000, seed: int = 0) -> dict[str, np.ndarray]:
     """Mean largest softmax weight for random q, k as d grows: ``dot`` saturates, ``scaled_dot`` does not.
 
     1.0 means one-hot (the softmax has saturated and its gradient vanishes); 1/n_keys is uniform.
+    Only the query's length and each key's component along it enter q·k: for a given q the scores of
+    ``n_keys`` random keys are independent N(0, |q|²). So each trial draws one query and one normal
+    per key, the same distribution as drawing every key's d numbers at a d-th of the cost.
     """
     gen = torch.Generator().manual_seed(seed)
     curves = {"dot": [], "scaled_dot": []}
     for d in dims:
-        q = torch.randn(trials, 1, d, generator=gen)
-        k = torch.randn(trials, n_keys, d, generator=gen)
-        for name in curves:
-            curves[name].append(float(torch.softmax(score(name, q, k), -1).amax(-1).mean()))
+        length = torch.randn(trials, d, generator=gen).norm(dim=-1, keepdim=True)  # |q|
+        dot = length * torch.randn(trials, n_keys, generator=gen)  # q·k of each key
+        for name, scores in (("dot", dot), ("scaled_dot", dot / math.sqrt(d))):
+            curves[name].append(float(torch.softmax(scores, -1).amax(-1).mean()))
     return {name: np.array(v) for name, v in curves.items()}
 
 
