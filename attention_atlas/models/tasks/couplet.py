@@ -11,6 +11,7 @@ enforces it (``constraints``); the model never has to learn it.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,7 @@ from attention_atlas.models.text.search import Constraints, Decoded
 from attention_atlas.models.text.vocab import Vocab
 
 PUNCTUATION = "，。、；！？"
+_SPACES = re.compile(r"\s+")  # str.isspace's characters: re and str share CPython's table
 _ASCII_PUNCTUATION = str.maketrans({",": "，", ".": "。", ";": "；", "!": "！", "?": "？"})
 MAX_CHARS = 32  # longer input is truncated with a notice
 DATA_PATH = CORPORA / "couplets" / "tang_couplets.tsv.gz"
@@ -70,15 +72,13 @@ def prepare_line(text: str | None, what: str = "upper line") -> Line:
     if not raw.strip():
         raise ValueError(f"the {what} is empty: type Chinese characters, e.g. {EXAMPLE[0]}")
     notices = []
-    kept = "".join(ch for ch in raw.strip() if not ch.isspace())
+    kept = _SPACES.sub("", raw)  # at C speed: a pasted page of 100,000 characters costs a millisecond
     if len(kept) < len(raw.strip()):
         notices.append(f"Spaces in the {what} were removed: one character is one token.")
-    kept = kept.translate(_ASCII_PUNCTUATION)
     truncated = len(kept) > MAX_CHARS
     if truncated:
         notices.append(f"The {what} has {len(kept)} characters; only the first {MAX_CHARS} are used.")
-        kept = kept[:MAX_CHARS]
-    return Line(list(kept), notices, truncated)
+    return Line(list(kept[:MAX_CHARS].translate(_ASCII_PUNCTUATION)), notices, truncated)
 
 
 def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = "upper line") -> str | None:
