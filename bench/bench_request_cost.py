@@ -7,7 +7,11 @@ whatever else the machine is doing (wall seconds are given too, but they depend 
 
 Each page gets ``--n`` fresh texts (never typed before on this server: the bundled corpora, a seed
 of their own) and, for the Transformer page, layer and head switches on the text just typed (the
-cached path: no model run).
+cached path: no model run). Each request's payload (the bytes the server sent) is counted too.
+
+The interface in English and in Chinese (``--lang en,zh``, the default): one session per language
+on the same server, one after the other, each with fresh texts of its own (``?lang=zh`` in the
+session's URL), side by side with the ratio zh / en of CPU-seconds and payload.
 
     python -m bench.bench_request_cost --n 20 --baseline "spinning threads:OMP_WAIT_POLICY="
     git worktree add /tmp/before HEAD~1   # the code before a change, as the baseline's server
@@ -26,6 +30,7 @@ from pathlib import Path
 
 import psutil
 
+from attention_atlas.i18n import check
 from attention_atlas.paths import APP
 from attention_atlas.serve.launcher import serve
 from attention_atlas.serve.process import launch_env
@@ -34,6 +39,7 @@ from bench.results import machine, write_section
 from harness.st_client import Session
 
 RUNS = Path(__file__).with_name("request_cost_runs.json")
+LANG_RUNS = Path(__file__).with_name("request_cost_languages_runs.json")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -63,12 +69,21 @@ class Meter:
         await asyncio.sleep(0.2)  # work the server does after script_finished belongs to this request
         cpu = cpu_seconds(self.pid) - before
         problems = run.problems
-        self.rows.append({"page": page, "action": action, "cpu": cpu, "wall": wall, "problems": problems})
+        self.rows.append(
+            {
+                "page": page,
+                "action": action,
+                "cpu": cpu,
+                "wall": wall,
+                "bytes": run.bytes,
+                "problems": problems,
+            }
+        )
 
 
-async def one_page(s: Session, meter: Meter, page: str, texts, n: int) -> None:
+async def one_page(s: Session, meter: Meter, page: str, texts, n: int, query: str) -> None:
     key = {"couplets": "couplet_upper", "transformer": "tf_text", "translation": "translate_english"}[page]
-    await s.open(page)
+    await s.open(page, query)
     if page == "transformer":
         await s.set("tf_model", "minilm")
     for text in texts[:n]:
@@ -77,26 +92,38 @@ async def one_page(s: Session, meter: Meter, page: str, texts, n: int) -> None:
         if layers is not None and heads is not None:  # the Transformer page, a text it took
             await meter(page, "layer switch", s.set("tf_layer", int(layers.bounds[1]) // 2))
             await meter(page, "head switch", s.set("tf_head", heads.options[1]))
-        await meter(page, "open again (cached)", s.open(page))
+        await meter(page, "open again (cached)", s.open(page, query))
 
 
-async def measure(url: str, pid: int, n: int, seed: int) -> list[dict]:
+async def measure(
+    url: str, pid: int, n: int, seed: int, langs: tuple[str, ...] = ("en",)
+) -> dict[str, list[dict]]:
+    """Each language's rows: a session of its own, the languages one after the other, every
+    language's texts fresh (none typed by another language's session or the warm-up)."""
     source = Texts(seed + 1)  # a seed of its own: no text the warm-up or another run typed
-    fresh = {
-        "couplets": _distinct(source._couplet, n),
-        "transformer": _distinct(source._sentence, n),
-        "translation": _distinct(source._sentence, n),
-    }
-    meter = Meter(pid)
-    async with Session(url) as s:
-        for page in ("", "couplets", "transformer", "translation"):  # pages compiled, models loaded
-            await s.open(page)
-        await s.open("transformer")
-        await s.set("tf_model", "minilm")
-        await s.set("tf_text", "a warm-up sentence the runs below never type")
-        for page, texts in fresh.items():
-            await one_page(s, meter, page, texts, n)
-    return meter.rows
+    couplets, sentences = (
+        _distinct(source._couplet, n * len(langs)),
+        _distinct(source._sentence, 2 * n * len(langs)),
+    )
+    rows = {}
+    for i, lang in enumerate(langs):
+        fresh = {
+            "couplets": couplets[i * n : (i + 1) * n],
+            "transformer": sentences[2 * i * n : (2 * i + 1) * n],
+            "translation": sentences[(2 * i + 1) * n : (2 * i + 2) * n],
+        }
+        query = "" if lang == "en" else f"lang={lang}"
+        meter = Meter(pid)
+        async with Session(url) as s:
+            for page in ("", "couplets", "transformer", "translation"):  # pages compiled, models loaded
+                await s.open(page, query)
+            await s.open("transformer")
+            await s.set("tf_model", "minilm")
+            await s.set("tf_text", f"a warm-up sentence the runs below never type ({lang})")
+            for page, texts in fresh.items():
+                await one_page(s, meter, page, texts, n, query)
+        rows[lang] = meter.rows
+    return rows
 
 
 def _distinct(make, n: int) -> list[str]:
@@ -123,6 +150,7 @@ def summarise(rows: list[dict], label: str, env: dict[str, str]) -> dict:
                 "cpu_median": round(statistics.median(r["cpu"] for r in v), 3),
                 "cpu_max": round(max(r["cpu"] for r in v), 3),
                 "wall_median": round(statistics.median(r["wall"] for r in v), 3),
+                "kb_median": round(statistics.median(r.get("bytes", 0) for r in v) / 1000, 1),
                 "problems": sum(bool(r["problems"]) for r in v),
             }
             for k, v in groups.items()
@@ -130,32 +158,62 @@ def summarise(rows: list[dict], label: str, env: dict[str, str]) -> dict:
     }
 
 
-def render(runs: dict) -> str:
+def render(runs: dict, languages: bool = False) -> str:
     keys = sorted({k for r in runs.values() for k in r["requests"]})
     labels = list(runs)
+    sized = all("kb_median" in runs[k]["requests"][key] for k in labels for key in runs[k]["requests"])
     lines = [
-        "## What one request costs the server (bench/bench_request_cost.py)",
+        "## What one request costs the server (bench/bench_request_cost.py)"
+        + (", in English and in Chinese" if languages else ""),
         "",
         "One browser-less session, one request at a time, on a server started as `atlas serve` starts it: "
         "the server's CPU-seconds (process and children, user + system) for each request, median over the "
-        "requests (n each), with the wall seconds beside them (those depend on what else the machine ran). "
-        "'fresh text' is a text never typed on the server before (a model run); switches and the reopened "
-        "page are the cached path. Columns are runs under their labels, a baseline beside the change.",
+        "requests (n each), with the wall seconds beside them (those depend on what else the machine ran)"
+        + (" and the payload, the kilobytes the server sent for it" if sized else "")
+        + ". 'fresh text' is a text never typed on the server before (a model run); switches and the reopened "
+        "page are the cached path. "
+        + (
+            "Columns are the interface's languages on one server, one session each, one after the other "
+            "(`?lang=zh` in the Chinese session's URL), each typing texts of its own."
+            if languages
+            else "Columns are runs under their labels, a baseline beside the change."
+        ),
         "",
         f"{runs[labels[-1]]['date']}, {runs[labels[-1]]['machine']}. Server environment per column: "
         + "; ".join(f"{k}: {runs[k]['env']}" for k in labels)
         + ".",
         "",
-        "| request | " + " | ".join(f"{k}: CPU s / wall s" for k in labels) + " |",
+        "| request | "
+        + " | ".join(f"{k}: CPU s / wall s" + (" / kB" if sized else "") for k in labels)
+        + " |",
         "| --- |" + " ---: |" * len(labels),
     ]
     for key in keys:
         cells = []
         for k in labels:
             c = runs[k]["requests"].get(key)
-            cells.append("—" if c is None else f"{c['cpu_median']:.3f} / {c['wall_median']:.2f} (n {c['n']})")
+            size = f" / {c['kb_median']:,.1f}" if c is not None and sized else ""
+            cells.append(
+                "—" if c is None else f"{c['cpu_median']:.3f} / {c['wall_median']:.2f}{size} (n {c['n']})"
+            )
         lines.append(f"| {key} | " + " | ".join(cells) + " |")
-    if len(labels) > 1:
+    pairs = [
+        (k, k.replace("(en)", "(zh)"))
+        for k in labels
+        if k.endswith("(en)") and k.replace("(en)", "(zh)") in runs
+    ]
+    if languages and pairs:
+        for en, zh in pairs:
+            lines += ["", f"Ratio zh / en, {zh} / {en} (goal: within 5 %):", ""]
+            lines += ["| request | CPU-seconds | payload |", "| --- | ---: | ---: |"]
+            for key in keys:
+                a, b = runs[en]["requests"].get(key), runs[zh]["requests"].get(key)
+                if not (a and b):
+                    continue
+                cpu = f"{b['cpu_median'] / a['cpu_median']:.2f}×" if a["cpu_median"] > 0 else "—"
+                size = f"{b['kb_median'] / a['kb_median']:.3f}×" if a.get("kb_median") else "—"
+                lines.append(f"| {key} | {cpu} | {size} |")
+    elif len(labels) > 1:
         a, b = labels[0], labels[-1]
         lines += ["", f"Ratio of CPU-seconds, {b} / {a}:", ""]
         for key in keys:
@@ -165,9 +223,9 @@ def render(runs: dict) -> str:
     return "\n".join(lines)
 
 
-def keep(runs: dict) -> dict:
+def keep(runs: dict, path: Path = RUNS) -> dict:
     """This invocation's runs, replacing the kept ones: a table compares runs taken together."""
-    RUNS.write_text(json.dumps(runs, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(runs, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return runs
 
 
@@ -188,8 +246,15 @@ def main(argv: list[str] | None = None) -> None:
         metavar="DIR",
         help="the baseline's server runs the code of this checkout (e.g. a git worktree of the commit before)",
     )
+    p.add_argument(
+        "--lang",
+        default="en,zh",
+        help="the interface's languages, side by side with their ratio (default en,zh; en alone: the "
+        "English table kept as before)",
+    )
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
+    langs = tuple(dict.fromkeys(check(code) for code in args.lang.split(",") if code.strip()))
     variants = [(args.label, {}, APP)]
     if args.baseline:
         label, _, pairs = args.baseline.partition(":")
@@ -202,11 +267,16 @@ def main(argv: list[str] | None = None) -> None:
     runs = {}
     for label, env, script in variants:
         with serve(env={**launch_env(), **env}, script=script) as server:
-            rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed))
-        runs[label] = summarise(rows, label, env)
-        print(label, json.dumps(runs[label]["requests"], indent=1))
+            rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed, langs))
+        for lang, lang_rows in rows.items():
+            name = label if langs == ("en",) else f"{label} ({lang})"
+            runs[name] = summarise(lang_rows, name, env)
+            print(name, json.dumps(runs[name]["requests"], indent=1))
     if not args.no_write:
-        write_section("bench_request_cost", render(keep(runs)))
+        if langs == ("en",):
+            write_section("bench_request_cost", render(keep(runs)))
+        else:  # beside the English-only table, which stays
+            write_section("bench_request_cost_languages", render(keep(runs, LANG_RUNS), languages=True))
 
 
 if __name__ == "__main__":

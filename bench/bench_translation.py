@@ -32,6 +32,7 @@ from attention_atlas.models.tasks.translation import (
     batches,
     bleu,
     build_vocabs,
+    cost_summary,
     load_split,
     quick_metrics,
 )
@@ -116,7 +117,7 @@ def main() -> None:
         return
     if args.report_only:
         result = json.loads(OUT.read_text(encoding="utf-8"))
-        result["summary"] = summary(result["table"])
+        result["summary"] = cost_summary(result["table"])
         OUT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         write_section("translation", report(result))
         return
@@ -192,40 +193,12 @@ def main() -> None:
         "setup": setup,
         "table": table,
         "variants": variants,
-        "summary": summary(table),
+        "summary": cost_summary(table),
         "extract_lines_per_s": rates,
     }
     OUT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     write_section("translation", report(result))
     print(report(result))
-
-
-def summary(table: list[dict]) -> str:
-    """Plain words for the table, every number taken from it."""
-    row = {r["variant"]: r for r in table}
-    add, dot, lstm = row["GRU + additive"], row["GRU + scaled dot"], row["LSTM + scaled dot"]
-    ratio = dot["× GRU + additive"]
-    memory = dot["training memory MB"] - add["training memory MB"]
-    speed = (
-        "about the same time per step (within 5%)"
-        if abs(ratio - 1) < 0.05
-        else f"{abs(ratio - 1):.0%} {'less' if ratio < 1 else 'more'} time per step"
-    )
-    gap = dot["test BLEU"] - add["test BLEU"]
-    quality = (
-        "the same test BLEU" if abs(gap) < 0.5 else f"{abs(gap):.1f} BLEU {'more' if gap > 0 else 'less'}"
-    )
-    return (
-        f"**What the numbers show.** Holding the network fixed (GRU), the scaled dot product takes {speed} "
-        f"than additive attention (×{ratio:.2f}), has no attention parameters instead of "
-        f"{add['attention parameters']:,} (of {add['parameters']:,} in all), and needs "
-        f"{abs(memory):.0f} MB {'less' if memory < 0 else 'more'} training memory. After the same budget it has {quality} "
-        f"on the test split ({dot['test BLEU']:.1f} vs {add['test BLEU']:.1f}). The LSTM with the dot product "
-        f"(the Bahdanau tutorial's variant) takes ×{lstm['× GRU + additive']:.2f} the GRU + additive time per step and "
-        f"reaches {lstm['test BLEU']:.1f}. Everything else in a step is shared by the variants: the "
-        f"recurrent cells run one word at a time, and the output layer scores all "
-        f"{add['vocabulary']:,} French words at every step."
-    )
 
 
 def report(result: dict) -> str:

@@ -89,6 +89,7 @@ class Session:
         self._inbox: asyncio.Queue[tuple[ForwardMsg, int]] = asyncio.Queue()
         self._reader: asyncio.Task | None = None
         self.closed_reason: str | None = None
+        self.query_string = ""  # the URL's query string each run is sent with (``open(query=…)``)
 
     async def __aenter__(self) -> Session:
         await self.connect()
@@ -134,9 +135,13 @@ class Session:
             self.closed_reason = self.closed_reason or "connection closed"
             await self._inbox.put((None, 0))
 
-    async def open(self, page: str = "") -> Run:
-        """Navigate to ``page`` (its url path, "" for the default page), as a deep link does."""
+    async def open(self, page: str = "", query: str | None = None) -> Run:
+        """Navigate to ``page`` (its url path, "" for the default page), as a deep link does; with
+        ``query`` (``"lang=zh"``) the link's query string, sent with this run and every later one (a
+        browser keeps its URL's), until the next ``open`` gives another."""
         self.widgets.clear()
+        if query is not None:
+            self.query_string = query
         return await self._rerun(page_name=page, page_hash="")
 
     async def rerun(self) -> Run:
@@ -154,6 +159,7 @@ class Session:
         state = msg.rerun_script
         state.page_script_hash = self.page_hash if page_hash is None else page_hash
         state.page_name = page_name or ""
+        state.query_string = self.query_string
         state.fragment_id = fragment_id
         if changed is not None:
             _encode(state.widget_states.widgets.add(), *changed)

@@ -108,7 +108,7 @@ fact(
         "warm-up, batch 1, float32, no gradients. Slopes are fitted on log-log axes over the larger half of the "
         "sizes, where fixed overheads no longer count. On a busy machine the wall clock also counts the waits "
         "for a CPU, which grow with the forward's length and steepen every slope.",
-        device=result.device,
+        device=places.get(device, result.device),  # in this visitor's language: the result is shared
         clock=_(clock),
         repeats=result.setup.repeats,
     )

@@ -10,6 +10,8 @@ import os
 
 import torch
 
+from attention_atlas.i18n import _, ngettext
+
 ENV_VAR = "ATLAS_DEVICE"
 THREADS_VAR = "ATLAS_THREADS"  # CPU threads for torch; 1 is fastest on a busy 2-core machine
 
@@ -58,13 +60,14 @@ def _configure_threads() -> None:
 
 
 def describe(device: torch.device) -> str:
-    """A short human label: 'CUDA (NVIDIA H100)', 'MPS', 'CPU (2 threads)'."""
+    """A short human label in the language in force: 'CUDA (NVIDIA H100)', 'MPS (Apple GPU)',
+    'CPU (2 threads)'."""
     if device.type == "cuda":
-        return f"CUDA ({torch.cuda.get_device_name(device)})"
+        return _("CUDA ({name})", name=torch.cuda.get_device_name(device))
     if device.type == "mps":
-        return "MPS (Apple GPU)"
+        return _("MPS (Apple GPU)")
     n = torch.get_num_threads()
-    return f"CPU ({n} thread{'' if n == 1 else 's'})"
+    return ngettext("CPU ({n} thread)", "CPU ({n} threads)", n).format(n=n)
 
 
 def autocast(device: torch.device):

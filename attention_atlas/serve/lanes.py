@@ -28,6 +28,8 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Hashable, Iterator
 
+from attention_atlas.i18n import N_, _, ngettext
+
 SLOTS_VAR, HEAVY_SLOTS_VAR = "ATLAS_MODEL_SLOTS", "ATLAS_HEAVY_SLOTS"
 HEAVY_CHARS_VAR, HEAVY_MODELS_VAR = "ATLAS_HEAVY_CHARS", "ATLAS_HEAVY_MODELS"
 TRAININGS_VAR = "ATLAS_MAX_TRAININGS"
@@ -141,13 +143,27 @@ class Lane:
             self._busy -= 1
             self._cond.notify_all()
 
-    def waiting_message(self, position: int, what: str = "the model") -> str:
-        ahead = "you are next" if position == 1 else f"{position - 1} ahead of you"
-        runs = "run" if self.capacity == 1 else "runs"
-        return (
-            f"Waiting for {what}: position {position} in line ({ahead}). "
-            f"{self.capacity} {runs} at a time for {self.describe}."
+    def waiting_message(self, position: int, what: str = N_("the model")) -> str:
+        """What a visitor at ``position`` (1 = next) waiting for ``what`` is told, in the language in
+        force (``what`` and the lane's ``describe``: strings marked with ``N_``)."""
+        place = (
+            _(
+                "Waiting for {what}: position {position} in line (you are next).",
+                what=_(what),
+                position=position,
+            )
+            if position == 1
+            else _(
+                "Waiting for {what}: position {position} in line ({ahead} ahead of you).",
+                what=_(what),
+                position=position,
+                ahead=position - 1,
+            )
         )
+        runs = ngettext(
+            "{count} run at a time for {purpose}.", "{count} runs at a time for {purpose}.", self.capacity
+        ).format(count=self.capacity, purpose=_(self.describe) if self.describe else "")
+        return _("{place} {runs}", place=place, runs=runs)
 
 
 class Seen:
@@ -175,14 +191,14 @@ class Seen:
             return key in self._keys
 
 
-LIGHT = Lane("light", whole(SLOTS_VAR, 2), "short inputs")
-HEAVY = Lane("heavy", whole(HEAVY_SLOTS_VAR, 1), "long inputs and large models, one at a time")
+LIGHT = Lane("light", whole(SLOTS_VAR, 2), N_("short inputs"))
+HEAVY = Lane("heavy", whole(HEAVY_SLOTS_VAR, 1), N_("long inputs and large models, one at a time"))
 
 
 @functools.cache
 def trainings() -> Lane:
     """The process's training lane (``ATLAS_MAX_TRAININGS``, default 2), made on first use."""
-    return Lane("training", whole(TRAININGS_VAR, 2), "trainings on this server")
+    return Lane("training", whole(TRAININGS_VAR, 2), N_("trainings on this server"))
 
 
 def heavy_chars(environ=None) -> int:

@@ -8,14 +8,21 @@ from collections import OrderedDict
 
 import streamlit as st
 
-from attention_atlas.i18n import _
-from attention_atlas.models.attention.complexity import Measured, Setup, measure
+from attention_atlas.i18n import N_, _
+from attention_atlas.models.attention.complexity import (
+    ATTENTION,
+    CONVOLUTION,
+    RECURRENT,
+    Measured,
+    Setup,
+    measure,
+)
 from attention_atlas.models.device import DeviceError, describe, pick_device
 from attention_atlas.serve.lanes import Lane
 
 KEPT = 32  # measurements kept per server (each is a few kilobytes)
 # Two measurements at once would time each other: one at a time, the others wait in line.
-LANE = Lane("measure", 1, "measurements, so that two never slow each other down")
+LANE = Lane("measure", 1, N_("measurements, so that two never slow each other down"))
 
 
 class _Kept:
@@ -63,12 +70,15 @@ def measured(setup: Setup, device: str) -> Measured:
     if found is not None:
         return found
     box = st.empty()
-    with LANE.turn(on_wait=lambda k: box.info(LANE.waiting_message(k, "the measurement"))):
+    with LANE.turn(on_wait=lambda k: box.info(LANE.waiting_message(k, N_("the measurement")))):
         found = _kept().get(key)  # measured by whoever was ahead in line
         if found is None:
             bar = box.progress(0.0, text=_("Measuring…"))
 
-            def report(done: int, total: int, what: str) -> None:
+            names = {ATTENTION: _("self-attention"), CONVOLUTION: _("convolution"), RECURRENT: setup.rnn}
+
+            def report(done: int, total: int, layer: str, n: int) -> None:
+                what = _("{layer} at n = {n:,}", layer=names.get(layer, layer), n=n)
                 bar.progress(
                     done / total,
                     text=_("Measuring {what} ({done} of {total})", what=what, done=done, total=total),

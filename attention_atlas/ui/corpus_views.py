@@ -482,7 +482,7 @@ def sample_inputs(link, key: str, sample_col, size_col) -> tuple[str, inputs.Cor
     sample_id = sample_col.selectbox(
         _("sample"),
         samples,
-        format_func=lambda s: inputs.SAMPLES[s].label,
+        format_func=lambda s: _(inputs.SAMPLES[s].label),
         key=link.choice("sample", key + "sample", samples, samples[0]),
     )
     n = size_col.radio(

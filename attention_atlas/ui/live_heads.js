@@ -174,8 +174,10 @@ async function drawHeadView(Plotly, box, data) {
   const [, layer, head] = data.shown.split("|");
   group.open = [Number(layer), /^\d+$/.test(head) ? Number(head) : null]; // "average" etc.: the layer
   group.highlight?.(...group.open);
-  if (box.shown === data.shown) return; // on screen already, perhaps drawn from the weights here
+  // On screen already, perhaps drawn from the weights here; a new language redraws it (its words).
+  if (box.shown === data.shown && box.lang === data.lang) return;
   box.shown = data.shown;
+  box.lang = data.lang;
   box.single = data.single;
   await drawFigure(Plotly, box, data.figure, data.config);
 }

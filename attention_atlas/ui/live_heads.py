@@ -20,6 +20,7 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.components.v1 import declare_component
 
+from attention_atlas import i18n
 from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, hold
 
@@ -117,4 +118,5 @@ def head_view_chart(fig: go.Figure, key: str, rid: str, layer: int, head: str, s
     """The head view of record ``rid`` at ``layer`` and ``head`` (a head, "average"…); a
     ``single`` heatmap can be redrawn in the browser with any other head of the record."""
     shown = f"{rid}|{layer}|{head}"  # ui/live_heads.js writes the same for a head it draws itself
-    _mount("head", fig, key, {"shown": shown, "single": single})
+    # The same head in another language is drawn again: its title and axes are words.
+    _mount("head", fig, key, {"shown": shown, "single": single, "lang": i18n.current()})

@@ -13,6 +13,7 @@ from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, layers_heads, model_view_chart
 from attention_atlas.ui.views import head_stats_block, head_view_block
 from attention_atlas.ui.widgets import chart
+from attention_atlas.viz_core import wire
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap
@@ -42,7 +43,8 @@ def heads_tab(
     st.caption(_(HINT))
     # the view is cached for every visitor, whatever their language: its words are this run's
     figure = in_language(view.model_view)
-    model_view_chart(figure, K + "heads", (L, H), (layer_key, head_key), heads=view.heads)
+    heads = wire.in_language(view.heads)  # every head's title, in this run's language too
+    model_view_chart(figure, K + "heads", (L, H), (layer_key, head_key), heads=heads)
 
     st.subheader(_("Head view"))
     c1, c2, c3 = st.columns(3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_atlas.i18n import N_, _
+from attention_atlas.models.tasks.translation import cost_summary
 from attention_atlas.ui.cached import card_table, run_model, translation_cost
 from attention_atlas.ui.views import (
     alignment_chart,
@@ -136,8 +137,9 @@ def swap_cost(ids: list[str]) -> None:
             "timed in turns."
         )
     )
-    st.markdown(cost["summary"])
-    st.dataframe(measures_as_rows(cost["table"], "variant"), hide_index=True, width="stretch")
+    st.markdown(cost_summary(cost["table"].to_dict("records")))  # in this visitor's language
+    named = cost["table"].assign(variant=cost["table"]["variant"].map(_))  # the variants in this visitor's words
+    st.dataframe(measures_as_rows(named, "variant"), hide_index=True, width="stretch")
     st.caption(_("{setup} Loss curves: the mean of every {n} steps.", setup=cost["setup"], n=SMOOTH))
     curves = [
         ("loss", _("training loss per word"), "lines", "translation_loss_curves"),
@@ -147,5 +149,6 @@ def swap_cost(ids: list[str]) -> None:
         frame = cost[name]
         series = {k: frame[k].to_numpy() for k in frame}
         with col:
-            fig = lines(frame.index.to_numpy(), series, _("step"), y_title, mode=mode)
+            legend = {_(k): v for k, v in series.items()}  # the CSV keeps the English names
+            fig = lines(frame.index.to_numpy(), legend, _("step"), y_title, mode=mode)
             chart(fig, series_frame(frame.index.to_numpy(), series, "step"), K + name, filename)

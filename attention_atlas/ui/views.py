@@ -104,7 +104,15 @@ def head_stats_block(table: pd.DataFrame, key: str, filename: str) -> None:
     """A head table (``viz_core.head_stats.COLUMNS``): every head placed by its mean distance and
     entropy, coloured by its pattern; the table, each statistic's meaning in its column's help; its CSV."""
     labels = {name: head_stats.label_of(name) for name in head_stats.LABELS}  # in the visitor's language
-    fig = scatter_groups(table, "mean_distance", "entropy", "pattern", ["layer", "head"], labels=labels)
+    fig = scatter_groups(
+        table,
+        "mean_distance",
+        "entropy",
+        "pattern",
+        ["layer", "head"],
+        labels=labels,
+        group_name=head_stats.label_of,
+    )
     st.plotly_chart(for_screen(fig), key=key + "_chart", config=PLOTLY_CONFIG)
     columns = {name: st.column_config.NumberColumn(help=label) for name, label in labels.items()}
     st.dataframe(table, hide_index=True, key=key + "_table", width="stretch", column_config=columns)

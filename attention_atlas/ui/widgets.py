@@ -55,18 +55,22 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def _device_line() -> tuple[str | None, str | None]:
-    from attention_atlas.models.device import DeviceError, describe, pick_device
+def _device_line():
+    """The server's device (None: the CPU as a fallback) and the problem with the one asked for;
+    described where it is shown, in the visitor's language (a resource is shared by every visitor)."""
+    from attention_atlas.models.device import DeviceError, pick_device
 
     try:
-        return describe(pick_device()), None
+        return pick_device(), None
     except DeviceError as err:
-        return None, str(err)  # None: the CPU as a fallback (said in the visitor's language)
+        return None, str(err)
 
 
 def sidebar_device() -> None:
-    label, problem = _device_line()
-    device = _("CPU (fallback)") if label is None else plain(label)
+    from attention_atlas.models.device import describe
+
+    chosen, problem = _device_line()
+    device = _("CPU (fallback)") if chosen is None else plain(describe(chosen))
     st.sidebar.markdown(_("**Device:** {device}", device=device))
     if problem:
         st.sidebar.warning(plain(problem))

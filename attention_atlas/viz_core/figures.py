@@ -9,6 +9,8 @@ follow the number of tokens and the space (``viz_core.layout``); a builder takes
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -345,20 +347,30 @@ def nadaraya_watson(
 
 
 def scatter_groups(
-    frame, x: str, y: str, group: str, label_columns: list[str], title: str = "", labels: dict | None = None
+    frame,
+    x: str,
+    y: str,
+    group: str,
+    label_columns: list[str],
+    title: str = "",
+    labels: dict | None = None,
+    group_name: Callable[[str], str] = str,
 ) -> go.Figure:
     """One marker per row of ``frame``, one colour per value of ``group``; hover names the row.
-    ``labels``: what to call a column on the axes and in the hover (its name where not given)."""
+    ``labels``: what to call a column on the axes and in the hover (its name where not given);
+    ``group_name``: what to call a group in the legend and the hover (a stored English pattern in the
+    visitor's language)."""
     names = {x: x, y: y, **(labels or {})}
     fig = go.Figure()
-    for name, part in frame.groupby(group, sort=True):
+    for value, part in frame.groupby(group, sort=True):
+        name = group_name(str(value))
         labels = part[label_columns].astype(str).agg(" · ".join, axis=1)
         fig.add_trace(
             go.Scatter(
                 x=part[x],
                 y=part[y],
                 mode="markers",
-                name=str(name),
+                name=name,
                 text=labels,
                 marker=dict(size=10),
                 hovertemplate=f"%{{text}}<br>{names[x]} %{{x:.3g}}<br>{names[y]} %{{y:.3g}}<extra>{name}</extra>",

@@ -47,5 +47,20 @@ def all_heads(record: AttentionRecord, rid: str, limit: int = MAX_HEADS_BYTES) -
         "shape": list(record.weights.shape),
         "weights": base64.b64encode(pack16(record.weights).tobytes()).decode("ascii"),
         "zmax": record.weights.max(axis=(-2, -1)).ravel().tolist(),  # as heatmap() sets it
-        "titles": [head_title(layer, head) for layer in range(layers) for head in range(heads)],
+        "titles": titles(layers, heads),
     }
+
+
+def titles(layers: int, heads: int) -> list[str]:
+    """Every head's title, layer by layer, in the language in force."""
+    return [head_title(layer, head) for layer in range(layers) for head in range(heads)]
+
+
+def in_language(heads: dict | None) -> dict | None:
+    """``heads`` (``all_heads``) with its titles in the language in force: a page that caches it
+    (built once per input, for every visitor, in the first one's language) calls this where it
+    shows it."""
+    if heads is None:
+        return None
+    layers, per_layer = heads["shape"][:2]
+    return {**heads, "titles": titles(layers, per_layer)}

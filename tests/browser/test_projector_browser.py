@@ -56,6 +56,79 @@ OVERFLOW = """() => [document.scrollingElement, ...document.querySelectorAll(
   .filter(([, scroll, client]) => scroll > client)"""
 
 
+# A Chinese page (``&lang=zh``) shows no English word of the interface. What it may still show in Latin
+# letters: the tokens (the words of its text inputs, of its charts' tick labels and of the data drawn
+# inside a plot), the models' ids and example inputs, code spans, quoted tokens ('…'), file names and
+# extensions, snake_case names (the CSV files'), units, an English term the glossary keeps in
+# parentheses after its Chinese one (注意力展开（rollout）), Streamlit's own chrome (the file uploader's
+# button and size line, the icons' ligatures: Streamlit does not translate them), and ``ALLOWED``:
+ALLOWED = {
+    # names and abbreviations a Chinese text keeps as they are (docs/GLOSSARY-zh.md)
+    *("BERT", "GPT", "RNN", "CNN", "GRU", "LSTM", "BLEU", "CSV", "URL", "UTF"),
+    *("CPU", "GPU", "CUDA", "MPS", "Transformer", "Bahdanau", "Nadaraya", "Watson"),
+    *("logit", "Logit", "lens", "Ray", "Adam", "ALiBi", "JSON", "TXT", "SHA"),
+    # the math's functions and a dtype
+    *("softmax", "argmax", "tanh", "exp", "max", "min", "log", "sin", "cos", "float"),
+    "English",  # the language switch names each language in itself
+}
+NAMES = ["Attention Atlas", "Hugging Face"]  # the app's name, a company's
+UNITS = {"ms", "MB", "GB", "KB", "kB", "px", "GiB", "MiB", "KiB"}
+LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+NOT_WORDS = [  # removed from a line before its words are counted
+    re.compile(r"（[^（）]*）"),  # a term the glossary keeps in parentheses
+    re.compile(r"'[^'\n]*'|‘[^’\n]*’|“[^”\n]*”|「[^」\n]*」"),  # a quoted token
+    re.compile(r"[\w.-]*_[\w.-]*"),  # a snake_case name: a file's, a column's
+    re.compile(r"(?<![\w])\.[A-Za-z]\w*"),  # a file extension: .txt, .safetensors
+]
+# The visible text of a page (main area and sidebar, select boxes' values), its figures' texts outside
+# the plot area and the ticks (titles, axis titles, legend, colour-bar titles), and what it may show
+# in Latin letters: tokens, code, and Streamlit's untranslated chrome.
+SHOWN_TEXT = """() => {
+  const roots = ['stMain', 'stSidebar'].map(id => document.querySelector(`[data-testid="${id}"]`)).filter(Boolean);
+  const texts = [...document.querySelectorAll('.js-plotly-plot .main-svg text')];
+  const data = t => !!t.closest('g[class*="tick"], g.overplot, g.plot, g.trace');
+  const inside = selector => roots.flatMap(r => [...r.querySelectorAll(selector)]);
+  return {
+    shown: [...roots.map(r => r.innerText), ...texts.filter(t => !data(t)).map(t => t.textContent),
+            ...inside('[data-testid="stSelectbox"] input').map(e => e.value)],
+    tokens: [...texts.filter(data).map(t => t.textContent),
+             ...inside('[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea').map(e => e.value)],
+    code: inside('code, pre').map(e => e.textContent),
+    chrome: inside('[data-testid="stIconMaterial"], [data-testid="stFileUploaderDropzoneInstructions"] *, '
+      + '[data-testid="stFileUploaderDropzone"] button').flatMap(e => e.innerText.split('\\n')).map(t => t.trim()).filter(Boolean),
+  };
+}"""
+
+
+def english_left(page) -> list[str]:
+    """The lines of a Chinese page that still hold a Latin word of two letters or more that is none of
+    the page's tokens, code or chrome, the models' ids and examples, units or ``ALLOWED``: English
+    the interface forgot to translate."""
+    from attention_atlas.models.corpus.inputs import SAMPLES
+    from attention_atlas.models.registry import available
+    from attention_atlas.ui.translation_views import SEED_SENTENCES
+
+    found = page.evaluate(SHOWN_TEXT)
+    # the models' ids and example inputs, the Bahdanau tutorial's sentences, the corpus samples' ids
+    # (a corpus store is named by its sample: english-100)
+    inputs = [m.id for m in available()] + [m.example for m in available()] + [*SEED_SENTENCES, *SAMPLES]
+    allowed = ALLOWED | UNITS
+    for text in found["tokens"] + inputs:
+        allowed |= set(LATIN_WORD.findall(text))
+    cut = sorted(found["code"] + found["chrome"] + NAMES, key=len, reverse=True)
+    left = []
+    for text in found["shown"]:
+        for line in text.splitlines():
+            rest = line
+            for piece in cut:
+                rest = rest.replace(piece, " ")
+            for pattern in NOT_WORDS:
+                rest = pattern.sub(" ", rest)
+            if any(w not in allowed for w in LATIN_WORD.findall(rest)):
+                left.append(line.strip()[:160])
+    return sorted(set(left))
+
+
 def settle(page, plots: bool = False) -> None:
     """Wait until the script has run (its figures drawn, when it has some) and the page is still."""
     page.wait_for_selector("h1", timeout=120_000)

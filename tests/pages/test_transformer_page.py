@@ -235,3 +235,27 @@ def test_the_page_in_chinese():
     assert any(s.value.startswith("第 0 层第 0 个头：查询 2") for s in at.subheader)
     neuron = charts(at)[-1]
     assert {"键 K", "分数", "权重"} <= {a["text"] for a in neuron["layout"]["annotations"]}
+
+
+def test_a_view_cached_in_english_is_shown_to_a_chinese_visitor_in_chinese():
+    """The page's view is cached for every visitor (``cached._transformer_view``): built for an English
+    visitor, it reaches a Chinese one with its words in Chinese — the model view's axes and every
+    head's title the browser draws from (``wire.all_heads``), not the first visitor's English."""
+    import attention_atlas.ui.language  # noqa: F401  (the session's language, as the app reads it)
+    from attention_atlas.i18n import language
+
+    text = "Cached views speak the visitor's language."
+    english = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    english.query_params["text"] = text
+    english = run(english)
+    assert live_data(english)[0]["heads"]["titles"][:2] == ["layer 0, head 0", "layer 0, head 1"]
+    chinese = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    chinese.session_state["lang"] = "zh"
+    chinese.query_params["text"] = text
+    with language("zh"):  # AppTest applies format_func=_ here too, outside the script run
+        chinese = run(chinese)
+    model = live_data(chinese)[0]
+    assert model["heads"]["id"] == live_data(english)[0]["heads"]["id"]  # the same cached view
+    assert model["heads"]["titles"][:2] == ["第 0 层第 0 个头", "第 0 层第 1 个头"]
+    layout = json.loads(model["figure"])["layout"]
+    assert (layout["xaxis"]["title"]["text"], layout["yaxis"]["title"]["text"]) == ("头", "层")

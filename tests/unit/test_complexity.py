@@ -83,7 +83,7 @@ def test_the_drawn_path_runs_along_edges_from_token_0_to_token_n_minus_1(layer):
 def test_measure_times_and_sizes_every_layer_at_tiny_sizes():
     seen = []
     setup = cx.Setup(sizes=(4, 8), d=8, k=3, rnn="LSTM", repeats=2)
-    result = cx.measure(setup, "cpu", on_progress=lambda done, total, what: seen.append((done, total)))
+    result = cx.measure(setup, "cpu", on_progress=lambda done, total, layer, n: seen.append((done, total)))
     assert seen == [(i, 6) for i in range(1, 7)]
     assert not result.skipped and len(result.points) == 6
     for p in result.points:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_atlas.i18n import N_
 from attention_atlas.models.adapters.base import Seq2SeqAdapter, scorer_first
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import Seq2SeqBundle
@@ -85,7 +86,7 @@ from_checkpoint = CoupletRNNAdapter.from_checkpoint
 register_architecture(
     Architecture(
         name="couplet-rnn",
-        title="couplet RNN",
+        title=N_("couplet RNN"),
         bundle=Seq2SeqBundle,
         task="couplet",
         tokenizer="char",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_atlas.i18n import N_
 from attention_atlas.models.adapters.couplet_rnn import CoupletAdapter
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import TransformerBundle
@@ -175,7 +176,7 @@ from_checkpoint = CoupletTransformerAdapter.from_checkpoint
 register_architecture(
     Architecture(
         name="couplet-transformer",
-        title="couplet Transformer",
+        title=N_("couplet Transformer"),
         bundle=TransformerBundle,
         task="couplet",
         tokenizer="char",

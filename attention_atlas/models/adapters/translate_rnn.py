@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_atlas.i18n import N_
 from attention_atlas.models.adapters.base import Seq2SeqAdapter, scorer_first
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import Seq2SeqBundle
@@ -76,7 +77,7 @@ from_checkpoint = TranslationAdapter.from_checkpoint
 register_architecture(
     Architecture(
         name="translation-rnn",
-        title="translation RNN",
+        title=N_("translation RNN"),
         bundle=Seq2SeqBundle,
         task="translation",
         tokenizer="word",

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from attention_atlas.i18n import _
 from attention_atlas.models.device import describe
 
 ATTENTION, CONVOLUTION, RECURRENT = "self-attention", "convolution", "recurrent"
@@ -187,9 +188,29 @@ class Point:
 
 @dataclass(frozen=True)
 class Skipped:
+    """A size left out: the budget it would exceed (``"bytes"`` or ``"seconds"``), by how much (the
+    MiB it would write, or one forward's predicted seconds) and that budget (MiB or seconds)."""
+
     layer: str
     n: int
-    reason: str
+    over: str
+    amount: float
+    budget: float
+
+    @property
+    def reason(self) -> str:
+        """Why, in the language in force (a measurement is kept for every visitor, in none)."""
+        if self.over == "bytes":
+            return _(
+                "would write {amount:,.0f} MiB, over the {budget:,.0f} MiB budget",
+                amount=self.amount,
+                budget=self.budget,
+            )
+        return _(
+            "one forward predicted at {amount:.1f} s, over the {budget:g} s budget",
+            amount=self.amount,
+            budget=self.budget,
+        )
 
 
 @dataclass(frozen=True)
@@ -239,7 +260,7 @@ def _timed(forward: Callable[[], object], device: torch.device) -> tuple[float, 
 def _timings(forward: Callable[[], object], device: torch.device, setup: Setup) -> list[tuple[float, float]]:
     """``setup.warmup`` untimed forwards, then up to ``setup.repeats`` timed ones (wall, CPU): fewer
     (at least one) once the timed ones have used the budget's seconds of wall clock."""
-    for _ in range(setup.warmup):
+    for _warm in range(setup.warmup):
         forward()
     _sync(device)
     times = [_timed(forward, device)]
@@ -261,16 +282,19 @@ def _peak_bytes(forward: Callable[[], object], device: torch.device, counted: in
     return int(torch.cuda.max_memory_allocated(device) - before)
 
 
-def _too_costly(budget: Budget, layer: str, n: int, last: Point | None, bytes_needed: int) -> str | None:
-    """Why measuring ``layer`` at ``n`` would exceed ``budget``, or None when it fits: its tensors'
-    bytes, or one forward's time predicted from ``last`` (the size measured before: its fastest
-    forward scaled by the tutorial's exponent of n, which overestimates where overheads dominate)."""
+def _too_costly(
+    budget: Budget, layer: str, n: int, last: Point | None, bytes_needed: int
+) -> tuple[str, float, float] | None:
+    """Why measuring ``layer`` at ``n`` would exceed ``budget`` (``Skipped``'s over, amount and
+    budget), or None when it fits: its tensors' bytes, or one forward's time predicted from ``last``
+    (the size measured before: its fastest forward scaled by the tutorial's exponent of n, which
+    overestimates where overheads dominate)."""
     if bytes_needed > budget.bytes:
-        return f"would write {bytes_needed / 2**20:,.0f} MiB, over the {budget.bytes / 2**20:,.0f} MiB budget"
+        return "bytes", bytes_needed / 2**20, budget.bytes / 2**20
     if last is not None:
         each = last.fastest * (n / last.n) ** TUTORIAL[layer].n_exponent
         if each > budget.seconds:
-            return f"one forward predicted at {each:.1f} s, over the {budget.seconds:g} s budget"
+            return "seconds", each, budget.seconds
     return None
 
 
@@ -287,11 +311,11 @@ def _measure_one(
 def measure(
     setup: Setup,
     device: torch.device | str = "cpu",
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
 ) -> Measured:
     """Time (and size) each layer at each n of ``setup``, smallest n first. A size over the budget
     is skipped, and so is every larger one of that layer; a measurement's timed forwards stop
-    once they have used the budget's seconds. ``on_progress(done, total, what)`` after each."""
+    once they have used the budget's seconds. ``on_progress(done, total, layer, n)`` after each."""
     device = torch.device(device)
     total = len(LAYERS) * len(setup.sizes)
     points, skipped, done = [], [], 0
@@ -302,13 +326,13 @@ def measure(
                 counted = activation_bytes(layer, n, setup.d, setup.k, setup.rnn)
                 reason = reason or _too_costly(setup.budget, layer, n, last, counted)
                 if reason:
-                    skipped.append(Skipped(layer, n, reason))
+                    skipped.append(Skipped(layer, n, *reason))
                 else:
                     last = _measure_one(module, setup, layer, n, device, counted)
                     points.append(last)
                 done += 1
                 if on_progress is not None:
-                    on_progress(done, total, f"{layer} at n = {n:,}")
+                    on_progress(done, total, layer, n)
     return Measured(setup, describe(device), memory_method(device), tuple(points), tuple(skipped))
 
 

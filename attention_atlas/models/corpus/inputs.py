@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from attention_atlas.i18n import N_
+
 MB = 2**20
 FORMATS = (".txt", ".csv", ".jsonl")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -210,7 +212,7 @@ def _jsonl_cells(name: str, text: str, column: str | None) -> tuple[list[str], i
 @dataclass(frozen=True)
 class Sample:
     id: str
-    label: str
+    label: str  # marked with N_: shown through _ in the visitor's language
     path: str  # under models.text.pairs.CORPORA
     side: int  # which side of the pairs: 0 source, 1 target
 
@@ -219,9 +221,12 @@ SAMPLES = {
     s.id: s
     for s in (
         Sample(
-            "english", "English sentences (translation corpus, English side)", "translation/eng_fra.tsv.gz", 0
+            "english",
+            N_("English sentences (translation corpus, English side)"),
+            "translation/eng_fra.tsv.gz",
+            0,
         ),
-        Sample("couplets", "Couplet upper lines (Tang poems)", "couplets/tang_couplets.tsv.gz", 0),
+        Sample("couplets", N_("Couplet upper lines (Tang poems)"), "couplets/tang_couplets.tsv.gz", 0),
     )
 }
 

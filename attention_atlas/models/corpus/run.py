@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from attention_atlas.i18n import _
 from attention_atlas.models.corpus.extract import Options, extractor, plan
 from attention_atlas.models.corpus.inputs import Corpus
 from attention_atlas.models.corpus.store import Store, filling, store_path
@@ -40,8 +41,18 @@ class Progress:
         return (self.total - self.done) / self.rate if self.rate > 0 else None
 
     def line(self) -> str:
-        eta = "" if self.eta is None else f", {self.eta:,.0f} s left"
-        return f"{self.done:,}/{self.total:,} texts, {self.rate:,.0f}/s{eta}"
+        """``'120/1,000 texts, 35/s, 25 s left'``, in the language in force."""
+        if self.eta is None:
+            return _(
+                "{done:,}/{total:,} texts, {rate:,.0f}/s", done=self.done, total=self.total, rate=self.rate
+            )
+        return _(
+            "{done:,}/{total:,} texts, {rate:,.0f}/s, {eta:,.0f} s left",
+            done=self.done,
+            total=self.total,
+            rate=self.rate,
+            eta=self.eta,
+        )
 
 
 def _meta(adapter_id: str, corpus: Corpus, options: Options, kind: str, layers: int, heads: int) -> dict:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from attention_atlas.i18n import N_, _
 from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq
 from attention_atlas.models.text.metrics import PairedBootstrap, paired_bootstrap, reference_streams
 from attention_atlas.models.text.pairs import CORPORA, PairBatches, read_pairs, split_pairs
@@ -219,7 +220,7 @@ def evaluate(tr: Translator, pairs, beam: int = 4) -> dict:
     greedy = [tr.text(d) for d in tr.generate(sources)]
     beamed = [tr.text(d) for d in tr.generate(sources, beam=beam)]
     grouped: dict[str, list[str]] = {}
-    for (en, _), ref in zip(pairs, refs, strict=True):
+    for (en, _target), ref in zip(pairs, refs, strict=True):
         grouped.setdefault(" ".join(en), []).append(ref)
     first = {}
     for en, out in zip(sources, greedy, strict=True):
@@ -260,3 +261,86 @@ def compare(
     sources = [en for en, _ in pairs]
     outs = [[tr.text(d) for d in tr.generate(sources, beam=beam)] for tr in translators]
     return paired_bootstrap(outs, [[" ".join(fr)] for _, fr in pairs], resamples=resamples, seed=seed)
+
+
+# -- the additive-or-dot benchmark in words (bench/bench_translation.py, the Translation page) ------
+
+# The benchmark's variants as people read them (a legend, the table's first column); the stored
+# results and their CSV files keep these English names.
+COST_VARIANTS = (N_("GRU + additive"), N_("GRU + scaled dot"), N_("LSTM + scaled dot"))
+
+
+def cost_summary(table: list[dict]) -> str:
+    """Plain words for the benchmark's table (every number taken from it), in the language in force:
+    the page says them in each visitor's language, the benchmark writes them in English."""
+    row = {r["variant"]: r for r in table}
+    add, dot, lstm = row["GRU + additive"], row["GRU + scaled dot"], row["LSTM + scaled dot"]
+    ratio = dot["× GRU + additive"]
+    share = abs(ratio - 1)
+    if share < 0.05:
+        speed = _(
+            "Holding the network fixed (GRU), the scaled dot product takes about the same time per step "
+            "(within 5%) as additive attention (×{ratio:.2f}),",
+            ratio=ratio,
+        )
+    elif ratio < 1:
+        speed = _(
+            "Holding the network fixed (GRU), the scaled dot product takes {share:.0%} less time per step "
+            "than additive attention (×{ratio:.2f}),",
+            share=share,
+            ratio=ratio,
+        )
+    else:
+        speed = _(
+            "Holding the network fixed (GRU), the scaled dot product takes {share:.0%} more time per step "
+            "than additive attention (×{ratio:.2f}),",
+            share=share,
+            ratio=ratio,
+        )
+    memory = dot["training memory MB"] - add["training memory MB"]
+    fields = dict(attention=add["attention parameters"], total=add["parameters"], mb=abs(memory))
+    if memory < 0:
+        cost = _(
+            "has no attention parameters instead of {attention:,} (of {total:,} in all), and needs "
+            "{mb:.0f} MB less training memory.",
+            **fields,
+        )
+    else:
+        cost = _(
+            "has no attention parameters instead of {attention:,} (of {total:,} in all), and needs "
+            "{mb:.0f} MB more training memory.",
+            **fields,
+        )
+    gap = dot["test BLEU"] - add["test BLEU"]
+    scores = dict(gap=abs(gap), dot=dot["test BLEU"], add=add["test BLEU"])
+    if abs(gap) < 0.5:
+        quality = _(
+            "After the same budget it has the same test BLEU on the test split ({dot:.1f} vs {add:.1f}).",
+            **scores,
+        )
+    elif gap > 0:
+        quality = _(
+            "After the same budget it has {gap:.1f} BLEU more on the test split ({dot:.1f} vs {add:.1f}).",
+            **scores,
+        )
+    else:
+        quality = _(
+            "After the same budget it has {gap:.1f} BLEU less on the test split ({dot:.1f} vs {add:.1f}).",
+            **scores,
+        )
+    rest = _(
+        "The LSTM with the dot product (the Bahdanau tutorial's variant) takes ×{ratio:.2f} the GRU + additive "
+        "time per step and reaches {bleu:.1f}. Everything else in a step is shared by the variants: the "
+        "recurrent cells run one word at a time, and the output layer scores all {vocabulary:,} French "
+        "words at every step.",
+        ratio=lstm["× GRU + additive"],
+        bleu=lstm["test BLEU"],
+        vocabulary=add["vocabulary"],
+    )
+    return _(
+        "**What the numbers show.** {speed} {cost} {quality} {rest}",
+        speed=speed,
+        cost=cost,
+        quality=quality,
+        rest=rest,
+    )

@@ -40,7 +40,7 @@ class Missing:
 @dataclass(frozen=True)
 class Architecture:
     name: str  # "couplet-rnn"
-    title: str  # for people: "couplet RNN"
+    title: str  # for people: "couplet RNN", marked with N_ (shown through _)
     bundle: type  # a Seq2SeqBundle subclass: format tag, config class, model class
     task: str  # "couplet", "translation": the bundle's task field
     tokenizer: str  # "char", "word"
@@ -196,7 +196,7 @@ def build_config(arch: Architecture, data: Any, name: str):
             _(
                 "{name}: the config does not describe a {title} ({error})",
                 name=name,
-                title=arch.title,
+                title=_(arch.title),
                 error=err,
             )
         ) from err
@@ -243,7 +243,7 @@ def check_tensors(arch: Architecture, cfg, found: dict[str, TensorSpec], name: s
             _(
                 "{name}: the tensors do not fit a {title} with this config: {parts}",
                 name=name,
-                title=arch.title,
+                title=_(arch.title),
                 parts="; ".join(parts),
             )
         )
@@ -256,7 +256,7 @@ def check_tensors(arch: Architecture, cfg, found: dict[str, TensorSpec], name: s
                     name=name,
                     tensor=tname,
                     shape=list(spec.shape),
-                    title=arch.title,
+                    title=_(arch.title),
                     needed=list(shape),
                 )
             )

@@ -43,6 +43,9 @@ from attention_atlas.models.uploads.safety import (
     torch_zip_root,
 )
 
+# A Hugging Face family as an upload's summary names it.
+HF_FAMILY_NAMES = {"encoder": N_("encoder"), "causal": N_("causal"), "seq2seq": N_("seq2seq")}
+
 OURS = "attention-atlas/"  # the prefix of our bundles' format tags
 STATE_KEYS = ("state_dict", "model_state_dict", "model", "weights")  # where .pt files keep their tensors
 RISKY_SUFFIXES = (
@@ -270,7 +273,12 @@ class HFFolderZip:
             size=f.size,
             source=N_("Hugging Face model folder (zip)"),
             architecture=family.name,
-            description=f"Hugging Face {family.family}: {type(adapter.model).__name__} ({cfg.model_type})",
+            description=_(
+                "Hugging Face {family}: {model_class} ({model_type})",
+                family=_(HF_FAMILY_NAMES.get(family.family, family.family)),
+                model_class=type(adapter.model).__name__,
+                model_type=cfg.model_type,
+            ),
             view="heads",
             parameters=adapter.model.num_parameters(),
             vocab_size=len(adapter.tokenizer),

@@ -155,7 +155,7 @@ def _answered_vocab(
                 _(
                     "{name}: a {title} needs a target vocabulary too (vocab.json 'tgt')",
                     name=f.name,
-                    title=arch.title,
+                    title=_(arch.title),
                 )
             )
         return answer["src"], answer.get("tgt")
@@ -247,7 +247,7 @@ def _upload(f: Incoming, arch: Architecture, cfg, adapter, n_params: int, source
         size=f.size,
         source=source,
         architecture=arch.name,
-        description=f"{arch.title}: {arch.describe(cfg)}",
+        description=_("{title}: {about}", title=_(arch.title), about=arch.describe(cfg)),
         view="alignment" if (layers, heads) == ("1", 1) else "heads",
         parameters=n_params,
         vocab_size=cfg.src_vocab_size,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from attention_atlas.i18n import _
+from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.models.attention.scoring import SCORERS
 from attention_atlas.models.uploads.architectures import Missing
 from attention_atlas.models.uploads.safety import UploadError
@@ -81,8 +81,19 @@ def infer_rnn(shapes: dict[str, tuple[int, ...]], title: str = "seq2seq RNN") ->
     return cfg, missing
 
 
+# An RNN's attention as its summary names it (``describe_rnn``); another scorer by its own name.
+ATTENTION_NAMES = {"additive": N_("additive attention"), "scaled_dot": N_("scaled dot-product attention")}
+
+
 def describe_rnn(cfg) -> str:
-    return f"{cfg.rnn.upper()} encoder–decoder, {cfg.attention} attention, hidden {cfg.hidden_size}"
+    """``'GRU encoder–decoder, additive attention, hidden 256'``, in the language in force."""
+    attention = ATTENTION_NAMES.get(cfg.attention)
+    return _(
+        "{rnn} encoder–decoder, {attention}, hidden {hidden}",
+        rnn=cfg.rnn.upper(),
+        attention=_(attention) if attention else _("{name} attention", name=cfg.attention),
+        hidden=cfg.hidden_size,
+    )
 
 
 # -- encoder–decoder Transformer -------------------------------------------------------------------
@@ -124,9 +135,13 @@ def infer_transformer(
 
 
 def describe_transformer(cfg) -> str:
-    return (
-        f"encoder–decoder Transformer, {cfg.encoder_layers} + {cfg.decoder_layers} layers × "
-        f"{cfg.num_heads} heads, d_model {cfg.d_model}"
+    """``'encoder–decoder Transformer, 3 + 3 layers × 4 heads, d_model 256'``, in the language in force."""
+    return _(
+        "encoder–decoder Transformer, {encoder} + {decoder} layers × {heads}, d_model {d}",
+        encoder=cfg.encoder_layers,
+        decoder=cfg.decoder_layers,
+        heads=ngettext("{n:,} head", "{n:,} heads", cfg.num_heads).format(n=cfg.num_heads),
+        d=cfg.d_model,
     )
 
 
