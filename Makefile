@@ -19,7 +19,8 @@ test: setup-dev browser
 	$(BIN)/ruff check .
 	$(PYTEST)
 
-# The unit and page tests less the slow ones (large models, training), the browser tests and the
+# The unit and page tests less the slow ones (large models, training, subprocesses, tests of over
+# about 5 s on a quiet machine), the browser tests and the
 # fuzz streams (thousands of generated inputs); `make test` runs those too.
 check: setup-dev
 	$(BIN)/ruff check .

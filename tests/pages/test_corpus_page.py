@@ -78,6 +78,7 @@ def test_a_large_sample_waits_for_a_click_and_a_file_is_asked_for():
     assert any("Upload a file" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_a_run_started_by_its_button_goes_on_in_the_background_and_ends_with_the_results():
     """A large run no longer holds the page's script: the page polls a background job (progress,
     Cancel), and once it ends the results come without a stale Run/Continue button."""
@@ -96,6 +97,7 @@ def test_a_run_started_by_its_button_goes_on_in_the_background_and_ends_with_the
     assert not [b for b in at.button if b.key in ("corpus_run", "corpus_cancel")]
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_background_run_and_continue_picks_it_up():
     at = run()
     at.radio(key="corpus_n").set_value(2_000)

@@ -45,6 +45,7 @@ def unfinished(monkeypatch, short_janitor):
     lc.long_input.clear()
 
 
+@pytest.mark.slow
 def test_a_text_the_page_is_working_on_is_captured_once_however_slow_and_shows_one_bar(
     unfinished, short_janitor
 ):

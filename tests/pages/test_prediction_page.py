@@ -113,6 +113,7 @@ def test_a_window_of_a_longer_text_from_the_link():
     assert at.radio(key=K + "width").value == "16"
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line():
     at = opened(text="   ")
     assert [i.value for i in at.info] == ["Type a text to see what the model predicts after each block."]

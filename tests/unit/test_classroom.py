@@ -59,6 +59,7 @@ def test_split_keeps_held_out_sources_out_of_training(data):
     assert {len(u) for u, _ in data.train} <= {5, 7}
 
 
+@pytest.mark.slow
 def test_trainer_reduces_loss_and_aligns_the_probe(one_thread, data):
     t = cr.ClassroomTrainer("additive", TINY, data)
     first = t.measure()
@@ -103,6 +104,7 @@ def test_run_pauses_resumes_and_finishes(one_thread, data):
     assert run.job.lane.busy == 0  # the slot is given back
 
 
+@pytest.mark.slow
 def test_race_keeps_both_models_level_in_training_time(one_thread, data):
     run = cr.ClassroomRun(cr.ATTENTIONS, TINY, 2.0, data=lambda: data, pool=Lane("training", 1)).start()
     _wait(lambda: run.snapshot().state == cr.DONE)

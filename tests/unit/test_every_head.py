@@ -58,6 +58,7 @@ def capture(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_workers_map_the_files_and_give_every_layer_as_here(capture, monkeypatch):
     want = eh.all_heads(capture, thumb=16, block=32, n_workers=1)
     no_summaries_here(monkeypatch)

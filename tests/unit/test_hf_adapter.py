@@ -75,6 +75,7 @@ def test_missing_weights_are_an_error_not_an_empty_view(tiny):
         tiny["encoder"]._stack((), "self-attention")
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=0, max_size=40))
 def test_any_string_gives_valid_records_or_a_clear_refusal(tiny, text):

@@ -135,6 +135,7 @@ print("exits with", run.done(), "of 900 read")
 """
 
 
+@pytest.mark.slow
 def test_a_process_that_exits_while_the_fill_runs_exits_cleanly():
     """Without the stop at exit, torch's threads torn down under a running chunk abort the process
     ("terminate called without an active exception", status 134): a test run or a server would end so."""

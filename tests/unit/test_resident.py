@@ -137,6 +137,7 @@ torch.ones(64, 64) @ torch.ones(64, 64)  # OpenMP starts, and prints its setting
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["passive", "plain"])
 def test_passive_threads_stop_openmp_spinning_when_set_before_torch_loads(mode):
     """The server calls passive_threads before torch loads (app.py): libgomp then spins 0 times
