@@ -162,23 +162,46 @@ def check_figure_text(page, chinese: bool) -> None:
         assert han and set(han) == {24}
 
 
+PLACEHOLDER = re.compile(r"%\{[^}]*\}|<[^>]*>")  # a hover template's fields and tags
+HOVER = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => p.data || [])
+    .map(trace => trace.hovertemplate).filter(Boolean)"""
+
+
+def check_projected(page, path: str, chinese: bool) -> None:
+    """The checks of a page in projector mode, in either language."""
+    assert page.locator(EXCEPTION_BOX).count() == 0
+    assert page.evaluate(OVERFLOW) == []
+    assert page.evaluate(SIDEBAR_WIDTH) == 0  # collapsed: the page gets the whole width
+    assert page.evaluate(CUT) == []
+    if path == "couplets":  # 两个黄鹂鸣翠柳 in each chart along x, none thinned away
+        assert all(ticks == list("两个黄鹂鸣翠柳") for ticks in page.evaluate(X_TICKS))
+    if path in CHARTED:
+        check_figure_text(page, chinese=path == "couplets")
+
+
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "home")
 def test_every_page_fits_its_width_in_projector_mode(app_url, new_page, path, screen):
+    """In English, then in Chinese (the same path with ``&lang=zh``, in the same browser context: the
+    server's caches are warm), where no English word of the interface may be left either."""
     viewport, scale = SCREENS[screen]
     with new_page(viewport["width"], viewport["height"], device_scale_factor=scale) as page:
         page.goto(f"{app_url}/{path}?present=1", timeout=120_000)
         settle(page, plots=path not in NO_PLOTS)
-        assert page.locator(EXCEPTION_BOX).count() == 0
         assert page.get_by_role("switch", name="Projector mode").is_checked()
-        assert page.evaluate(OVERFLOW) == []
-        assert page.evaluate(SIDEBAR_WIDTH) == 0  # collapsed: the page gets the whole width
-        assert page.evaluate(CUT) == []
-        if path == "couplets":  # 两个黄鹂鸣翠柳 in each chart along x, none thinned away
-            assert all(ticks == list("两个黄鹂鸣翠柳") for ticks in page.evaluate(X_TICKS))
-        if path in CHARTED:
-            check_figure_text(page, chinese=path == "couplets")
+        check_projected(page, path, chinese=False)
         shoot(page, f"{path or 'home'}-{screen}", viewport)
+
+        page.goto(f"{app_url}/{path}?present=1&lang=zh", timeout=120_000)
+        settle(page, plots=path not in NO_PLOTS)
+        assert page.get_by_role("switch", name="投影模式").is_checked()
+        check_projected(page, path, chinese=True)
+        left = english_left(page)
+        assert left == [], "English left on the Chinese page:\n" + "\n".join(left)
+        if path == "couplets":  # the hover's words too (the tokens it names are data)
+            words = [PLACEHOLDER.sub(" ", h) for h in page.evaluate(HOVER)]  # less %{y}, <br>
+            assert words and all(HAN.search(w) and not LATIN_WORD.search(w) for w in words), words
+        shoot(page, f"{path or 'home'}-{screen}-zh", viewport)
 
 
 def test_the_long_input_head_views_controls_are_whole_at_150_percent_with_the_sidebar_open(app_url, new_page):
