@@ -9,9 +9,13 @@ Each page gets ``--n`` fresh texts (never typed before on this server: the bundl
 of their own) and, for the Transformer page, layer and head switches on the text just typed (the
 cached path: no model run). Each request's payload (the bytes the server sent) is counted too.
 
-The interface in English and in Chinese (``--lang en,zh``, the default): one session per language
-on the same server, one after the other, each with fresh texts of its own (``?lang=zh`` in the
-session's URL), side by side with the ratio zh / en of CPU-seconds and payload.
+The interface in English and in Chinese (``--lang en,zh``, the default): one session per language,
+one after the other, each on a server of its own started afresh and typing the same texts
+(``?lang=zh`` in the session's URL), side by side with the ratio zh / en of CPU-seconds and payload.
+The same texts: a Transformer page's payload grows with the square of the tokens (every head's
+weights), so languages typing texts of their own compared their texts' lengths (1.43–1.47× once,
+the Chinese session's sentences having had 8 words to the English one's 5); a server each: on one
+server the second language's texts would come from the cache, no longer fresh.
 
     python -m bench.bench_request_cost --n 20 --baseline "spinning threads:OMP_WAIT_POLICY="
     git worktree add /tmp/before HEAD~1   # the code before a change, as the baseline's server
@@ -95,35 +99,32 @@ async def one_page(s: Session, meter: Meter, page: str, texts, n: int, query: st
         await meter(page, "open again (cached)", s.open(page, query))
 
 
-async def measure(
-    url: str, pid: int, n: int, seed: int, langs: tuple[str, ...] = ("en",)
-) -> dict[str, list[dict]]:
-    """Each language's rows: a session of its own, the languages one after the other, every
-    language's texts fresh (none typed by another language's session or the warm-up)."""
+def fresh_texts(n: int, seed: int) -> dict[str, list[str]]:
+    """Each page's ``n`` texts, the same for every language: none typed by the warm-up, and
+    the Transformer page's distinct from the Translation page's."""
     source = Texts(seed + 1)  # a seed of its own: no text the warm-up or another run typed
-    couplets, sentences = (
-        _distinct(source._couplet, n * len(langs)),
-        _distinct(source._sentence, 2 * n * len(langs)),
-    )
-    rows = {}
-    for i, lang in enumerate(langs):
-        fresh = {
-            "couplets": couplets[i * n : (i + 1) * n],
-            "transformer": sentences[2 * i * n : (2 * i + 1) * n],
-            "translation": sentences[(2 * i + 1) * n : (2 * i + 2) * n],
-        }
-        query = "" if lang == "en" else f"lang={lang}"
-        meter = Meter(pid)
-        async with Session(url) as s:
-            for page in ("", "couplets", "transformer", "translation"):  # pages compiled, models loaded
-                await s.open(page, query)
-            await s.open("transformer")
-            await s.set("tf_model", "minilm")
-            await s.set("tf_text", f"a warm-up sentence the runs below never type ({lang})")
-            for page, texts in fresh.items():
-                await one_page(s, meter, page, texts, n, query)
-        rows[lang] = meter.rows
-    return rows
+    couplets, sentences = _distinct(source._couplet, n), _distinct(source._sentence, 2 * n)
+    return {
+        "couplets": couplets,
+        "transformer": sentences[:n],
+        "translation": sentences[n:],
+    }
+
+
+async def measure(url: str, pid: int, n: int, seed: int, lang: str = "en") -> list[dict]:
+    """One language's rows, one session on a server of its own (``fresh_texts``: every language
+    types the same texts, each of them fresh to its server)."""
+    query = "" if lang == "en" else f"lang={lang}"
+    meter = Meter(pid)
+    async with Session(url) as s:
+        for page in ("", "couplets", "transformer", "translation"):  # pages compiled, models loaded
+            await s.open(page, query)
+        await s.open("transformer")
+        await s.set("tf_model", "minilm")
+        await s.set("tf_text", "a warm-up sentence the runs below never type")
+        for page, texts in fresh_texts(n, seed).items():
+            await one_page(s, meter, page, texts, n, query)
+    return meter.rows
 
 
 def _distinct(make, n: int) -> list[str]:
@@ -173,8 +174,8 @@ def render(runs: dict, languages: bool = False) -> str:
         + ". 'fresh text' is a text never typed on the server before (a model run); switches and the reopened "
         "page are the cached path. "
         + (
-            "Columns are the interface's languages on one server, one session each, one after the other "
-            "(`?lang=zh` in the Chinese session's URL), each typing texts of its own."
+            "Columns are the interface's languages, one session each, one after the other, each on a server "
+            "of its own started afresh (`?lang=zh` in the Chinese session's URL), all typing the same texts."
             if languages
             else "Columns are runs under their labels, a baseline beside the change."
         ),
@@ -266,9 +267,9 @@ def main(argv: list[str] | None = None) -> None:
         variants.insert(0, (label, env, script))
     runs = {}
     for label, env, script in variants:
-        with serve(env={**launch_env(), **env}, script=script) as server:
-            rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed, langs))
-        for lang, lang_rows in rows.items():
+        for lang in langs:  # a server each: the same texts, fresh to each
+            with serve(env={**launch_env(), **env}, script=script) as server:
+                lang_rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed, lang))
             name = label if langs == ("en",) else f"{label} ({lang})"
             runs[name] = summarise(lang_rows, name, env)
             print(name, json.dumps(runs[name]["requests"], indent=1))

@@ -15,7 +15,11 @@ collected per run. One asyncio loop drives dozens of sessions::
 The widget values travel the way the browser sends them: text as ``string_value``, a toggle
 as ``bool_value``, a slider as ``double_array_value``, a selectbox or radio as the option's
 label, a button as a one-shot ``trigger_value``. A widget inside an ``st.fragment`` reruns
-only its fragment, as in the browser.
+only its fragment, as in the browser. As a browser does, every rerun carries the value of each
+widget the page shows (the one just set, and the others as the server last drew or the
+client last set them; a whole run forgets the widgets it did not draw): a value left out is
+a value the server may forget (the sidebar's language switch was, after a widget had been
+set and the page opened again).
 """
 
 from __future__ import annotations
@@ -83,6 +87,9 @@ class Session:
         self.cookies: dict[str, str] = {}  # with cookies=True: those the first page load set
         self._want_cookies = cookies
         self.widgets: dict[str, Widget] = {}
+        # widget id → (widget, value): every known widget's value, sent with each rerun as a browser does
+        self.values: dict[str, tuple[Widget, object]] = {}
+        self._drawn: set[str] = set()  # the widgets this run drew
         self.page_hash = ""
         self.pages: dict[str, str] = {}  # url path → page script hash, from the navigation message
         self._ws = None
@@ -162,8 +169,13 @@ class Session:
         state.query_string = self.query_string
         state.fragment_id = fragment_id
         if changed is not None:
-            _encode(state.widget_states.widgets.add(), *changed)
+            self.values[changed[0].id] = changed
+        for widget, value in self.values.values():
+            _encode(state.widget_states.widgets.add(), widget, value)
+        if changed is not None and changed[0].kind in TRIGGERS:  # a click is sent once
+            del self.values[changed[0].id]
         start = time.perf_counter()
+        self._drawn = set()
         await self._ws.send(msg.SerializeToString())
         return await self._wait(start)
 
@@ -184,6 +196,8 @@ class Session:
             self._take(msg, run)
             if msg.WhichOneof("type") == "script_finished":
                 run.status = FINISHED.Name(msg.script_finished)
+                if msg.script_finished == FINISHED.FINISHED_SUCCESSFULLY:  # the browser's removeInactive
+                    self.values = {k: v for k, v in self.values.items() if k in self._drawn}
                 if msg.script_finished != FINISHED.FINISHED_EARLY_FOR_RERUN:
                     break
         run.seconds = time.perf_counter() - start
@@ -213,7 +227,39 @@ class Session:
         if widget_id:
             options = tuple(getattr(body, "options", ()) or ())
             bounds = (body.min, body.max) if kind == "slider" else None
-            self.widgets[user_key(widget_id)] = Widget(widget_id, kind, fragment_id, options, bounds)
+            widget = Widget(widget_id, kind, fragment_id, options, bounds)
+            self.widgets[user_key(widget_id)] = widget
+            self._drawn.add(widget_id)
+            known = self.values.get(widget_id)
+            value = drawn_value(body, kind, None if known is None else known[1])
+            if value is not None:
+                self.values[widget_id] = (widget, value)
+
+
+TRIGGERS = ("button", "download_button")
+
+
+def drawn_value(body, kind: str, known):
+    """The value a browser holds for a widget the server has just drawn: the one the server
+    set (``set_value``), else the one it already held (``known``), else the widget's default;
+    None for none (``value=None``, ``index=None``) or a kind this client does not keep
+    (buttons, components, a select slider…)."""
+    if kind in ("text_input", "text_area", "checkbox", "selectbox", "radio") or (
+        kind == "slider" and not body.options
+    ):
+        plain = kind in ("checkbox", "slider")  # fields without presence: always a value
+        if body.set_value:
+            field = "raw_value" if kind in ("selectbox", "radio") else "value"
+            value = getattr(body, field) if plain or body.HasField(field) else None
+        elif known is not None:
+            return known
+        elif kind in ("selectbox", "radio"):
+            index = body.default if body.HasField("default") else -1
+            value = body.options[index] if 0 <= index < len(body.options) else None
+        else:
+            value = body.default if plain or body.HasField("default") else None
+        return list(value) if kind == "slider" else value
+    return None
 
 
 def page_cookies(url: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ an exception seen, and a short load run of the real app with its memory."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -83,3 +84,25 @@ def test_a_short_load_run_of_the_app(capsys):
     assert all(s["p95"] > 0 for s in result["pages"].values())
     assert 50 < result["memory_mb"]["idle"] < 8000 and result["memory_trace"]
     assert len(bench_load.verdicts(result)) == 4
+
+
+@pytest.mark.slow
+def test_a_chinese_session_stays_chinese_when_it_opens_a_page_again():
+    """Every rerun carries every widget's value, as a browser sends them: with only the widget
+    just set, the sidebar's language switch was forgotten and a page opened again after typing
+    came back in English (bench_request_cost's Chinese 'open again' measured English pages)."""
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+
+    async def go(url: str):
+        async with Session(url) as s:
+            first = await s.open("couplets", "lang=zh")
+            typed = await s.set("couplet_upper", "春风得意")
+            again = await s.open("couplets", "lang=zh")
+            return first, typed, again
+
+    with serve() as server:
+        runs = asyncio.run(go(server.url))
+    for run in runs:
+        assert run.ok, run.problems
+        assert "设备" in run.markdown and "Device" not in run.markdown, run.markdown[:200]
+        assert len(cjk.findall(run.markdown)) > 100
