@@ -28,6 +28,21 @@ SMOOTH = 20  # training-loss curves: mean over this many steps
 SEED_SENTENCES = ("Go.", "I lost.", "He's calm.", "I'm home.")
 
 
+# The benchmark's measures (bench/bench_translation.py writes them in English: the table's rows).
+COST_MEASURES = (
+    N_("parameters"),
+    N_("vocabulary"),
+    N_("attention parameters"),
+    N_("median s / step"),
+    N_("× GRU + additive"),
+    N_("s / epoch (est.)"),
+    N_("training memory MB"),
+    N_("loss, last 50 of 300 steps"),
+    N_("valid BLEU"),
+    N_("test BLEU"),
+)
+
+
 def use_example(sentence: str) -> None:
     """An example button's callback: its sentence in the English box, nothing forced."""
     st.session_state[K + "english"] = sentence
@@ -139,6 +154,7 @@ def swap_cost(ids: list[str]) -> None:
     )
     st.markdown(cost_summary(cost["table"].to_dict("records")))  # in this visitor's language
     named = cost["table"].assign(variant=cost["table"]["variant"].map(_))  # the variants in this visitor's words
+    named = named.rename(columns={m: _(m) for m in COST_MEASURES})  # and the measures
     st.dataframe(measures_as_rows(named, "variant"), hide_index=True, width="stretch")
     st.caption(_("{setup} Loss curves: the mean of every {n} steps.", setup=cost["setup"], n=SMOOTH))
     curves = [

@@ -126,3 +126,5 @@ def test_the_page_speaks_chinese():
         and layout["yaxis"]["title"]["text"] == "法语（查询）"
     )
     assert at.header[0].value == "加性还是点积：替换的代价是什么？"
+    measures = at.dataframe[-1].value.iloc[:, 0].tolist()  # the comparison's rows, named in Chinese
+    assert "注意力参数" in measures and "每步秒数（中位数）" in measures
