@@ -306,7 +306,10 @@ class Link:
     def _write(self, name: str) -> None:
         key, default, kind = self.declared[name]
         value = st.session_state.get(key, default)
-        _put(self.scope, name, None if value == default or not kind.valid(value) else kind.encode(value))
+        text = None if value == default or not kind.valid(value) else kind.encode(value)
+        # only what a link can bring back: a typed page of 100,000 characters stays in the session (in
+        # the URL it made a query string Streamlit ignores, and the page forgot every setting)
+        _put(self.scope, name, None if text is None or kind.parse(text)[1] else text)
 
     def sync(self, *names: str) -> None:
         """Write these settings' current values to the URL (from a fragment's own rerun, which

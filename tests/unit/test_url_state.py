@@ -77,6 +77,23 @@ def test_a_moved_widget_updates_the_url_and_a_default_leaves_it():
     assert at.query_params["on"] == "1" and at.slider(key="t_layer").value == 1
 
 
+def test_a_typed_text_the_link_cannot_hold_stays_in_the_session_and_out_of_the_url():
+    """Found by the fuzz: a text past its link limit went into the URL anyway, and a typed page
+    of 100,000 characters made a query string Streamlit ignores: the page forgot every setting (the
+    Checkpoint inspector its demo upload). The text stays typed; the URL keeps the rest."""
+    at = run({"layer": "2"})
+    at.text_input(key="t_text").set_value("长" * 11)  # the limit is 10
+    at = run(at=at)
+    assert at.text_input(key="t_text").value == "长" * 11 and "text" not in at.query_params
+    assert at.query_params["layer"] == "2" and not at.warning
+    at.toggle(key="t_on").set_value(True)
+    at = run(at=at)
+    assert at.text_input(key="t_text").value == "长" * 11 and at.query_params["on"] == "1"
+    at.text_input(key="t_text").set_value("短")
+    at = run(at=at)
+    assert at.query_params["text"] == "短"
+
+
 def test_the_sidebar_shows_the_link_to_this_view():
     at = run({"layer": "2", "text": "a b"})
     code = [c.value for c in at.sidebar.code]
