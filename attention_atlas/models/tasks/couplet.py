@@ -72,7 +72,7 @@ def prepare_line(text: str | None, what: str = "upper line") -> Line:
     if not raw.strip():
         raise ValueError(f"the {what} is empty: type Chinese characters, e.g. {EXAMPLE[0]}")
     notices = []
-    kept = _SPACES.sub("", raw)  # at C speed: a pasted page of 100,000 characters costs a millisecond
+    kept = _SPACES.sub("", raw)  # at C speed: a pasted page of 100,000 characters costs milliseconds
     if len(kept) < len(raw.strip()):
         notices.append(f"Spaces in the {what} were removed: one character is one token.")
     truncated = len(kept) > MAX_CHARS
