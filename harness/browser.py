@@ -31,6 +31,24 @@ CHROMIUM_ARGS = [
 ]
 PLOT_DRAWN = ".js-plotly-plot .main-svg .cartesianlayer"
 EXCEPTION_BOX = '[data-testid="stException"]'
+# Resolves once the page's layout (the size of each figure and of Streamlit's main area) has stayed
+# the same for ``quiet`` ms: Plotly redraws a figure to its container's width after it arrives.
+STILL = """async ([quiet, limit]) => {
+  const shape = () => JSON.stringify([
+    ...[...document.querySelectorAll('.js-plotly-plot')].map(p => {
+      const box = p.getBoundingClientRect(); return [box.width, box.height, p._fullLayout?.width];
+    }),
+    document.querySelector('[data-testid="stMain"]')?.scrollHeight]);
+  const start = performance.now();
+  let last = shape(), since = start;
+  while (performance.now() - since < quiet) {
+    if (performance.now() - start > limit) return false;
+    await new Promise(r => setTimeout(r, 50));
+    const now = shape();
+    if (now !== last) [last, since] = [now, performance.now()];
+  }
+  return true;
+}"""
 
 
 @contextlib.contextmanager
@@ -96,6 +114,12 @@ def browser_page(width: int = 1400, height: int = 1000):
     """One page in a chromium of its own (``chromium_browser``), ``width`` × ``height`` CSS pixels."""
     with chromium_browser() as browser:
         yield browser.new_page(viewport={"width": width, "height": height})
+
+
+def wait_still(page, quiet_ms: int = 400, timeout_ms: int = 30_000) -> None:
+    """Wait until the page's layout has not moved for ``quiet_ms`` (``STILL``), instead of a fixed
+    sleep after the last delta; fails if it is still moving after ``timeout_ms``."""
+    assert page.evaluate(STILL, [quiet_ms, timeout_ms]), f"the page still moved after {timeout_ms} ms"
 
 
 def hover_tile(page, layer: int, head: int, heads: int, chart=None) -> None:

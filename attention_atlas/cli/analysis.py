@@ -10,9 +10,8 @@ from attention_atlas.cli.common import (
     CAUSAL_LM,
     add_output,
     add_source,
-    check_out,
-    from_argv,
     load_adapter,
+    prompt,
     write_arrays,
 )
 
@@ -35,8 +34,7 @@ def add_lens_parser(sub) -> None:
 def cmd_lens(args: argparse.Namespace) -> int:
     from attention_atlas.models.analysis.lens import lens
 
-    text = from_argv(args.text)
-    check_out(args)
+    text = prompt(args)
     adapter = load_adapter(args)
     grid, tokens = lens(adapter, text, top=args.top, token=args.token)
     arrays = {"model": adapter.model_id, "tokens": tokens, "top_ids": grid.top_ids, "top_probs": grid.top_probs}
@@ -71,10 +69,10 @@ def add_generate_parser(sub) -> None:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from attention_atlas.models.analysis.generate import generate
+    from attention_atlas.models.analysis.generate import check_max_new_tokens, generate
 
-    text = from_argv(args.text)
-    check_out(args)
+    text = prompt(args)
+    check_max_new_tokens(args.max_new_tokens)
     sampling = _sampling(args)
     adapter = load_adapter(args)
     done = generate(adapter, text, max_new_tokens=args.max_new_tokens, sampling=sampling)
@@ -137,8 +135,7 @@ def add_contributions_parser(sub) -> None:
 def cmd_contributions(args: argparse.Namespace) -> int:
     from attention_atlas.models.analysis.contributions import contributions
 
-    text = from_argv(args.text)
-    check_out(args)
+    text = prompt(args)
     adapter = load_adapter(args)
     result = contributions(adapter, text)
     arrays = {"model": adapter.model_id, "tokens": result.tokens} | {

@@ -103,6 +103,16 @@ def from_argv(text: str | None) -> str | None:
     return text
 
 
+def prompt(args: argparse.Namespace) -> str:
+    """``--text`` read as ``from_argv`` does, with what can be refused before the model loads (a blank
+    text, an ``--out`` that is not .npz) refused: a mistake is told in a second, not after the load."""
+    text = from_argv(args.text)
+    if not text.strip():
+        raise CliError("the text is empty: type a sentence")
+    check_out(args)
+    return text
+
+
 def print_notices(notices) -> None:
     for notice in notices:
         print(f"notice: {notice}", file=sys.stderr)

@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, wait_still
 
 pytestmark = pytest.mark.browser
 IDLE = '[data-test-script-state="notRunning"]'
@@ -23,7 +23,7 @@ def settle(page) -> None:
     page.wait_for_selector(PLOT_DRAWN, timeout=120_000)
     page.wait_for_selector(IDLE, timeout=120_000)
     page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(500)
+    wait_still(page)
 
 
 def query(page) -> dict[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, wait_still
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/atlas-projector")
@@ -136,7 +136,7 @@ def settle(page, plots: bool = False) -> None:
         page.wait_for_selector(PLOT_DRAWN, timeout=180_000)
     page.wait_for_selector(IDLE, timeout=180_000)
     page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(1500)  # plotly's resize after the last delta
+    wait_still(page)  # plotly's resize after the last delta
 
 
 def shoot(page, name: str, viewport: dict) -> None:
@@ -146,7 +146,7 @@ def shoot(page, name: str, viewport: dict) -> None:
     page.screenshot(path=SHOTS / f"{name}.png")
     tall = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": viewport["width"], "height": min(max(tall, viewport["height"]), 8000)})
-    page.wait_for_timeout(1000)
+    wait_still(page)
     page.screenshot(path=SHOTS / f"{name}-full.png")
     page.set_viewport_size(viewport)
 

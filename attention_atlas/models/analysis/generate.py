@@ -125,9 +125,13 @@ def eos_ids(model) -> set[int]:
     return set()
 
 
-def check_request(name: str, prompt_len: int, max_new_tokens: int, context: int | None) -> None:
+def check_max_new_tokens(max_new_tokens: int) -> None:
     if not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
         raise GenerateError(f"max new tokens {max_new_tokens}: give 1 to {MAX_NEW_TOKENS}")
+
+
+def check_request(name: str, prompt_len: int, max_new_tokens: int, context: int | None) -> None:
+    check_max_new_tokens(max_new_tokens)
     if prompt_len < 1:
         raise GenerateError("the prompt is empty: type a sentence")
     if context is None or prompt_len + max_new_tokens <= context:
