@@ -1,5 +1,6 @@
 """cli.py corpus --ray: a local Ray (2 CPUs) with a pool of actors gives the rows of the local run,
-whether the actors run the driver's traced graph (a Hugging Face model on the CPU) or load the model."""
+whether the actors run the driver's traced graph (a Hugging Face model on the CPU) or load the model;
+and a Ray that a run's thread started outlives that thread."""
 
 import threading
 import time
@@ -11,51 +12,28 @@ from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.inputs import sample
 from attention_atlas.models.corpus.run import run_corpus
 
-# Starting Ray and two actors, twice: ~30-60 s here. One Ray at a time on the machine: these run on the
+# Starting Ray and two pools of actors: ~60 s here. One Ray at a time on the machine: these run on the
 # browser tier's worker (tests/conftest.py: group_of), beside the browser test that starts one.
 pytestmark = pytest.mark.slow
 
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+QUERIES = {
+    "links": "SELECT * FROM links ORDER BY text_id, pos, layer, head",
+    "tokens": "SELECT * FROM tokens ORDER BY text_id, pos",
+    "facts": "SELECT * FROM facts ORDER BY text_id",
+}
 
 
-def same_rows(scaled, local) -> None:
-    assert scaled.stats_frame().equals(local.stats_frame())
-    order = "SELECT * FROM links ORDER BY text_id, pos, layer, head"
-    assert scaled.frame(order).equals(local.frame(order))
-    tokens = "SELECT * FROM tokens ORDER BY text_id, pos"
-    assert scaled.frame(tokens).equals(local.frame(tokens))
-    facts = "SELECT * FROM facts ORDER BY text_id"
-    assert scaled.frame(facts).equals(local.frame(facts))
+def rows(store) -> dict:
+    """A corpus store's tables, each in one order, and its per-head statistics."""
+    return {"stats": store.stats_frame()} | {name: store.frame(sql) for name, sql in QUERIES.items()}
 
 
-def test_ray_rows_equal_the_local_rows(local_ray, tmp_path, monkeypatch):
-    corpus = sample("english", 60)
-    options = Options(batch_size=16)  # four batches: both actors get work
-    graphs, real = [], ray_run.traced
-
-    def traced(*args):
-        graphs.append(real(*args))
-        return graphs[-1]
-
-    monkeypatch.setattr(ray_run, "traced", traced)
-    with run_corpus("minilm", corpus, options, folder=tmp_path / "local") as local:
-        seen = []
-        with run_corpus("minilm", corpus, options, folder=tmp_path / "ray", ray_address="auto",
-                        progress=seen.append) as scaled:  # fmt: skip
-            assert scaled.complete and seen[-1].done == 60
-            assert len(graphs) == 1 and graphs[0]  # the actors ran minilm's traced graph
-            same_rows(scaled, local)
-        monkeypatch.setattr(ray_run, "traced", lambda *a: None)  # as for a model that does not trace
-        with run_corpus("minilm", corpus, options, folder=tmp_path / "loaded", ray_address="auto") as loaded:
-            assert loaded.complete
-            same_rows(loaded, local)
+def same_rows(scaled, expected: dict) -> None:
+    for name, frame in rows(scaled).items():
+        assert frame.equals(expected[name]), name
 
 
 def ray_running() -> bool:
@@ -83,30 +61,52 @@ def in_thread(work, seconds: float) -> None:
         raise failed[0]
 
 
+def dead_ray_processes() -> list[str]:
+    node = ray._private.worker._global_node
+    return [name for name, infos in node.all_processes.items() for i in infos if i.process.poll() is not None]
+
+
 @pytest.mark.timeout(900)  # Ray's start and two pools of actors on a busy 2-core machine: 2 to 6 minutes
-def test_a_ray_started_by_a_run_thread_outlives_it(tmp_path):
-    """``auto`` with no Ray running starts one; the Corpus page's runs are threads (a page run, a
-    ``Job``), and a Ray started by one of them used to die with it (its processes have Linux's
-    parent-death signal): the next run then waited at 0 texts (issue 27, item 10)."""
+def test_ray_rows_equal_the_local_rows_and_a_ray_started_by_a_run_thread_outlives_it(tmp_path, monkeypatch):
+    """``auto`` with no Ray running starts one. The first run, in a thread of its own as the Corpus
+    page's runs are (a page run, a ``Job``), has its actors run the driver's traced graph; the second,
+    in another thread, has them load the model. Both give the local run's rows. A Ray started by a
+    run's thread used to die with it (its processes have Linux's parent-death signal): the next run
+    then waited at 0 texts (issue 27, item 10)."""
     if ray.is_initialized() or ray_running():
         pytest.skip("a Ray is running already: this test needs to start its own")
-    corpus, options = sample("english", 40), Options(batch_size=16)
-    try:
-        in_thread(
-            lambda: run_corpus("minilm", corpus, options, folder=tmp_path / "a", ray_address="auto").close(),
-            400,
-        )
-        time.sleep(2)  # the kernel's SIGKILL, if any, has landed
-        node = ray._private.worker._global_node
-        dead = [
-            name for name, infos in node.all_processes.items() for i in infos if i.process.poll() is not None
-        ]
-        assert not dead, f"Ray's {', '.join(dead)} died with the thread that started them"
+    corpus = sample("english", 60)
+    options = Options(batch_size=16)  # four batches: both actors get work
+    graphs, real = [], ray_run.traced
+
+    def traced(*args):
+        graphs.append(real(*args))
+        return graphs[-1]
+
+    def scaled(folder: str, progress=None):
+        return run_corpus("minilm", corpus, options, folder=tmp_path / folder, ray_address="auto", progress=progress)
+
+    def traced_run():
         seen = []
-        work = lambda: run_corpus(  # noqa: E731
-            "minilm", corpus, options, folder=tmp_path / "b", ray_address="auto", progress=seen.append
-        ).close()
-        in_thread(work, 300)
-        assert seen[-1].done == 40
+        with scaled("ray", seen.append) as store:
+            assert store.complete and seen[-1].done == 60
+            assert len(graphs) == 1 and graphs[0]  # the actors ran minilm's traced graph
+            same_rows(store, expected)
+
+    def loaded_run():
+        with scaled("loaded") as store:
+            assert store.complete
+            same_rows(store, expected)
+
+    with run_corpus("minilm", corpus, options, folder=tmp_path / "local") as local:
+        expected = rows(local)
+    monkeypatch.setattr(ray_run, "traced", traced)
+    try:
+        in_thread(traced_run, 400)
+        time.sleep(2)  # the kernel's SIGKILL, if any, has landed
+        dead = dead_ray_processes()
+        assert not dead, f"Ray's {', '.join(dead)} died with the thread that started them"
+        monkeypatch.setattr(ray_run, "traced", lambda *a: None)  # as for a model that does not trace
+        in_thread(loaded_run, 300)
     finally:
         ray.shutdown()
