@@ -6,14 +6,19 @@ Heavy imports (transformers, streamlit) wait inside the functions that need them
 
 from __future__ import annotations
 
+import atexit
 import base64
 import html
 import io
 import json
 import os
 import random
+import select
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -255,15 +260,67 @@ def cross(upload, target: str | None = LOWER):
 
 
 def run_cli(*args, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``python cli.py ARGS`` in the repository root; stdout and stderr captured as text."""
-    return subprocess.run(
-        [sys.executable, "cli.py", *map(str, args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    """``python cli.py ARGS`` in the repository root; stdout and stderr captured as text. With ``env``,
+    a process started afresh with that environment; otherwise a process forked by
+    ``tests/cli_forks.py`` with torch already imported (the same process but for the 3 s import)."""
+    if env is not None:
+        return subprocess.run(
+            [sys.executable, "cli.py", *map(str, args)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
+    return _forked_cli(list(map(str, args)), timeout)
+
+
+class _ForkServer:
+    """The one ``tests/cli_forks.py`` of this test process, started on first use."""
+
+    proc: subprocess.Popen | None = None
+
+    @classmethod
+    def get(cls) -> subprocess.Popen:
+        if cls.proc is None or cls.proc.poll() is not None:
+            cls.proc = subprocess.Popen(
+                [sys.executable, str(ROOT / "tests" / "cli_forks.py")],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                bufsize=0,
+            )
+            atexit.register(cls.proc.kill)
+        return cls.proc
+
+    @staticmethod
+    def answer(proc: subprocess.Popen, deadline: float | None) -> dict | None:
+        """The server's next JSON line, or None if ``deadline`` (``time.monotonic``) passes first."""
+        line = b""
+        while not line.endswith(b"\n"):
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([proc.stdout], [], [], wait)[0]:
+                return None
+            byte = proc.stdout.read(1)
+            assert byte, f"tests/cli_forks.py ended (exit {proc.wait()})"
+            line += byte
+        return json.loads(line)
+
+
+def _forked_cli(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    server = _ForkServer.get()
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp, "out"), Path(tmp, "err")
+        out.touch(), err.touch()
+        server.stdin.write((json.dumps({"args": args, "out": str(out), "err": str(err)}) + "\n").encode())
+        pid = _ForkServer.answer(server, None)["pid"]
+        done = _ForkServer.answer(server, time.monotonic() + timeout)
+        if done is None:
+            os.kill(pid, signal.SIGKILL)
+            _ForkServer.answer(server, None)
+            raise subprocess.TimeoutExpired(["cli.py", *args], timeout, out.read_bytes(), err.read_bytes())
+        text = [f.read_bytes().decode().replace("\r\n", "\n").replace("\r", "\n") for f in (out, err)]
+    return subprocess.CompletedProcess([sys.executable, "cli.py", *args], done["code"], *text)
 
 
 # -- pages under AppTest ---------------------------------------------------------------------------
