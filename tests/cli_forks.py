@@ -27,12 +27,12 @@ def preload() -> None:
     from transformers.models.gpt2 import modeling_gpt2  # noqa: F401
     from transformers.models.llama import modeling_llama  # noqa: F401
 
-    import attention_atlas.cli  # noqa: F401
-    import attention_atlas.models.analysis.contributions  # noqa: F401
-    import attention_atlas.models.analysis.generate  # noqa: F401
-    import attention_atlas.models.analysis.lens  # noqa: F401
-    import attention_atlas.models.registry  # noqa: F401
-    import attention_atlas.models.uploads  # noqa: F401
+    import attention_atlas.cli
+    import attention_atlas.models.analysis.contributions
+    import attention_atlas.models.analysis.generate
+    import attention_atlas.models.analysis.lens
+    import attention_atlas.models.registry
+    import attention_atlas.models.uploads
     import attention_atlas.viz_core.figures  # noqa: F401
 
 
