@@ -20,8 +20,8 @@ test: setup-dev browser
 	$(PYTEST)
 
 # The unit and page tests less the slow ones (large models, training, subprocesses, tests of over
-# about 5 s on a quiet machine), the browser tests and the
-# fuzz streams (thousands of generated inputs); `make test` runs those too.
+# about 2.5 s on a quiet machine), the browser tests and the fuzz streams (thousands of generated
+# inputs): under 3 minutes on two cores. `make test` runs those too.
 check: setup-dev
 	$(BIN)/ruff check .
 	$(PYTEST) tests/unit tests/pages -m "not slow and not browser and not fuzz" -q

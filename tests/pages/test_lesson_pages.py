@@ -128,7 +128,7 @@ def test_scoring_page_takes_real_queries_and_keys_from_minilm():
     assert not at.exception
 
 
-@pytest.mark.parametrize(("model_id", "layer", "head"), [("smollm2", 29, 8), ("couplet-transformer", 2, 3)])
+@pytest.mark.parametrize(("model_id", "layer", "head"), [pytest.param("smollm2", 29, 8, marks=pytest.mark.slow), ("couplet-transformer", 2, 3)])
 def test_scoring_pages_scaled_dot_panel_is_the_real_heads_own_weights(model_id, layer, head):
     """A causal model opens with the causal mask; its scaled-dot panel, and the couplet
     Transformer's (its encoder over the upper line), are that head's weights as the model runs."""

@@ -168,6 +168,7 @@ def tiny_models(tmp_path_factory, tiny_hf_folders):
         registry._REGISTRY.pop(model_id)
 
 
+@pytest.mark.slow
 def test_every_causal_model_is_offered_and_a_refused_one_is_one_line(tiny_models):
     at = run()
     assert {"smollm2", *tiny_models} <= set(at.selectbox(key=K + "model").options)

@@ -27,7 +27,14 @@ def tick_sizes(spec: dict) -> list[float]:
     return [layout[a]["tickfont"]["size"] for a in layout if a[1:5] == "axis" and "tickfont" in layout[a]]
 
 
-@pytest.mark.parametrize("page", ["scoring", "positional", "pooling", "couplets", "transformer", "translation"])
+def quick(pages, slow: set[str]) -> list:
+    """``pages`` to parametrize with, those in ``slow`` (3 to 5 s each here) left to make test."""
+    return [pytest.param(p, marks=pytest.mark.slow) if p in slow else p for p in pages]
+
+
+@pytest.mark.parametrize(
+    "page", quick(["scoring", "positional", "pooling", "couplets", "transformer", "translation"], {"transformer"})
+)
 def test_present_1_gives_every_figure_text_of_20_px_or_more(page):
     shown = charts(app({"present": "1"}, page))
     assert shown
@@ -57,7 +64,7 @@ def test_projector_mode_folds_the_introduction_and_hides_captions():
 EVERY_PAGE = sorted(p.stem for p in (PACKAGE / "app_pages").glob("*.py"))  # home, scoring, …
 
 
-@pytest.mark.parametrize("page", EVERY_PAGE)
+@pytest.mark.parametrize("page", quick(EVERY_PAGE, {"watch_learn", "prediction", "long_input"}))
 def test_every_page_folds_its_introduction_in_projector_mode(page):
     at = app({"present": "1"}, None if page == "home" else page)
     assert at.expander and at.expander[0].label == "About this page"

@@ -82,6 +82,7 @@ def test_first_load_draws_the_untrained_attention_spread_evenly(tiny):
     assert at.slider(key=K + "seconds").min >= 60 and "per model" in at.slider(key=K + "seconds").label
 
 
+@pytest.mark.slow
 def test_start_draws_probe_heatmaps_and_curves_then_pause_and_reset(tiny):
     at = run()
     at.radio(key=K + "mode").set_value("Race: additive vs dot")

@@ -85,6 +85,7 @@ def test_atomic_write_replaces_whole_and_keeps_the_old_file_on_error(tmp_path):
     assert stale(tmp_path) == []  # the temporary file went with the error
 
 
+@pytest.mark.slow
 def test_checkpoint_killed_mid_write_leaves_the_last_good_one(tmp_path):
     path = tmp_path / "train_state.safetensors"
     save_checkpoint(path, {"w": torch.zeros(4)}, {"format": "test", "step": 1})
@@ -206,6 +207,7 @@ def test_a_folder_from_before_manifests_is_adopted_only_when_whole(tmp_path):
     assert notices and atomic.folder_problem(cut) is None
 
 
+@pytest.mark.slow
 def test_a_cache_build_killed_mid_write_leaves_no_cache(tmp_path):
     """The same code path as the SmolLM2 conversion (``smollm2.converted``), its ~25 s
     dequantisation replaced by a stand-in that writes a real safetensors file slowly."""

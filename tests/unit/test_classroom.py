@@ -86,6 +86,7 @@ def test_same_seed_same_weights_and_steps(one_thread, data):
         assert na == nb and np.array_equal(pa.detach().numpy(), pb.detach().numpy())
 
 
+@pytest.mark.slow
 def test_run_pauses_resumes_and_finishes(one_thread, data):
     run = _run(data, Lane("training", 1), max_seconds=3.0).start()
     _wait(lambda: run.snapshot().state == cr.TRAINING)

@@ -105,6 +105,7 @@ def test_the_bare_package_imports_none_of_the_heavy_libraries():
     assert result == {"pulled": {}, "errors": {}}, result
 
 
+@pytest.mark.slow
 def test_the_probe_names_the_module_that_breaks_a_rule():
     """The check itself can fail: ``models.attention.masks`` imports torch, which ``serve`` may not."""
     result = probe(["attention_atlas.serve.launcher", "attention_atlas.models.attention.masks"], ("torch",))

@@ -346,6 +346,7 @@ def long_text_model():
     return model, tokenizer, " ".join(["the cat sat on the mat ."] * 300)  # 2,102 tokens
 
 
+@pytest.mark.slow
 def test_show_past_1024_tokens_draws_the_long_input_view(long_text_model, tmp_path, monkeypatch):
     """Past 1,024 tokens show() draws what the app's long-input page draws: every head's max-pooled
     tile and one head's overview, from the captured queries and keys (in mapped files)."""
@@ -367,6 +368,7 @@ def test_show_past_1024_tokens_draws_the_long_input_view(long_text_model, tmp_pa
         show(model, tokenizer, text, view="head")
 
 
+@pytest.mark.slow
 def test_a_box_on_the_live_long_view_opens_its_tokens_at_full_resolution(long_text_model, tmp_path, monkeypatch):
     """The long-input view as a live widget: a box drawn over overview cells 20–25 (queries) ×
     10–12 (keys) gets those cells' tokens at full resolution; bad boxes get one line back."""

@@ -22,6 +22,7 @@ def _unfreeze():
     gc.unfreeze()  # Resident freezes the heap after each load; leave the test process as found
 
 
+@pytest.mark.slow
 def test_the_least_recently_used_real_adapter_is_dropped_and_freed():
     models = Resident(limit=2)
     a, b = models.get(SMALL[0]), models.get(SMALL[1])
@@ -63,6 +64,7 @@ def test_threads_asking_for_one_model_load_it_once():
     assert calls == ["m"] and len(got) == 8 and all(g is got[0] for g in got)
 
 
+@pytest.mark.slow
 def test_drop_and_clear():
     models = Resident(limit=3, loader=lambda m: object())
     models.get("a"), models.get("b")

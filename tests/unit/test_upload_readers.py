@@ -124,6 +124,7 @@ print(json.dumps([[a.name for a in ARCHITECTURES.values()], sorted(HF_FAMILIES),
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "first",
     ["", "import attention_atlas.models.adapters.translate_rnn", "import attention_atlas.models.adapters.hf"],
