@@ -59,7 +59,7 @@ browser:
 # translated), then compiled into the .mo the app reads.
 LOCALE := attention_atlas/locale
 catalog: setup-dev
-	$(BIN)/pybabel -q extract -F babel.cfg --project="Attention Atlas" --no-location --sort-output -o $(LOCALE)/atlas.pot .
+	$(BIN)/pybabel -q extract -F babel.cfg -k later -k later_n:1,2 --project="Attention Atlas" --no-location --sort-output -o $(LOCALE)/atlas.pot .
 	$(BIN)/pybabel -q update -i $(LOCALE)/atlas.pot -d $(LOCALE) -D atlas -l zh --no-fuzzy-matching --no-wrap --ignore-obsolete
 	$(BIN)/pybabel -q compile -d $(LOCALE) -D atlas --statistics
 

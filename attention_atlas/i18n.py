@@ -9,7 +9,10 @@ Strings are marked where they are written and looked up when shown::
     ngettext("{n:,} token", "{n:,} tokens", count, n=count)           # plural forms
 
 ``N_`` marks a string that is translated later, where it is shown (a constant, a list of options:
-``format_func=_``). The catalogs are gettext's: ``locale/zh/LC_MESSAGES/atlas.po`` is the source,
+``format_func=_``). ``later`` makes a message that is made once and shown to many, in each one's
+language: a model run's notices and refusals, kept in a cache that every visitor shares. It is the
+English text (a ``str``: printed, compared, saved as it is) that ``shown`` puts in the current
+language; the app shows every notice and error through ``shown`` (``ui.plain_text.plain``). The catalogs are gettext's: ``locale/zh/LC_MESSAGES/atlas.po`` is the source,
 ``atlas.mo`` is compiled from it with Babel (``make catalog``); a test keeps the two equal.
 
 Which language: ``language(lang)`` for a block (the notebook's ``lang=``), else what the resolver
@@ -97,6 +100,44 @@ def ngettext(singular: str, plural: str, n: int, /, **fields: object) -> str:
     """The form of ``singular``/``plural`` for ``n`` in the current language, placeholders filled."""
     text = catalog(current()).ngettext(singular, plural, n)
     return text.format(**fields) if fields else text
+
+
+class Later(str):
+    """``later``'s message: the English text, with what ``shown`` needs to translate it (its msgid,
+    its plural's and the count when it has one, its fields)."""
+
+    def __new__(cls, msgid: str, fields: dict[str, object], plural: str | None = None, n: int = 1) -> Later:
+        text = msgid if plural is None or n == 1 else plural
+        self = super().__new__(cls, text.format(**fields) if fields else text)
+        self.msgid, self.fields, self.plural, self.n = msgid, fields, plural, n
+        return self
+
+    def __reduce__(self):  # cached results are pickled: the message travels whole
+        return Later, (self.msgid, self.fields, self.plural, self.n)
+
+
+def later(message: str, /, **fields: object) -> Later:
+    """``message`` (placeholders filled from ``fields``) in English now, in the language of wherever
+    it is shown later (``shown``). A field may be a ``later`` message itself (``what=later("upper line")``)."""
+    return Later(message, fields)
+
+
+def later_n(singular: str, plural: str, n: int, /, **fields: object) -> Later:
+    """``later`` with a plural form, as ``ngettext`` chooses one for ``n``."""
+    return Later(singular, fields, plural, n)
+
+
+def shown(text: object) -> str:
+    """``text`` as the current language shows it: a ``later`` message (or an error raised with one)
+    translated, anything else as ``str`` gives it."""
+    if isinstance(text, BaseException) and len(text.args) == 1 and isinstance(text.args[0], Later):
+        text = text.args[0]
+    if not isinstance(text, Later):
+        return str(text)
+    fields = {k: shown(v) if isinstance(v, Later) else v for k, v in text.fields.items()}
+    if text.plural is None:
+        return _(text.msgid, **fields)
+    return ngettext(text.msgid, text.plural, text.n, **fields)
 
 
 def N_(message: str) -> str:

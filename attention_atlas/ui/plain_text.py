@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from attention_atlas.i18n import shown
+
 # Streamlit renders labels, captions, notices and headings as Markdown, with $math$, :emoji:,
 # :material/icons:, :color[directives] and bare-URL autolinks: user and model text passes
 # through ``plain`` first. A backslash escapes the syntax (``_`` only where it could start or
@@ -24,8 +26,9 @@ WORD_JOINER = "\u2060"
 def plain(text) -> str:
     r"""``text`` escaped for ``st.markdown`` and every element that renders Markdown, so that it
     shows as typed: ``plain("**春**风")`` is ``\*\*春\*\*风``, never a bold 春, and no link,
-    code, image, math, emoji or icon comes out of it either."""
-    lines = "\n".join(line.lstrip() for line in str(text).splitlines())  # 4 spaces would make code
+    code, image, math, emoji or icon comes out of it either. A ``later`` message (a model's notice or
+    refusal, or an error raised with one) is shown in the visitor's language (``i18n.shown``)."""
+    lines = "\n".join(line.lstrip() for line in shown(text).splitlines())  # 4 spaces would make code
     escaped = _SYNTAX.sub(lambda m: "\\" + m[0], lines)
     escaped = _LINE_START.sub(lambda m: m[0][:-1] + "\\" + m[0][-1], escaped)
     return _JOIN.sub(lambda m: m[0] + WORD_JOINER, escaped)

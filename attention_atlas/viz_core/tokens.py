@@ -18,6 +18,8 @@ import functools
 import html
 import re
 
+from attention_atlas.i18n import later_n
+
 _MARKERS = (("Ġ", " "), ("▁", " "), ("Ċ", "\n"), ("</w>", ""))
 _VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥", "": "∅"}
 
@@ -179,4 +181,11 @@ def well_formed(text: str) -> tuple[str, list[str]]:
     n = fixed.count("\ufffd") - text.count("\ufffd")
     if not n:
         return fixed, []
-    return fixed, [f"{n:,} lone surrogate{'s' if n != 1 else ''} (not valid Unicode) read as \ufffd"]
+    return fixed, [
+        later_n(
+            "{n:,} lone surrogate (not valid Unicode) read as \ufffd",
+            "{n:,} lone surrogates (not valid Unicode) read as \ufffd",
+            n,
+            n=n,
+        )
+    ]

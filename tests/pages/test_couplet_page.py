@@ -122,3 +122,24 @@ def test_the_page_speaks_chinese():
         and layout["yaxis"]["title"]["text"] == "下联（查询）"
     )
     assert at.subheader[0].value == "逐步查看解码"
+
+
+def test_a_run_made_for_an_english_visitor_tells_a_chinese_one_its_notices_in_chinese():
+    """The models' runs are cached for every visitor: a line with spaces, too long and with letters,
+    typed first on the English page, then on the Chinese one, gets its three warnings in Chinese."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    line = "两个 黄鹂鸣翠柳abc" + "山" * 40
+    english = run()
+    english.text_input(key=K + "upper").set_value(line)
+    shown = [w.value for w in run(english).warning]
+    assert any("Spaces in the upper line" in w for w in shown) and len(shown) == 3
+    chinese = AppTest.from_file(PACKAGE / PAGE, default_timeout=120)
+    chinese.session_state["lang"] = "zh"
+    chinese = run(chinese)
+    chinese.text_input(key=K + "upper").set_value(line)
+    assert [w.value for w in run(chinese).warning] == [
+        "上联中的空格已去掉：一个字就是一个词元。",
+        "上联有 50 个字，只用前 32 个。",
+        "上联中有 3 个字不在模型的词表中（abc）；模型把它们读作 \\<unk\\>。",
+    ]

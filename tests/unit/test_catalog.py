@@ -1,5 +1,5 @@
 """The Chinese catalog is whole and true to its sources: every string marked in the package
-(``_``, ``N_``, ``ngettext``) is in ``atlas.po`` and translated, none fuzzy, each translation
+(``_``, ``N_``, ``ngettext``, ``later``, ``later_n``) is in ``atlas.po`` and translated, none fuzzy, each translation
 keeps its source's ``{placeholders}``, and the ``atlas.mo`` the app reads is that ``.po`` compiled."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import gettext
 import string
 
 import pytest
-from babel.messages.extract import extract_from_dir
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
 from babel.messages.pofile import read_po
 
 from attention_atlas import i18n
@@ -16,6 +16,7 @@ from tests.support import PACKAGE, ROOT
 
 PO = i18n.LOCALES / "zh" / "LC_MESSAGES" / f"{i18n.DOMAIN}.po"
 MO = PO.with_suffix(".mo")
+KEYWORDS = {**DEFAULT_KEYWORDS, "later": None, "later_n": (1, 2)}  # make catalog's -k options
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def placeholder_problems(source: tuple[str, ...], translated: tuple[str, ...]) -
 
 
 def test_every_marked_string_is_in_the_catalog(catalog):
-    marked = {texts(m[2])[0] for m in extract_from_dir(PACKAGE, method_map=[("**.py", "python")])}
+    marked = {texts(m[2])[0] for m in extract_from_dir(PACKAGE, method_map=[("**.py", "python")], keywords=KEYWORDS)}
     present = {texts(m.id)[0] for m in catalog if m.id}
     assert marked, "no marked strings found"
     assert not marked - present, f"run `make catalog`: not in atlas.po: {sorted(marked - present)[:20]}"
@@ -95,3 +96,24 @@ def test_a_browser_locale_names_its_language(given, code):
 def test_an_unknown_language_is_refused_in_one_line():
     with pytest.raises(i18n.LanguageError, match="lang must be one of en, zh, not 'fr'"), i18n.language("fr"):
         pass
+
+
+def test_a_message_made_once_is_shown_in_the_language_of_each_place_it_is_shown():
+    """A cached model run's notice is made once, in English, and shown to visitors of both languages:
+    ``later`` keeps what ``shown`` needs (its nested ``what``, its plural), through a pickle (the cache)."""
+    import pickle
+
+    from attention_atlas.models.tasks.couplet import UPPER, prepare_line
+
+    line = prepare_line("两个 黄鹂" + "山" * 40, UPPER)
+    spaces, cut = pickle.loads(pickle.dumps(line.notices))
+    assert cut == "The upper line has 44 characters; only the first 32 are used."  # the text as made
+    with i18n.language("zh"):
+        assert i18n.shown(spaces) == "上联中的空格已去掉：一个字就是一个词元。"
+        assert i18n.shown(cut) == "上联有 44 个字，只用前 32 个。"
+        with pytest.raises(ValueError) as refused:
+            prepare_line("  ")
+        assert i18n.shown(refused.value) == "上联为空：请输入汉字，例如 两个黄鹂鸣翠柳"
+        assert i18n.shown("typed text") == "typed text"
+    one = i18n.later_n("{n} word", "{n} words", 1, n=1)
+    assert (one, i18n.later_n("{n} word", "{n} words", 3, n=3)) == ("1 word", "3 words")

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from attention_atlas.i18n import later
 from attention_atlas.models.registry import RunResult
 from attention_atlas.paths import WEIGHTS
 
@@ -19,7 +20,7 @@ TOP_K = 5  # candidates kept per step for the step-through view
 
 class Seq2SeqAdapter:
     task = ""  # the bundle's task this adapter runs: "couplet", "translation"
-    source_name, target_name = "input", "output"  # as notices and errors call them
+    source_name, target_name = later("input"), later("output")  # as notices and errors call them
 
     def __init__(self, model_id: str, path: str | Path, device=None):
         from attention_atlas.models.device import pick_device

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later
 from attention_atlas.models import capture_points as points
 from attention_atlas.models.adapters.hf_common import Encoded, InputError
 from attention_atlas.paths import cache_dir
@@ -262,7 +263,11 @@ def _blocked(query, key, value, variant: Variant, causal: bool, scaling: float) 
     # [batch, key heads, 1, n, d], broadcast, not repeated (134 MB each for Gemma 3 at 32,768 tokens)
     query = query.unflatten(1, (key.shape[1], query.shape[1] // key.shape[1]))
     key, value = key[:, :, None], value[:, :, None]
-    sinks = None if variant.sinks is None else torch.as_tensor(variant.sinks).to(query).view(*query.shape[1:3], 1, 1)
+    sinks = (
+        None
+        if variant.sinks is None
+        else torch.as_tensor(variant.sinks).to(query).view(*query.shape[1:3], 1, 1)
+    )
     n, out = query.shape[-2], torch.empty_like(query)
     for start in range(0, n, BLOCK):
         stop = min(start + BLOCK, n)
@@ -504,13 +509,23 @@ def check_fits(adapter, n: int) -> int:
     limit = context_limit(adapter)
     if n > limit:
         raise CaptureError(
-            f"the text is {n:,} tokens; {adapter.model_id} reads at most {limit:,}: shorten it"
+            later(
+                "the text is {n:,} tokens; {model} reads at most {limit:,}: shorten it",
+                n=n,
+                model=adapter.model_id,
+                limit=limit,
+            )
         )
     need, have = estimate_bytes(adapter, n), memory_limit_bytes()
     if need > have:
         raise CaptureError(
-            f"{n:,} tokens need about {need / 2**20:,.0f} MB to capture; the limit is {have / 2**20:,.0f} MB "
-            "(free memory, or ATLAS_MAX_CAPTURE_MB): shorten the text"
+            later(
+                "{n:,} tokens need about {need:,.0f} MB to capture; the limit is {have:,.0f} MB"
+                " (free memory, or ATLAS_MAX_CAPTURE_MB): shorten the text",
+                n=n,
+                need=need / 2**20,
+                have=have / 2**20,
+            )
         )
     return need
 
@@ -544,16 +559,20 @@ def encode_long(adapter, text: str):
 
     text = "" if text is None else str(text)
     if not text.strip():
-        raise InputError("the text is empty: type a sentence")
+        raise InputError(later("the text is empty: type a sentence"))
     text, fixed = well_formed(text)
     if len(text) > MAX_CHARS:
         raise CaptureError(
-            f"the text has {len(text):,} characters; at most {MAX_CHARS:,} are read: shorten it"
+            later(
+                "the text has {n:,} characters; at most {limit:,} are read: shorten it",
+                n=len(text),
+                limit=MAX_CHARS,
+            )
         )
     enc = adapter.tokenizer(text, return_tensors="pt", return_special_tokens_mask=True)
     ids = enc["input_ids"]
     if ids.shape[1] == 0:
-        raise InputError("the tokenizer produced no tokens for this text")
+        raise InputError(later("the tokenizer produced no tokens for this text"))
     check_fits(adapter, ids.shape[1])
     try:
         word_ids = list(enc.word_ids(0))

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_atlas.i18n import N_
+from attention_atlas.i18n import N_, later_n
 from attention_atlas.models.adapters.base import Seq2SeqAdapter, scorer_first
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import Seq2SeqBundle
-from attention_atlas.models.tasks.couplet import EXAMPLE
+from attention_atlas.models.tasks.couplet import EXAMPLE, LOWER, UPPER
 from attention_atlas.models.uploads.architectures import Architecture, register_architecture
 from attention_atlas.models.uploads.shapes import RNN_RANGES, describe_rnn, infer_rnn
 from attention_atlas.paths import WEIGHTS
@@ -29,7 +29,7 @@ class CoupletAdapter(Seq2SeqAdapter):
     lines, the lines cleaned and checked, the notices (unknown characters, unequal lengths)."""
 
     task = "couplet"
-    source_name, target_name = "upper line", "lower line"
+    source_name, target_name = UPPER, LOWER
 
     @property
     def vocab(self):
@@ -51,8 +51,13 @@ class CoupletAdapter(Seq2SeqAdapter):
         if lower and len(lower.chars) != len(upper.chars):
             n = len(lower.chars)
             out.append(
-                f"The lower line has {n} character{'' if n == 1 else 's'} and the upper "
-                f"line {len(upper.chars)}; a couplet's lines are equally long."
+                later_n(
+                    "The lower line has {n} character and the upper line {m}; a couplet's lines are equally long.",
+                    "The lower line has {n} characters and the upper line {m}; a couplet's lines are equally long.",
+                    n,
+                    n=n,
+                    m=len(upper.chars),
+                )
             )
         return out
 
@@ -102,7 +107,6 @@ register_architecture(
         "(or: python cli.py train couplet-rnn --attention additive --out weights/mine)",
     )
 )
-
 
 
 CAPABILITIES = {"layers": 1, "heads": 1, "kinds": ("cross",), "example": "两个黄鹂鸣翠柳"}

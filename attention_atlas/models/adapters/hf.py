@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later
 from attention_atlas.models.adapters.capture import capture
 from attention_atlas.models.adapters.hf_common import Encoded, InputError, family_of
 from attention_atlas.models.registry import RunResult
@@ -101,10 +102,16 @@ class HFAdapter:
         """Tokenize ``text`` as the model sees it, truncating to the model's limit with a notice."""
         text = "" if text is None else str(text)
         if not text.strip():
-            raise InputError("the text is empty: type a sentence")
+            raise InputError(later("the text is empty: type a sentence"))
         text, notices = well_formed(text)
         if len(text) > MAX_CHARS:
-            notices.append(f"the text had {len(text):,} characters; only the first {MAX_CHARS:,} were read")
+            notices.append(
+                later(
+                    "the text had {n:,} characters; only the first {limit:,} were read",
+                    n=len(text),
+                    limit=MAX_CHARS,
+                )
+            )
             text = text[:MAX_CHARS]
         limit = min(max_tokens or self.max_tokens, self.max_tokens)
         full = self.tokenizer(text, add_special_tokens=True)["input_ids"]
@@ -112,10 +119,16 @@ class HFAdapter:
             text, truncation=True, max_length=limit, return_tensors="pt", return_special_tokens_mask=True
         )
         if len(full) > limit:
-            notices.append(f"the text is {len(full):,} tokens; attention is shown for the first {limit:,}")
+            notices.append(
+                later(
+                    "the text is {n:,} tokens; attention is shown for the first {limit:,}",
+                    n=len(full),
+                    limit=limit,
+                )
+            )
         ids = enc["input_ids"]
         if ids.shape[1] == 0:
-            raise InputError("the tokenizer produced no tokens for this text")
+            raise InputError(later("the tokenizer produced no tokens for this text"))
         try:
             word_ids = enc.word_ids(0)
         except (ValueError, AttributeError):  # slow tokenizers do not track words
@@ -330,8 +343,13 @@ def sink_notice(record: AttentionRecord) -> list[str]:
     if record.sink is None:
         return []
     return [
-        f"{record.model_id} has learned sink logits: each row's weights sum to 1 minus the mass its "
-        f"sink takes (on average {record.sink.mean():.0%}, at most {record.sink.max():.0%} here)"
+        later(
+            "{model} has learned sink logits: each row's weights sum to 1 minus the mass its sink takes"
+            " (on average {mean:.0%}, at most {most:.0%} here)",
+            model=record.model_id,
+            mean=float(record.sink.mean()),
+            most=float(record.sink.max()),
+        )
     ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_atlas.i18n import N_
+from attention_atlas.i18n import N_, later
 from attention_atlas.models.adapters.base import Seq2SeqAdapter, scorer_first
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import Seq2SeqBundle
@@ -27,7 +27,7 @@ class TranslationAdapter(Seq2SeqAdapter):
     """Runs one translation bundle. Holds no per-request state: safe to share between sessions."""
 
     task = "translation"
-    source_name, target_name = "English sentence", "French sentence"
+    source_name, target_name = later("English sentence"), later("French sentence")
 
     def make_runner(self):
         from attention_atlas.models.tasks.translation import Translator

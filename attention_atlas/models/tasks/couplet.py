@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later, later_n
 from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq
 from attention_atlas.models.text.metrics import alignment_accuracy, char_bleu_detail, copy_rate
 from attention_atlas.models.text.pairs import (
@@ -62,7 +63,10 @@ class Line:
         return self.chars
 
 
-def prepare_line(text: str | None, what: str = "upper line") -> Line:
+UPPER, LOWER = later("upper line"), later("lower line")  # as notices and errors call the two lines
+
+
+def prepare_line(text: str | None, what: str = UPPER) -> Line:
     """Clean a typed line: drop whitespace, use Chinese punctuation, cut at ``MAX_CHARS``.
 
     Empty input raises ``ValueError``; anything else (Latin, digits, emoji) goes through and
@@ -70,26 +74,40 @@ def prepare_line(text: str | None, what: str = "upper line") -> Line:
     """
     raw = "" if text is None else str(text)
     if not raw.strip():
-        raise ValueError(f"the {what} is empty: type Chinese characters, e.g. {EXAMPLE[0]}")
+        raise ValueError(
+            later(
+                "the {what} is empty: type Chinese characters, e.g. {example}", what=what, example=EXAMPLE[0]
+            )
+        )
     notices = []
     kept = _SPACES.sub("", raw)  # at C speed: a pasted page of 100,000 characters costs milliseconds
     if len(kept) < len(raw.strip()):
-        notices.append(f"Spaces in the {what} were removed: one character is one token.")
+        notices.append(later("Spaces in the {what} were removed: one character is one token.", what=what))
     truncated = len(kept) > MAX_CHARS
     if truncated:
-        notices.append(f"The {what} has {len(kept)} characters; only the first {MAX_CHARS} are used.")
+        notices.append(
+            later(
+                "The {what} has {n} characters; only the first {limit} are used.",
+                what=what,
+                n=len(kept),
+                limit=MAX_CHARS,
+            )
+        )
     return Line(list(kept[:MAX_CHARS].translate(_ASCII_PUNCTUATION)), notices, truncated)
 
 
-def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = "upper line") -> str | None:
+def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = UPPER) -> str | None:
     missing = vocab.unknown(chars)
     if not missing:
         return None
     shown = "".join(missing[:12]) + ("…" if len(missing) > 12 else "")
-    one = len(missing) == 1
-    return (
-        f"{len(missing)} character{'' if one else 's'} of the {what} {'is' if one else 'are'} not in "
-        f"the model's vocabulary ({shown}); the model reads {'it' if one else 'them'} as <unk>."
+    return later_n(
+        "{n} character of the {what} is not in the model's vocabulary ({chars}); the model reads it as <unk>.",
+        "{n} characters of the {what} are not in the model's vocabulary ({chars}); the model reads them as <unk>.",
+        len(missing),
+        n=len(missing),
+        what=what,
+        chars=shown,
     )
 
 

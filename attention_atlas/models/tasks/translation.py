@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from attention_atlas.i18n import N_, _
+from attention_atlas.i18n import N_, _, later, later_n
 from attention_atlas.models.nets.rnn_seq2seq import Seq2Seq
 from attention_atlas.models.text.metrics import PairedBootstrap, paired_bootstrap, reference_streams
 from attention_atlas.models.text.pairs import CORPORA, PairBatches, read_pairs, split_pairs
@@ -60,29 +60,46 @@ class Sentence:
     truncated: bool = False
 
 
-def prepare_sentence(text: str | None, what: str = "English sentence") -> Sentence:
+ENGLISH, FRENCH = later("English sentence"), later("French sentence")  # as notices and errors call them
+
+
+def prepare_sentence(text: str | None, what: str = ENGLISH) -> Sentence:
     """Tokenize typed text; empty input raises ``ValueError``, long input is cut at ``MAX_WORDS``."""
     tokens = tokenize("" if text is None else str(text))
     if not tokens:
-        raise ValueError(f'the {what} is empty: type a short sentence, e.g. "I\'m home."')
+        raise ValueError(
+            later(
+                'the {what} is empty: type a short sentence, e.g. "{example}"', what=what, example="I'm home."
+            )
+        )
     notices = []
     truncated = len(tokens) > MAX_WORDS
     if truncated:
-        notices.append(f"The {what} has {len(tokens)} words; only the first {MAX_WORDS} are used.")
+        notices.append(
+            later(
+                "The {what} has {n} words; only the first {limit} are used.",
+                what=what,
+                n=len(tokens),
+                limit=MAX_WORDS,
+            )
+        )
         tokens = tokens[:MAX_WORDS]
     return Sentence(tokens, notices, truncated)
 
 
-def unknown_notice(words: Sequence[str], vocab: Vocab, what: str = "English sentence") -> str | None:
+def unknown_notice(words: Sequence[str], vocab: Vocab, what: str = ENGLISH) -> str | None:
     missing = vocab.unknown(words)
     if not missing:
         return None
     shown = ", ".join(w if len(w) <= 24 else w[:23] + "…" for w in missing[:10])  # a long word: its start
     shown += ", …" if len(missing) > 10 else ""
-    one = len(missing) == 1
-    return (
-        f"{len(missing)} word{'' if one else 's'} of the {what} {'is' if one else 'are'} not in the "
-        f"model's vocabulary ({shown}); the model reads {'it' if one else 'them'} as <unk>."
+    return later_n(
+        "{n} word of the {what} is not in the model's vocabulary ({words}); the model reads it as <unk>.",
+        "{n} words of the {what} are not in the model's vocabulary ({words}); the model reads them as <unk>.",
+        len(missing),
+        n=len(missing),
+        what=what,
+        words=shown,
     )
 
 
