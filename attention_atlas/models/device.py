@@ -10,7 +10,7 @@ import os
 
 import torch
 
-from attention_atlas.i18n import _, ngettext
+from attention_atlas.i18n import _, later, ngettext
 
 ENV_VAR = "ATLAS_DEVICE"
 THREADS_VAR = "ATLAS_THREADS"  # CPU threads for torch; 1 is fastest on a busy 2-core machine
@@ -42,11 +42,17 @@ def pick_device(override: str | None = None) -> torch.device:
     try:
         device = torch.device(wanted)
     except RuntimeError as err:
-        raise DeviceError(f"{ENV_VAR}={wanted!r} is not a device name (try cpu, cuda, mps)") from err
+        raise DeviceError(
+            later("{var}={wanted!r} is not a device name (try cpu, cuda, mps)", var=ENV_VAR, wanted=wanted)
+        ) from err
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise DeviceError(f"{ENV_VAR}={wanted!r} asks for CUDA, but no CUDA GPU is visible")
+        raise DeviceError(
+            later("{var}={wanted!r} asks for CUDA, but no CUDA GPU is visible", var=ENV_VAR, wanted=wanted)
+        )
     if device.type == "mps" and not _mps_available():
-        raise DeviceError(f"{ENV_VAR}={wanted!r} asks for MPS, but MPS is not available")
+        raise DeviceError(
+            later("{var}={wanted!r} asks for MPS, but MPS is not available", var=ENV_VAR, wanted=wanted)
+        )
     return device
 
 
@@ -55,7 +61,9 @@ def _configure_threads() -> None:
     if not threads:
         return
     if not threads.isdigit() or int(threads) < 1:
-        raise DeviceError(f"{THREADS_VAR}={threads!r} must be a whole number ≥ 1")
+        raise DeviceError(
+            later("{var}={threads!r} must be a whole number ≥ 1", var=THREADS_VAR, threads=threads)
+        )
     torch.set_num_threads(int(threads))
 
 

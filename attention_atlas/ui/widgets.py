@@ -63,7 +63,7 @@ def _device_line():
     try:
         return pick_device(), None
     except DeviceError as err:
-        return None, str(err)
+        return None, err.args[0]  # an i18n.later message: plain() shows it in each visitor's language
 
 
 def sidebar_device() -> None:

@@ -236,6 +236,20 @@ def test_home_in_chinese():
     assert any("设备" in m.value for m in at.sidebar.markdown)
 
 
+def test_a_device_that_is_not_here_is_said_in_chinese(monkeypatch):
+    """ATLAS_DEVICE asks for a device the server lacks: the sidebar's one line, shared by every
+    visitor (made once), is in the visitor's language."""
+    from attention_atlas.ui.widgets import _device_line
+
+    monkeypatch.setenv("ATLAS_DEVICE", "tpu-9")
+    _device_line.clear()
+    try:
+        warned = [w.value for w in in_chinese(None).sidebar.warning]
+    finally:
+        _device_line.clear()
+    assert warned == ["ATLAS_DEVICE='tpu-9' 不是设备名（可用 cpu、cuda、mps）"], warned
+
+
 def test_scoring_page_in_chinese():
     at = in_chinese("scoring", {"mask": "causal"})
     assert at.title[0].value == "🎯 注意力评分函数"

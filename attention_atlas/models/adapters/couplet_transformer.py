@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attention_atlas.i18n import N_
+from attention_atlas.i18n import N_, later
 from attention_atlas.models.adapters.couplet_rnn import CoupletAdapter
 from attention_atlas.models.registry import RunResult, register
 from attention_atlas.models.storage.bundle import TransformerBundle
@@ -128,7 +128,14 @@ class CoupletTransformerAdapter(CoupletAdapter):
 
         layers, heads = len(self.bundle.model.encoder_layers), self.bundle.model.config.num_heads
         if not (0 <= layer < layers and 0 <= head < heads):
-            raise ValueError(f"{self.model_id} has layers 0–{layers - 1} and heads 0–{heads - 1}")
+            raise ValueError(
+                later(
+                    "{model} has layers 0–{last_layer} and heads 0–{last_head}",
+                    model=self.model_id,
+                    last_layer=layers - 1,
+                    last_head=heads - 1,
+                )
+            )
         result, qk = self.capture(text)
         q, k = qk["encoder_self"][layer]
         chars = list(result.records["encoder_self"].query_tokens)
@@ -154,11 +161,21 @@ class CoupletTransformerAdapter(CoupletAdapter):
         upper = self.prepare(text, self.source_name)
         if not 0 <= position < len(upper.chars):
             raise ValueError(
-                f"position {position} is outside this upper line's characters 0–{len(upper.chars) - 1}"
+                later(
+                    "position {position} is outside this upper line's characters 0–{last}",
+                    position=position,
+                    last=len(upper.chars) - 1,
+                )
             )
         choices = self.replacements()
         if (replacement or "unk") not in choices:
-            raise ValueError(f"{self.model_id} masks with <unk> only, not {replacement}")
+            raise ValueError(
+                later(
+                    "{model} masks with <unk> only, not {replacement}",
+                    model=self.model_id,
+                    replacement=replacement,
+                )
+            )
         chars = list(upper.chars)
         chars[position] = choices[replacement or "unk"]
         upper = Line(chars, upper.notices, upper.truncated)

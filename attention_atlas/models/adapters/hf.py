@@ -184,13 +184,25 @@ class HFAdapter:
         src = self.encode(text)
         n = src.ids.shape[1]
         if not 0 <= position < n:
-            raise InputError(f"position {position} is outside this input's tokens 0–{n - 1}")
+            raise InputError(
+                later(
+                    "position {position} is outside this input's tokens 0–{last}",
+                    position=position,
+                    last=n - 1,
+                )
+            )
         if src.special[position]:
-            raise InputError(f"{src.tokens[position]} is a special token: special tokens cannot be masked")
+            raise InputError(
+                later(
+                    "{token} is a special token: special tokens cannot be masked", token=src.tokens[position]
+                )
+            )
         choices = self.replacements()
         name = replacement or next(iter(choices), None)
         if name not in choices:
-            raise InputError(f"{self.model_id}'s tokenizer has no {name} token to mask with")
+            raise InputError(
+                later("{model}'s tokenizer has no {name} token to mask with", model=self.model_id, name=name)
+            )
         ids = src.ids.clone()
         ids[0, position] = int(self.tokenizer.convert_tokens_to_ids(choices[name]))
         flags = [*src.special[:position], True, *src.special[position + 1 :]]  # a label of its own

@@ -28,6 +28,7 @@ from contextvars import ContextVar
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later
 from attention_atlas.models.capture_points import SharedHooks
 
 OUTPUT_NAMES = ("o_proj", "out_proj", "dense", "c_proj")  # an attention block's output projection
@@ -110,7 +111,7 @@ def heads_off(adapter, kind: str, heads: Iterable[tuple[int, int]]) -> Iterator[
     record ``kind``'s attention) switched off; yields them sorted."""
     layers = sites(adapter).get(kind)
     if layers is None:
-        raise AblationError(f"{adapter.model_id} has no {kind} attention")
+        raise AblationError(later("{model} has no {kind} attention", model=adapter.model_id, kind=kind))
     chosen = check(heads, layers)
     off: dict[int, tuple[int, tuple[int, ...]]] = {}
     for layer in sorted({lay for lay, _ in chosen}):
@@ -144,7 +145,9 @@ def next_token(adapter, text: str, heads: Iterable[tuple[int, int]] = ()) -> np.
     """A causal LM's probabilities ``[vocab]`` for the token after ``text`` (encoded as ``run``
     encodes it), with ``heads`` of its self-attention switched off."""
     if getattr(adapter, "family", None) != "causal":
-        raise AblationError(f"{adapter.model_id} is not a causal language model: it predicts no next token")
+        raise AblationError(
+            later("{model} is not a causal language model: it predicts no next token", model=adapter.model_id)
+        )
     src = adapter.encode(text)
     with torch.no_grad(), heads_off(adapter, "self", heads):
         logits = adapter.model(input_ids=src.ids.to(adapter.device)).logits[0, -1]
@@ -158,7 +161,9 @@ def lens_at_last(adapter, text: str, heads: Iterable[tuple[int, int]] = ()) -> t
     from attention_atlas.models.analysis import lens
 
     if getattr(adapter, "family", None) != "causal":
-        raise AblationError(f"{adapter.model_id} is not a causal language model: it predicts no next token")
+        raise AblationError(
+            later("{model} is not a causal language model: it predicts no next token", model=adapter.model_id)
+        )
     ids = adapter.encode(text).ids.to(adapter.device)
     lens.readout(adapter.model, adapter.model_id)  # found on the whole model, before any head is off
     with heads_off(adapter, "self", heads):

@@ -45,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later
 from attention_atlas.models import capture_points as points
 from attention_atlas.models.analysis.lens import _close, _first, _recorder, find_blocks
 
@@ -489,9 +490,17 @@ def routes(result: Contributions, position: int = -1, threshold: float = 0.04) -
     the incoming edges of at least ``threshold``, renormalised to sum to 1 per node."""
     n = result.positions
     if not -n <= position < n:
-        raise ContributionError(f"position {position} is out of range: the input has positions 0..{n - 1}")
+        raise ContributionError(
+            later(
+                "position {position} is out of range: the input has positions 0..{last}",
+                position=position,
+                last=n - 1,
+            )
+        )
     if not 0 <= threshold < 1:
-        raise ContributionError(f"threshold {threshold}: give a contribution between 0 and 1 (not 1)")
+        raise ContributionError(
+            later("threshold {threshold}: give a contribution between 0 and 1 (not 1)", threshold=threshold)
+        )
     start = Node("x", result.layers, position % n)
     nodes, edges, todo = {start: None}, [], [start]
     while todo:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later
 from attention_atlas.viz_core.tokens import well_formed
 
 MAX_NEW_TOKENS = 1024  # per request: the attention kept grows as layers × heads × new × all tokens
@@ -60,9 +61,13 @@ class Sampling:
 
     def check(self) -> None:
         if not self.temperature > 0:
-            raise GenerateError(f"temperature {self.temperature} must be above 0 when sampling")
+            raise GenerateError(
+                later("temperature {value} must be above 0 when sampling", value=self.temperature)
+            )
         if not 0 < self.top_p <= 1:
-            raise GenerateError(f"top-p {self.top_p} must be in (0, 1]: the share of probability kept")
+            raise GenerateError(
+                later("top-p {value} must be in (0, 1]: the share of probability kept", value=self.top_p)
+            )
 
 
 @dataclass(frozen=True)
@@ -127,17 +132,26 @@ def eos_ids(model) -> set[int]:
 
 def check_max_new_tokens(max_new_tokens: int) -> None:
     if not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
-        raise GenerateError(f"max new tokens {max_new_tokens}: give 1 to {MAX_NEW_TOKENS}")
+        raise GenerateError(
+            later("max new tokens {n}: give 1 to {most}", n=max_new_tokens, most=MAX_NEW_TOKENS)
+        )
 
 
 def check_request(name: str, prompt_len: int, max_new_tokens: int, context: int | None) -> None:
     check_max_new_tokens(max_new_tokens)
     if prompt_len < 1:
-        raise GenerateError("the prompt is empty: type a sentence")
+        raise GenerateError(later("the prompt is empty: type a sentence"))
     if context is None or prompt_len + max_new_tokens <= context:
         return
     if prompt_len >= context:
-        raise GenerateError(f"the prompt is {prompt_len:,} tokens; {name} reads at most {context:,}")
+        raise GenerateError(
+            later(
+                "the prompt is {n:,} tokens; {name} reads at most {context:,}",
+                n=prompt_len,
+                name=name,
+                context=context,
+            )
+        )
     raise GenerateError(
         f"the prompt is {prompt_len:,} tokens and {name} reads at most {context:,}: "
         f"ask for at most {context - prompt_len:,} new tokens, not {max_new_tokens:,}"
@@ -181,7 +195,7 @@ def steps(
 ) -> Iterator[Step]:
     """New tokens after ``ids`` ``[1, prompt_len]``, one forward each, with each one's attention row."""
     if not is_causal_lm(model):
-        raise GenerateError(f"{name} is not a causal language model: it generates no text")
+        raise GenerateError(later("{name} is not a causal language model: it generates no text", name=name))
     prompt_len = ids.shape[-1]
     check_request(name, prompt_len, max_new_tokens, context_of(model))
     if sampling is not None:
@@ -282,7 +296,10 @@ class Generation:
             if not self.rows:
                 return stack_rows(self.rows, self.prompt_len)  # refuses: no new tokens yet
             whole = whole_rows(self.adapter.model, ids, self.prompt_len, *self.rows[0].shape[:2])
-            self._whole = (len(self.new_ids), stack_rows(self.rows, self.prompt_len) if whole is None else whole)
+            self._whole = (
+                len(self.new_ids),
+                stack_rows(self.rows, self.prompt_len) if whole is None else whole,
+            )
         return self._whole[1]
 
     def result(self) -> Result:
@@ -300,7 +317,9 @@ def start(adapter, text: str, max_new_tokens: int = 32, sampling: Sampling | Non
     """A generation of ``text`` checked and encoded, not yet stepped: iterate it to step."""
     model = getattr(adapter, "model", None)
     if getattr(adapter, "family", None) != "causal" or not is_causal_lm(model):
-        raise GenerateError(f"{adapter.model_id} is not a causal language model: it generates no text")
+        raise GenerateError(
+            later("{name} is not a causal language model: it generates no text", name=adapter.model_id)
+        )
     if sampling is not None:
         sampling.check()
     context = min((c for c in (context_of(model), getattr(adapter, "max_tokens", None)) if c), default=None)

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later
+
 MAX_FLOATS = 1 << 25  # logits held at once (128 MB of float32); positions per chunk follow from it
 MAX_TOP = (
     100  # tokens kept per cell: more is no longer a lens, and the grid would grow toward the full tensor
@@ -197,7 +199,9 @@ def readout(model: torch.nn.Module, name: str = "the model") -> Readout:
         return _READOUTS[model]
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if head is None or getattr(head, "weight", None) is None:
-        raise LensError(f"{name} has no output head: it does not map its states to the vocabulary")
+        raise LensError(
+            later("{name} has no output head: it does not map its states to the vocabulary", name=name)
+        )
     blocks = find_blocks(model, name)
     vocab = head.weight.shape[0]
     last, head_in, logits = _probe(model, blocks, head, vocab)
@@ -248,9 +252,13 @@ def residuals(model: torch.nn.Module, ids: torch.Tensor, name: str = "the model"
 def check_request(stream: Stream, top: int, token: int | None) -> None:
     vocab = stream.readout.vocab
     if not 1 <= top <= min(MAX_TOP, vocab):
-        raise LensError(f"top {top}: keep between 1 and {min(MAX_TOP, vocab)} tokens per cell")
+        raise LensError(
+            later("top {top}: keep between 1 and {most} tokens per cell", top=top, most=min(MAX_TOP, vocab))
+        )
     if token is not None and not 0 <= token < vocab:
-        raise LensError(f"token id {token} is not in the vocabulary (0–{vocab - 1})")
+        raise LensError(
+            later("token id {token} is not in the vocabulary (0–{last})", token=token, last=vocab - 1)
+        )
 
 
 def chunk_size(stream: Stream, changes: bool) -> int:
@@ -326,7 +334,9 @@ def stream_of(adapter, text: str):
     ``notices``: a text cut to the model's limit says so there)."""
     model = getattr(adapter, "model", None)
     if getattr(adapter, "family", None) != "causal" or not isinstance(model, torch.nn.Module):
-        raise LensError(f"{adapter.model_id} is not a causal language model: it predicts no next token")
+        raise LensError(
+            later("{model} is not a causal language model: it predicts no next token", model=adapter.model_id)
+        )
     readout(model, adapter.model_id)  # refuse before tokenizing
     src = adapter.encode(text)
     return residuals(model, src.ids, adapter.model_id), src

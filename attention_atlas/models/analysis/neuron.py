@@ -20,6 +20,7 @@ line naming why. Works on adapters, not ids, so an uploaded checkpoint's adapter
 
 from __future__ import annotations
 
+from attention_atlas.i18n import later
 from attention_atlas.viz_core.neuron import HeadVectors
 
 SCALING = {"scaled_dot": None, "dot": 1.0}  # a record's scoring → its factor on q·k (None: 1/√d)
@@ -50,10 +51,24 @@ def head_vectors(adapter, text: str, kind: str) -> HeadVectors:
 def _own(adapter, text: str, kind: str) -> HeadVectors:
     result, qk = adapter.capture(text)
     if kind not in qk or kind not in result.records:
-        raise ValueError(f"{adapter.model_id} has no {kind} attention (it has {', '.join(qk)})")
+        raise ValueError(
+            later(
+                "{model} has no {kind} attention (it has {kinds})",
+                model=adapter.model_id,
+                kind=kind,
+                kinds=", ".join(qk),
+            )
+        )
     record = result.records[kind]
     if record.scoring not in SCALING:
-        raise ValueError(f"{adapter.model_id} scores {kind} with {record.scoring}, not a dot product")
+        raise ValueError(
+            later(
+                "{model} scores {kind} with {scoring}, not a dot product",
+                model=adapter.model_id,
+                kind=kind,
+                scoring=record.scoring,
+            )
+        )
     d = qk[kind][0][0].shape[-1]
     scale = SCALING[record.scoring] or d**-0.5
     return HeadVectors(
@@ -71,7 +86,9 @@ def _hugging_face(adapter, text: str, kind: str) -> HeadVectors:
     from attention_atlas.models.adapters.capture import capture
 
     if kind != "self":
-        raise ValueError(f"{adapter.model_id} has self-attention only, not {kind}")
+        raise ValueError(
+            later("{model} has self-attention only, not {kind}", model=adapter.model_id, kind=kind)
+        )
     cap = capture(adapter, text)
     shown = adapter.encode(text).ids.shape[1]  # what run() reads: cut at the model's limit
     if cap.n_tokens != shown:
