@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from attention_atlas.i18n import later
 from attention_atlas.serve.lanes import GaveUp, Lane
 
 NEW, WAITING, STARTING, RUNNING, PAUSED = "new", "waiting", "starting", "running", "paused"
@@ -41,7 +42,7 @@ class Job:
         lane: Lane | None = None,
         idle: float | None = None,
         alive: Callable[[], bool] | None = None,
-        gone: str = "the visitor left",
+        gone: str = later("the visitor left"),
         check: float = 1.0,
     ):
         self._step, self._setup, self.lane = step, setup, lane
@@ -117,7 +118,7 @@ class Job:
             try:
                 self.lane.acquire(self, give_up=self._give_up, poll=0.2)
             except GaveUp:
-                return self._finish(STOPPED, self.message or "stopped while waiting")
+                return self._finish(STOPPED, self.message or later("stopped while waiting"))
         try:
             if not self._set_up:
                 self._set(STARTING)
@@ -138,9 +139,9 @@ class Job:
                 checked = time.monotonic()
                 self._give_up()
             if self._stop.is_set():
-                return self._finish(STOPPED, self.message or "stopped")
+                return self._finish(STOPPED, self.message or later("stopped"))
             if self.overdue():
-                return self._finish(IDLE, f"nobody looked for {self.idle:g} s")
+                return self._finish(IDLE, later("nobody looked for {seconds:g} s", seconds=self.idle))
             if not self._running.wait(0.5):
                 continue
             done = self._step()

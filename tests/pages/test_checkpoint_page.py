@@ -343,3 +343,16 @@ def test_the_page_speaks_chinese(rnn_bytes):
         layout["xaxis"]["title"]["text"] == "输入（键）"
         and layout["yaxis"]["title"]["text"] == "输出（查询）"
     )
+
+
+def test_an_upload_read_in_english_is_described_in_chinese_after_the_switch(rnn_bytes):
+    """The summary is made once, when the file is read: switching the language afterwards turns its
+    description (architecture, attention, sizes) into Chinese with the rest of the page."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = upload(run(), "tiny.safetensors", rnn_bytes)
+    assert any("encoder–decoder, additive attention" in c.value for c in at.caption)
+    at.session_state["lang"] = "zh"
+    captions = [c.value for c in run(at).caption]
+    assert any("编码器–解码器，加性注意力" in c for c in captions), captions
+    assert not any("encoder–decoder" in c for c in captions), captions

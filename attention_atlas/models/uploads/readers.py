@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from attention_atlas.i18n import N_, _
+from attention_atlas.i18n import N_, _, later
 from attention_atlas.models.uploads import hf_folder, rebuild
 from attention_atlas.models.uploads.incoming import Incoming, Summary, Upload, nbytes, nonfinite
 from attention_atlas.models.uploads.safety import (
@@ -273,9 +273,9 @@ class HFFolderZip:
             size=f.size,
             source=N_("Hugging Face model folder (zip)"),
             architecture=family.name,
-            description=_(
+            description=later(
                 "Hugging Face {family}: {model_class} ({model_type})",
-                family=_(HF_FAMILY_NAMES.get(family.family, family.family)),
+                family=later(HF_FAMILY_NAMES.get(family.family, family.family)),
                 model_class=type(adapter.model).__name__,
                 model_type=cfg.model_type,
             ),

@@ -15,7 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from attention_atlas.i18n import N_, _
+from attention_atlas.i18n import N_, _, later
 from attention_atlas.models.uploads import architectures as archs
 from attention_atlas.models.uploads.architectures import Architecture, Missing
 from attention_atlas.models.uploads.incoming import Incoming, NeedsAnswers, Summary, Upload, nbytes, nonfinite
@@ -247,7 +247,7 @@ def _upload(f: Incoming, arch: Architecture, cfg, adapter, n_params: int, source
         size=f.size,
         source=source,
         architecture=arch.name,
-        description=_("{title}: {about}", title=_(arch.title), about=arch.describe(cfg)),
+        description=later("{title}: {about}", title=later(arch.title), about=arch.describe(cfg)),
         view="alignment" if (layers, heads) == ("1", 1) else "heads",
         parameters=n_params,
         vocab_size=cfg.src_vocab_size,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from attention_atlas.i18n import N_, _, ngettext
+from attention_atlas.i18n import N_, _, later, later_n
 from attention_atlas.models.attention.scoring import SCORERS
 from attention_atlas.models.uploads.architectures import Missing
 from attention_atlas.models.uploads.safety import UploadError
@@ -86,12 +86,13 @@ ATTENTION_NAMES = {"additive": N_("additive attention"), "scaled_dot": N_("scale
 
 
 def describe_rnn(cfg) -> str:
-    """``'GRU encoder–decoder, additive attention, hidden 256'``, in the language in force."""
+    """``'GRU encoder–decoder, additive attention, hidden 256'``, in the language of where it is shown
+    (``i18n.later``: an upload's summary outlives a switch of language)."""
     attention = ATTENTION_NAMES.get(cfg.attention)
-    return _(
+    return later(
         "{rnn} encoder–decoder, {attention}, hidden {hidden}",
         rnn=cfg.rnn.upper(),
-        attention=_(attention) if attention else _("{name} attention", name=cfg.attention),
+        attention=later(attention) if attention else later("{name} attention", name=cfg.attention),
         hidden=cfg.hidden_size,
     )
 
@@ -135,12 +136,13 @@ def infer_transformer(
 
 
 def describe_transformer(cfg) -> str:
-    """``'encoder–decoder Transformer, 3 + 3 layers × 4 heads, d_model 256'``, in the language in force."""
-    return _(
+    """``'encoder–decoder Transformer, 3 + 3 layers × 4 heads, d_model 256'``, in the language of where
+    it is shown (``i18n.later``)."""
+    return later(
         "encoder–decoder Transformer, {encoder} + {decoder} layers × {heads}, d_model {d}",
         encoder=cfg.encoder_layers,
         decoder=cfg.decoder_layers,
-        heads=ngettext("{n:,} head", "{n:,} heads", cfg.num_heads).format(n=cfg.num_heads),
+        heads=later_n("{n:,} head", "{n:,} heads", cfg.num_heads, n=cfg.num_heads),
         d=cfg.d_model,
     )
 
