@@ -32,6 +32,7 @@ from attention_atlas.models.tasks.translation import (
     batches,
     bleu,
     build_vocabs,
+    cost_setup,
     cost_summary,
     load_split,
     quick_metrics,
@@ -177,12 +178,14 @@ def main() -> None:
             }
         )
         variants.append({"name": name, **log[name]})
-    setup = (
-        f"{args.steps} steps of 128 pairs ({args.steps / len(data):.2f} epochs of {len(data)} batches) per variant, "
-        f"the same batches in the same order, Adam 2e-3, embed/hidden 256, dropout 0.2; steps timed in turns "
-        f"(medians after 10 warm-up steps); training memory: peak resident memory (CUDA: peak allocated) of a fresh process per variant over 30 steps, above the process with its data loaded (weights, Adam state, activations). "
-        f"{device.type.upper()}, {machine()}; {date.today().isoformat()}."
-    )
+    setup = {
+        "steps": args.steps,
+        "pairs": 128,
+        "batches": len(data),
+        "device": device.type.upper(),
+        "machine": machine(),
+        "date": date.today().isoformat(),
+    }
     sentences = [" ".join(en) for en, _ in split.test[:500]]
     rates = {
         mid: round(cli_rate(mid, sentences)[0], 1)
@@ -206,7 +209,7 @@ def report(result: dict) -> str:
     lines = [
         "## Translation: additive vs scaled dot-product training cost (bench/bench_translation.py)",
         "",
-        result["setup"],
+        cost_setup(result["setup"]),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + " --- |" * len(cols),

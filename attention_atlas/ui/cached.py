@@ -431,7 +431,7 @@ def translation_cost(smooth: int) -> dict | None:
     bleu = pd.DataFrame({v["name"]: pd.Series(v["bleu"], index=v["eval_steps"]) for v in variants})
     return {
         "summary": cost["summary"],
-        "setup": cost["setup"],
+        "setup": cost["setup"],  # its numbers: the page says them in each visitor's language (cost_setup)
         "table": pd.DataFrame(cost["table"]),
         "loss": loss.rolling(smooth, min_periods=1).mean(),
         "bleu": bleu,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attention_atlas.i18n import N_, _
-from attention_atlas.models.tasks.translation import cost_summary
+from attention_atlas.models.tasks.translation import cost_setup, cost_summary
 from attention_atlas.ui.cached import card_table, run_model, translation_cost
 from attention_atlas.ui.views import (
     alignment_chart,
@@ -156,7 +156,7 @@ def swap_cost(ids: list[str]) -> None:
     named = cost["table"].assign(variant=cost["table"]["variant"].map(_))  # the variants in this visitor's words
     named = named.rename(columns={m: _(m) for m in COST_MEASURES})  # and the measures
     st.dataframe(measures_as_rows(named, "variant"), hide_index=True, width="stretch")
-    st.caption(_("{setup} Loss curves: the mean of every {n} steps.", setup=cost["setup"], n=SMOOTH))
+    st.caption(_("{setup} Loss curves: the mean of every {n} steps.", setup=cost_setup(cost["setup"]), n=SMOOTH))
     curves = [
         ("loss", _("training loss per word"), "lines", "translation_loss_curves"),
         ("bleu", _("validation BLEU"), "lines+markers", "translation_bleu_curves"),

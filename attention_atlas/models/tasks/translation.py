@@ -287,6 +287,20 @@ def compare(
 COST_VARIANTS = (N_("GRU + additive"), N_("GRU + scaled dot"), N_("LSTM + scaled dot"))
 
 
+def cost_setup(setup: dict) -> str:
+    """How the benchmark was run (``setup``: its numbers, the device, the machine and the date), in the
+    language in force, as ``cost_summary`` says its results."""
+    return _(
+        "{steps} steps of {pairs} pairs ({epochs:.2f} epochs of {batches} batches) per variant, the same batches "
+        "in the same order, Adam 2e-3, embed/hidden 256, dropout 0.2; steps timed in turns (medians after 10 "
+        "warm-up steps); training memory: peak resident memory (CUDA: peak allocated) of a fresh process per "
+        "variant over 30 steps, above the process with its data loaded (weights, Adam state, activations). "
+        "{device}, `{machine}`; {date}.",
+        epochs=setup["steps"] / setup["batches"],
+        **setup,
+    )
+
+
 def cost_summary(table: list[dict]) -> str:
     """Plain words for the benchmark's table (every number taken from it), in the language in force:
     the page says them in each visitor's language, the benchmark writes them in English."""
