@@ -25,8 +25,20 @@ def in_files(cap: bw.QKCapture, folder: Path) -> bw.QKCapture:
     )
 
 
+BEFORE: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def earlier_children():
+    """The children this process had before the test: not the test's to end."""
+    BEFORE.clear()
+    BEFORE.update(children())
+    yield
+
+
 def children() -> set[int]:
-    """This process's live children (zombies left out), from /proc."""
+    """This process's live children (zombies left out), from /proc, less those it had already (the
+    CLI tests' fork server, which a test earlier on this worker may have started)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -36,7 +48,7 @@ def children() -> set[int]:
                 continue
             if int(fields[1]) == os.getpid() and fields[0] != "Z":
                 found.add(int(entry.name))
-    return found
+    return found - BEFORE
 
 
 def no_summaries_here(monkeypatch):
