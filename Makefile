@@ -15,8 +15,14 @@ PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadscope
 run: setup
 	$(BIN)/atlas serve --port $(PORT)
 
+# Where the environment sets PYTHONDONTWRITEBYTECODE=1 (this machine's images do), every process a test
+# starts (servers, command lines, workers, kernels) would compile the package from source again, and
+# pytest would rewrite every test module in each worker: the tests write their caches (git-ignored).
+test check: export PYTHONDONTWRITEBYTECODE :=
+
 test: setup-dev browser
 	$(BIN)/ruff check .
+	$(BIN)/python -m compileall -q -j 0 attention_atlas harness
 	$(PYTEST)
 
 # The unit and page tests less the slow ones (large models, training, subprocesses, tests of over
