@@ -161,10 +161,16 @@ class HFAdapter:
         if self.family == "seq2seq":
             raise InputError(f"{self.model_id}: ids are run through self-attention models only, not seq2seq")
         with torch.no_grad():
-            out = self.model(input_ids=src.ids.to(self.device), output_attentions=True)
+            out = self._attentions_of(src.ids)
         weights = self._stack(out.attentions, "self-attention")  # [layers, heads, query, key]
         record = self._record(weights, src, src, "self")
         return RunResult(records={"self": record}, output=None, notices=[*src.notices, *sink_notice(record)])
+
+    def _attentions_of(self, ids: torch.Tensor):
+        """The self-attention model's forward with its attention weights, without its head: a causal
+        LM's logits (tokens × vocabulary, 400 MB for SmolLM2 at 2,000 tokens) and cache are not made."""
+        no_cache = {"use_cache": False} if self.family == "causal" else {}
+        return self.model.base_model(input_ids=ids.to(self.device), output_attentions=True, **no_cache)
 
     # ------------------------------------------------------------------ one token masked (exBERT)
     def replacements(self) -> dict[str, str]:
@@ -228,7 +234,7 @@ class HFAdapter:
         n = ids.shape[1]
         enc = self._encoded(ids, [False] * n, list(range(n)), [])
         with torch.no_grad():
-            out = self.model(input_ids=ids.to(self.device), output_attentions=True)
+            out = self._attentions_of(ids)
         return self._record(self._stack(out.attentions, "self-attention"), enc, enc, "self"), len(prefix)
 
     def queries_keys(self, text: str, layer: int, head: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:

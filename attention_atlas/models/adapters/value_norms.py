@@ -61,7 +61,7 @@ def value_norms(adapter, text: str) -> np.ndarray:
     src = adapter.encode(text)
     taps = [Tap(_get(layer, value_path), VALUES, i) for i, layer in enumerate(layers)]
     with torch.no_grad(), recording(VALUES, keep=_float, taps=taps) as rec:
-        adapter.model(input_ids=src.ids.to(adapter.device))
+        adapter.model.base_model(input_ids=src.ids.to(adapter.device))  # no LM head: its logits are not used
     values = rec[VALUES]  # {layer: [tokens, kv_heads · d]}
     heads = adapter.n_heads
     norms = []
