@@ -1,6 +1,7 @@
 """Attention Atlas in a notebook: BertViz's calls (``head_view``, ``model_view``, ``line_view``) and
-``show(model, tokenizer, text)``, each a view shown live (``notebook.widget``, in JupyterLab and
-Notebook 7) or as a self-contained interactive HTML file (``notebook.page``); ``display`` chooses."""
+``show(model, tokenizer, text)``, each drawing a view where it is called, as BertViz does: live
+(``notebook.widget``, in JupyterLab and Notebook 7) or as a self-contained interactive HTML file
+(``notebook.page``); ``display`` chooses."""
 
 from attention_atlas.notebook.inputs import NotebookError
 from attention_atlas.notebook.page import View, display

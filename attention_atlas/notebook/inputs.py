@@ -66,10 +66,10 @@ def weights_of(attention, what: str = "attention") -> np.ndarray:
     if attention is None:
         raise NotebookError(f"{what} is missing")
     if isinstance(attention, tuple | list):
-        if not attention:
+        if not attention:  # transformers 5: outputs[-1] of an encoder is its empty cross_attentions
             raise NotebookError(
-                f"{what} is empty: run the model with output_attentions=True and eager attention "
-                "(SDPA and flash return none), or use show(model, tokenizer, text)"
+                f"{what} is an empty {type(attention).__name__}, probably cross_attentions (with transformers 5, "
+                "outputs[-1] of an encoder such as BertModel is that empty tuple): pass outputs.attentions"
             )
         if any(a is None for a in attention):
             raise NotebookError(
@@ -129,6 +129,36 @@ def pick(values, count: int, what: str) -> list[int]:
     if bad or not values:
         raise NotebookError(f"{what} must be in 0–{count - 1}, not {bad or values}")
     return [int(v) for v in dict.fromkeys(values)]
+
+
+def from_end(values, count: int, what: str) -> list[int]:
+    """``pick`` where a negative number counts from the end, as in BertViz's ``include_layers``
+    (-1: the last layer): the model's own numbers, in the order given."""
+    if values is None:
+        return list(range(count))
+    values = [values] if isinstance(values, int | np.integer) else list(values)
+    bad = [v for v in values if not isinstance(v, int | np.integer) or not -count <= v < count]
+    if bad or not values:
+        raise NotebookError(f"{what} must be in 0–{count - 1} (negative: from the end), not {bad or values}")
+    return list(dict.fromkeys(int(v) % count for v in values))
+
+
+# BertViz's prettify_tokens (its util.format_special_chars): GPT-2's and SentencePiece's word-start
+# marks become a space, BPE's end-of-word mark goes; WordPiece's ## stays, so pieces can be told apart.
+BERTVIZ_MARKS = (("Ġ", " "), ("▁", " "), ("</w>", ""))
+
+
+def prettified(tokens, prettify: bool):
+    """``tokens`` cleaned as BertViz's ``prettify_tokens=True`` cleans them, else as they are."""
+    if not prettify or tokens is None or isinstance(tokens, str):
+        return tokens
+    out = []
+    for token in tokens:
+        text = str(token)
+        for mark, replacement in BERTVIZ_MARKS:
+            text = text.replace(mark, replacement)
+        out.append(text)
+    return out
 
 
 def language_of(lang) -> str:

@@ -60,6 +60,10 @@ function atlasSections(root, spec, sources, hooks = {}) {
       hooks.window(index, win);
     }
   };
+  if (spec.palette) {
+    // BertViz's display_mode: a background and text colour of the view's own (the charts take the text colour)
+    Object.assign(root.style, { background: spec.palette.background, color: spec.palette.color, padding: "8px" });
+  }
   return Promise.all([load("live"), load("line")])
     .then(([live, line]) => {
       spec.sections.forEach((section, index) => {

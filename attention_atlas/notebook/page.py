@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,15 +31,21 @@ import plotly.io as pio
 
 from attention_atlas.i18n import language
 from attention_atlas.notebook.assets import driver, plotly_js, scripts
-from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_view
+from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_title, head_view
+from attention_atlas.viz_core.layout import SEPARATOR, fit_axes, planned_width
 from attention_atlas.viz_core.line_view import line_data
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.tokens import as_plotly_text
 from attention_atlas.viz_core.wire import all_heads, record_id
 
 # Every head's 16-bit weights ride in the file up to this size (minilm's 72 heads to 512 tokens;
 # SmolLM2's 270 heads to about 270 tokens); beyond it the head view keeps the head it opened with.
 HEADS_BYTES = 40_000_000
+
+# BertViz's display_mode: its model view's light and dark palettes (background, text). Without one a
+# view has no background of its own and takes the notebook's text colour, light theme or dark.
+PALETTES = {"dark": {"background": "black", "color": "#ccc"}, "light": {"background": "white", "color": "black"}}
 
 
 def _json(value) -> str:
@@ -62,6 +69,7 @@ class Section:
     line_heads: list[int] = field(default_factory=list)  # the line view of ``layer``, these heads
     labels: tuple[list[int], list[int]] | None = None  # the layers' and heads' own numbers (a subset)
     sentence_b: int | None = None  # BertViz's sentence_b_start: the head view divides A from B there
+    verbatim: bool = False  # tokens shown as the record has them (BertViz's calls), not cleaned as the app does
 
     def data(self, live: bool = False) -> dict:
         """What ``page.js`` draws. ``live``: the live widget's, without any head's weights: its head
@@ -89,6 +97,8 @@ class Section:
                 out["head"] = {**self.head_data(self.layer, self.head, rid), "single": True}
         if self.line_heads:
             out["line"] = line_data(self.record, self.layer, self.line_heads)
+            if self.verbatim:
+                out["line"].update(queries=self.record.query_tokens, keys=self.record.key_tokens)
         return out
 
     def head_data(self, layer: int, head: int, rid: str) -> dict:
@@ -96,18 +106,39 @@ class Section:
         model's own numbers, and its ``shown`` key for ``live_heads.js``."""
         fig = head_view(self.record, layer, head)
         if self.labels:
-            fig.update_layout(title_text=f"layer {self.labels[0][layer]}, head {self.labels[1][head]}")
+            fig.update_layout(title_text=head_title(self.labels[0][layer], self.labels[1][head]))
+        if self.verbatim:
+            _tokens_as_given(fig, self.record.query_tokens, self.record.key_tokens)
         if self.sentence_b:
             dividers(fig, [self.sentence_b - 0.5], [self.sentence_b - 0.5])
         return {"figure": _figure(fig), "shown": f"{rid}|{layer}|{head}"}
 
     def _relabel(self, fig, heads: dict | None) -> None:
-        """Tiles and titles named by the model's own layer and head numbers (``include_layers``…)."""
+        """Tiles, their hover and the heads' titles named by the model's own layer and head numbers
+        (``include_layers``…). A tile's ``customdata`` stays its place in the grid (a click's
+        pick); its hover reads the numbers from ``text`` (layer) and ``hovertext`` (head)."""
         layers, head_ids = self.labels
         fig.update_xaxes(ticktext=[str(h) for h in head_ids])
         fig.update_yaxes(ticktext=[str(layer) for layer in layers])
+        tiles = fig.data[1]
+        tiles.text = [str(layers[int(layer)]) for layer, _ in tiles.customdata]
+        tiles.hovertext = [str(head_ids[int(head)]) for _, head in tiles.customdata]
+        tiles.hovertemplate = tiles.hovertemplate.replace("%{customdata[0]}", "%{text}").replace(
+            "%{customdata[1]}", "%{hovertext}"
+        )
         if heads:
-            heads["titles"] = [f"layer {layer}, head {h}" for layer in layers for h in head_ids]
+            heads["titles"] = [head_title(layer, h) for layer in layers for h in head_ids]
+
+
+def _tokens_as_given(fig, queries: list[str], keys: list[str]) -> None:
+    """The head view's token axes and hover with the tokens as the record has them (BertViz's
+    ``prettify_tokens``: raw, or cleaned as BertViz cleans), not as ``viz_core`` cleans them;
+    the ticks refitted to the new labels."""
+    for axis, coord, tokens in ((fig.layout.xaxis, "x", keys), (fig.layout.yaxis, "y", queries)):
+        names = as_plotly_text([f"{i}{SEPARATOR}{t}" for i, t in enumerate(tokens)])
+        axis.categoryarray = names
+        fig.data[0][coord] = names
+    fit_axes(fig, width=planned_width(fig))
 
 
 @dataclass
@@ -136,11 +167,11 @@ class Figures:
         return out
 
 
-def fragment(sections: list[Section | Figures]) -> str:
+def fragment(sections: list[Section | Figures], palette: str | None = None) -> str:
     """The views as an HTML fragment (what a notebook cell shows): a ``<div>``, the data, the
-    scripts and Plotly.js inline."""
+    scripts and Plotly.js inline; ``palette``: BertViz's ``display_mode`` (``PALETTES``)."""
     root = f"atlas-nb-{uuid.uuid4().hex[:12]}"
-    spec = {"root": root, "sections": [s.data() for s in sections]}
+    spec = {"root": root, "sections": [s.data() for s in sections], "palette": PALETTES.get(palette)}
     return f"""<div id="{root}" class="atlas-notebook" style="font-family: Arial, sans-serif"></div>
 <script type="application/json" id="{root}-data">{_json(spec)}</script>
 <script type="application/json" id="{root}-js">{_json(scripts())}</script>
@@ -155,12 +186,12 @@ atlasNotebook("{root}");</script>
 """
 
 
-def html(sections: list[Section], title: str = "Attention Atlas") -> str:
+def html(sections: list[Section], title: str = "Attention Atlas", palette: str | None = None) -> str:
     """The whole file: ``fragment`` in a page of its own."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title></head>
 <body>
-{fragment(sections)}</body></html>
+{fragment(sections, palette)}</body></html>
 """
 
 
@@ -191,23 +222,35 @@ def live() -> bool:
         return mode == "widget"
     if any(k.startswith("VSCODE_") for k in os.environ) or "google.colab" in sys.modules:
         return False
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    return getattr(shell, "kernel", None) is not None and importlib.util.find_spec("anywidget") is not None
+    return getattr(shell(), "kernel", None) is not None and importlib.util.find_spec("anywidget") is not None
+
+
+def shell():
+    """The IPython shell this runs in, if any (a Jupyter kernel's, a terminal's), else None."""
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None else None
+
+
+def _cell(where) -> object | None:
+    """The cell running now in the shell ``where`` (its ``ExecutionResult``), if any."""
+    return getattr(getattr(where, "displayhook", None), "exec_result", None)
 
 
 @dataclass
 class View:
-    """What each notebook call returns: shown in Jupyter (live or as HTML, ``display``),
-    ``to_html()`` one self-contained file, ``widget()`` the live widget."""
+    """What each notebook call returns once it has drawn it (``draw``): shown in Jupyter (live or
+    as HTML, ``display``), ``to_html()`` one self-contained file, ``widget()`` the live widget."""
 
     sections: list[Section]
     name: str = "model view"
     lang: str = "en"  # the language of titles, hover and captions (``i18n``): "en" or "zh"
+    palette: str | None = None  # BertViz's display_mode, "dark" or "light" (``PALETTES``); None: the notebook's
     _widget: object = field(default=None, repr=False, compare=False)
+    _drawn_in: object = field(default=None, repr=False, compare=False)  # the cell its call drew it in
 
     def to_html(self) -> str:
         with language(self.lang):
-            return html(self.sections, f"Attention Atlas: {self.name}")
+            return html(self.sections, f"Attention Atlas: {self.name}", self.palette)
 
     def save(self, path) -> Path:
         path = Path(path)
@@ -219,17 +262,44 @@ class View:
         if self._widget is None:
             from attention_atlas.notebook.widget import LiveView
 
-            self._widget = LiveView(self.sections, lang=self.lang)
+            self._widget = LiveView(self.sections, lang=self.lang, palette=PALETTES.get(self.palette))
         return self._widget
 
     def fragment(self) -> str:
         """The HTML a notebook shows when it shows HTML (``fragment``)."""
         with language(self.lang):
-            return fragment(self.sections)
+            return fragment(self.sections, self.palette)
+
+    def draw(self) -> None:
+        """Show the view where the call is, as BertViz does (``IPython.display.display``): a call
+        followed by ``print``, one ending in ``;`` and calls in a loop all draw. Once a cell: the
+        same view shown again in that cell (it is the cell's last line, or ``display(view)``)
+        draws nothing more; ``view`` in a later cell draws it again. Outside IPython, nothing."""
+        where = shell()
+        if where is None:
+            return
+        from IPython.display import display as show
+
+        cell = _cell(where)
+        self._drawn_in = None
+        show(self)
+        self._drawn_in = weakref.ref(cell) if cell is not None else None
+
+    def _ipython_display_(self) -> None:
+        # IPython's display of a view, from ``draw``, a cell's last line or ``display(view)``.
+        where = shell()
+        cell = _cell(where)
+        if where is None or (cell is not None and self._drawn_in is not None and self._drawn_in() is cell):
+            return  # drawn by its call in this cell already
+        from IPython.display import publish_display_data
+
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        publish_display_data(data, metadata)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # The one display method: IPython would also send what a _repr_html_ gave, beside the
-        # widget, and the HTML carries Plotly.js and every head.
+        # What a display shows (``_ipython_display_`` publishes it): IPython would also send what
+        # a _repr_html_ gave, beside the widget, and the HTML carries Plotly.js and every head.
         if live():
             return self.widget()._repr_mimebundle_()
         return {"text/html": self.fragment(), "text/plain": repr(self)}

@@ -22,7 +22,7 @@ import plotly.io as pio
 from attention_atlas.i18n import language
 from attention_atlas.notebook.inputs import NotebookError, language_of, pick
 from attention_atlas.notebook.page import Figures, View
-from attention_atlas.notebook.views import build, finish
+from attention_atlas.notebook.views import build, finish, mode_of
 from attention_atlas.viz_core.derive import ViewOptions
 
 FULL_TOKENS = 1024  # every head's full matrix up to this many tokens (SmolLM2 at 1,024: 1.1 GB float32)
@@ -107,9 +107,11 @@ def show(
     heads=None,
     html_action: str = "view",
     lang: str = "en",
+    display_mode: str | None = None,
 ):
-    """Run ``model`` on ``text`` and draw the ``view`` (``"model"``, ``"head"`` or ``"line"``), its
-    titles, hover and captions in ``lang`` ("en" or "zh").
+    """Run ``model`` on ``text`` and draw the ``view`` (``"model"``, ``"head"`` or ``"line"``) where
+    it is called, as the BertViz calls do (``views.finish``), its titles, hover and captions in
+    ``lang`` ("en" or "zh"), in BertViz's ``display_mode`` palette ("dark", "light") if given.
 
     ``merge`` sums word pieces into words, ``hide_special`` drops [CLS], [SEP], <s>… and
     renormalises the rows, ``value_norms`` weights each weight by the norm of its key's value
@@ -118,9 +120,10 @@ def show(
     if view not in ("model", "head", "line"):
         raise NotebookError(f"view is one of model, head, line, not {view!r}")
     lang = language_of(lang)
+    palette = mode_of(display_mode)
     with language(lang):  # the long-input view's figures are made here, not when shown
         drawn = _show(model, tokenizer, text, view, merge, hide_special, value_norms, layer, heads)
-    drawn.lang = lang
+    drawn.lang, drawn.palette = lang, palette
     return finish(drawn, html_action)
 
 

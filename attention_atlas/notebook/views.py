@@ -2,9 +2,14 @@
 
 ``head_view``, ``model_view`` and ``line_view`` take BertViz's arguments, either a self-attention
 (``attention``, ``tokens``) or its encoder–decoder form (``encoder_attention``,
-``decoder_attention``, ``cross_attention``, ``encoder_tokens``, ``decoder_tokens``), and return a
-``page.View`` (shown in Jupyter, ``.to_html()``, ``.save(path)``); ``html_action="return"`` gives
-the HTML as BertViz does.
+``decoder_attention``, ``cross_attention``, ``encoder_tokens``, ``decoder_tokens``). As in BertViz
+each draws where it is called (``page.View.draw``: once, also in a loop or before a ``print``) and
+``html_action="return"`` draws nothing and gives an ``IPython.display.HTML`` whose ``.data`` is the
+self-contained file; otherwise the call returns the ``page.View`` it drew (``.to_html()``,
+``.save(path)``). ``display_mode`` ("dark", "light") gives the view BertViz's palette, else it
+follows the notebook's theme; ``prettify_tokens`` cleans tokens as BertViz does (``Ġ`` and ``▁``
+become spaces, ``##`` stays) or keeps them as given. Layers and heads are the model's own numbers,
+``include_layers`` or not (negative: from the end).
 """
 
 from __future__ import annotations
@@ -13,16 +18,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from attention_atlas.notebook.inputs import NotebookError, language_of, pick, record_of
-from attention_atlas.notebook.page import Section, View
+from attention_atlas.notebook.inputs import NotebookError, from_end, language_of, prettified, record_of
+from attention_atlas.notebook.page import PALETTES, Section, View
 from attention_atlas.viz_core.line_view import COLOURS, MAX_TOKENS
 
 ACTIONS = ("view", "return")
 
 
-def _records(attention, tokens, cross) -> list[tuple[str, object]]:
-    """``(title, record)`` for each attention given: a self-attention, or encoder, decoder, cross."""
+def _records(attention, tokens, cross, prettify: bool = True) -> list[tuple[str, object]]:
+    """``(title, record)`` for each attention given: a self-attention, or encoder, decoder, cross;
+    the tokens cleaned as BertViz's ``prettify_tokens`` cleans them, or as given."""
     enc_att, dec_att, cross_att, enc_tok, dec_tok = cross
+    tokens, enc_tok, dec_tok = (prettified(t, prettify) for t in (tokens, enc_tok, dec_tok))
     if attention is not None:
         if any(a is not None for a in (enc_att, dec_att, cross_att)):
             raise NotebookError("pass either attention and tokens, or the encoder–decoder keywords, not both")
@@ -50,9 +57,41 @@ def _sentence_b(record, start) -> None:
 
 
 def finish(view: View, html_action: str):
+    """``html_action="return"``: the file as BertViz returns its HTML (``.data``), nothing drawn;
+    ``"view"``: the view drawn here (``View.draw``) and returned."""
     if html_action not in ACTIONS:
         raise NotebookError(f"html_action is 'view' or 'return', not {html_action!r}")
-    return view.to_html() if html_action == "return" else view
+    if html_action == "return":
+        return html_object(view.to_html())
+    view.draw()
+    return view
+
+
+class HTML:
+    """What ``html_action="return"`` gives where IPython is not installed: the HTML in ``.data``,
+    shown as HTML by whatever reads ``_repr_html_``."""
+
+    def __init__(self, data: str):
+        self.data = data
+
+    def _repr_html_(self) -> str:
+        return self.data
+
+
+def html_object(text: str):
+    """``text`` as BertViz returns its HTML: an ``IPython.display.HTML`` (its ``.data``)."""
+    try:
+        from IPython.display import HTML as IPythonHTML
+    except ImportError:
+        return HTML(text)
+    return IPythonHTML(text)
+
+
+def mode_of(display_mode) -> str | None:
+    """BertViz's ``display_mode``: "dark" or "light"; None (not given): the notebook's own theme."""
+    if display_mode is None or (isinstance(display_mode, str) and display_mode in PALETTES):
+        return display_mode
+    raise NotebookError(f"display_mode is 'dark' or 'light', not {display_mode!r}")
 
 
 def _subset(record, layers: list[int], heads: list[int]):
@@ -66,7 +105,7 @@ def model_view(
     tokens=None,
     sentence_b_start=None,
     prettify_tokens=True,
-    display_mode="dark",  # BertViz's theme switch: these views follow the notebook's own text colour
+    display_mode=None,  # BertViz's "dark" (its default) or "light"; None: the notebook's own theme
     encoder_attention=None,
     decoder_attention=None,
     cross_attention=None,
@@ -80,8 +119,10 @@ def model_view(
     """Every layer and head as tiles; a click opens the head below, arrow keys step through them.
     ``lang="zh"``: titles, hover and captions in Chinese."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
-    pairs = _records(attention, tokens, cross)
-    view = build("model", pairs, sentence_b_start, include_layers, include_heads, lang=lang)
+    mode = mode_of(display_mode)
+    pairs = _records(attention, tokens, cross, prettify_tokens)
+    view = build("model", pairs, sentence_b_start, include_layers, include_heads, lang=lang, verbatim=True)
+    view.palette = mode
     return finish(view, html_action)
 
 
@@ -100,12 +141,16 @@ def head_view(
     include_layers=None,
     html_action="view",
     lang="en",
+    display_mode=None,
 ):
     """BertViz's head view: ``layer``'s ``heads`` as lines (hover a token for its own), above them
-    the first head's matrix and every head's tile (click one, or step with the arrow keys)."""
+    the first head's matrix and every head's tile (click one, or step with the arrow keys).
+    ``layer`` and ``heads`` are the model's numbers, one of ``include_layers`` where it is given."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
-    pairs = _records(attention, tokens, cross)
-    view = build("head", pairs, sentence_b_start, include_layers, None, layer, heads, lang=lang)
+    mode = mode_of(display_mode)
+    pairs = _records(attention, tokens, cross, prettify_tokens)
+    view = build("head", pairs, sentence_b_start, include_layers, None, layer, heads, lang=lang, verbatim=True)
+    view.palette = mode
     return finish(view, html_action)
 
 
@@ -118,14 +163,28 @@ CROSS_KEYWORDS = (
 )
 
 
-def line_view(attention=None, tokens=None, layer=0, heads=None, html_action="view", lang="en", **encoder_decoder):
+def line_view(
+    attention=None,
+    tokens=None,
+    layer=0,
+    heads=None,
+    html_action="view",
+    lang="en",
+    prettify_tokens=True,
+    display_mode=None,
+    **encoder_decoder,
+):
     """Only the line view: ``layer``'s ``heads`` (at most eight, one colour each), queries on the
     left and keys on the right; hover a token to see only its lines."""
     unknown = sorted(set(encoder_decoder) - set(CROSS_KEYWORDS))
     if unknown:
         raise NotebookError(f"line_view takes no {unknown}")
-    pairs = _records(attention, tokens, tuple(encoder_decoder.get(k) for k in CROSS_KEYWORDS))
-    return finish(build("line", pairs, layer=layer, heads=heads, lang=lang), html_action)
+    mode = mode_of(display_mode)
+    cross = tuple(encoder_decoder.get(k) for k in CROSS_KEYWORDS)
+    pairs = _records(attention, tokens, cross, prettify_tokens)
+    view = build("line", pairs, layer=layer, heads=heads, lang=lang, verbatim=True)
+    view.palette = mode
+    return finish(view, html_action)
 
 
 VIEWS = ("model", "head", "line")
@@ -140,27 +199,45 @@ def build(
     layer=None,
     heads=None,
     lang="en",
+    verbatim=False,
 ) -> View:
-    """The ``name`` view (``model``, ``head`` or ``line``) of each ``(title, record)``, its titles in ``lang``."""
+    """The ``name`` view (``model``, ``head`` or ``line``) of each ``(title, record)``, its titles in
+    ``lang``; ``verbatim``: tokens shown as the records have them (BertViz's calls), not cleaned
+    as the app cleans them. ``layer`` and ``heads`` are the model's own numbers."""
     if name not in VIEWS:
         raise NotebookError(f"view is one of {', '.join(VIEWS)}, not {name!r}")
     lang = language_of(lang)
     sections = []
     for title, record in pairs:
         _sentence_b(record, sentence_b_start)
-        shown, labels = _subset(
-            record,
-            pick(include_layers, record.n_layers, "include_layers"),
-            pick(include_heads, record.n_heads, "include_heads"),
-        )
-        open_layer = pick(shown.n_layers // 2 if layer is None else layer, shown.n_layers, "layer")[0]
-        picked = pick(heads, shown.n_heads, "heads")
+        layers = from_end(include_layers, record.n_layers, "include_layers")
+        head_ids = from_end(include_heads, record.n_heads, "include_heads")
+        shown, labels = _subset(record, layers, head_ids)
+        open_layer = len(layers) // 2 if layer is None else among(layer, layers, record.n_layers, "layer")[0]
+        picked = among(heads, head_ids, record.n_heads, "heads")
         n = max(len(shown.query_tokens), len(shown.key_tokens))
         lines = picked[: len(COLOURS)] if name != "model" and n <= MAX_TOKENS else []
         if name == "line" and not lines:
             raise NotebookError(
                 f"the line view draws up to {MAX_TOKENS} tokens; this input has {n}: use the model view"
             )
-        section = Section(shown, title, open_layer, picked[0], name != "line", lines, labels, sentence_b_start)
-        sections.append(section)
+        model = name != "line"
+        sections.append(Section(shown, title, open_layer, picked[0], model, lines, labels, sentence_b_start, verbatim))
     return View(sections, f"{name} view", lang)
+
+
+def among(values, kept: list[int], count: int, what: str) -> list[int]:
+    """Where in ``kept`` (the model's layer or head numbers a view keeps, of ``count``) ``values``
+    are: given by those numbers (an int or a list; negative: from the end; None: all kept)."""
+    if values is None:
+        return list(range(len(kept)))
+    listed = [values] if isinstance(values, int | np.integer) else list(values)
+    ok = [isinstance(v, int | np.integer) and -count <= v < count and int(v) % count in kept for v in listed]
+    if not listed or not all(ok):
+        bad = [v for v, good in zip(listed, ok, strict=True) if not good] or listed
+        if len(kept) == count:
+            raise NotebookError(f"{what} must be in 0–{count - 1}, not {bad}")
+        noun, keeper = ("layers", "include_layers") if what == "layer" else ("heads", "include_heads")
+        shown = ", ".join(map(str, kept))
+        raise NotebookError(f"{what} must be one of {shown}, the {noun} {keeper} keeps, not {bad}")
+    return list(dict.fromkeys(kept.index(int(v) % count) for v in listed))

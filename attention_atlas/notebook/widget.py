@@ -35,11 +35,12 @@ class LiveView(anywidget.AnyWidget):
     spec = traitlets.Dict().tag(sync=True)
     scripts = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, sections: list, lang: str = "en", **kwargs):
-        """``sections``: ``page.Section``s (and ``page.Figures``); ``lang``: their titles' language."""
+    def __init__(self, sections: list, lang: str = "en", palette: dict | None = None, **kwargs):
+        """``sections``: ``page.Section``s (and ``page.Figures``); ``lang``: their titles' language;
+        ``palette``: the background and text colour of BertViz's ``display_mode`` (``page.PALETTES``)."""
         with language(lang):
             data = [s.data(live=True) for s in sections]
-        super().__init__(spec={"sections": data}, scripts=scripts(), **kwargs)
+        super().__init__(spec={"sections": data, "palette": palette}, scripts=scripts(), **kwargs)
         self._sections, self._lang = sections, lang
         # the record id each model view's head keys carry (``shown``), by section
         self._ids = {i: d["head"]["id"] for i, d in enumerate(data) if "head" in d}
