@@ -61,7 +61,7 @@ def timed(fn, repeat: int):
 
 
 def ours(att, tokens, repeat: int) -> dict:
-    seconds, html = timed(lambda: model_view(att, tokens, html_action="return"), repeat)
+    seconds, html = timed(lambda: model_view(att, tokens, html_action="return").data, repeat)
     plotly = PLOTLY_JS.stat().st_size
     data = len(html.encode()) - plotly
     return {"seconds": seconds, "bytes": len(html.encode()), "data": data, "html": html}
