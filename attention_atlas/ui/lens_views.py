@@ -187,16 +187,26 @@ def followed(source: Source, link: Link | Unlinked) -> tuple[int | None, str | N
     return ids[0], None
 
 
+def position_key(source: Source, text: str, n: int, link: Link | Unlinked) -> str:
+    """The position slider's key, its value the last position whenever the input is new (another text
+    or model since the view was last drawn): a position kept from the old prompt points at a token
+    the visitor never chose. A link's own position still stands."""
+    from_link = link.spoke("pos")
+    key = link.number("pos", K + "pos", 0, n - 1, n - 1)
+    basis = (source.key, text)
+    held = st.session_state.get(K + "pos_input")
+    if held is not None and held != basis and not from_link:
+        st.session_state[key] = n - 1
+    st.session_state[K + "pos_input"] = basis
+    return key
+
+
 def position_view(source: Source, text: str, got: lc.LensInput, link: Link | Unlinked) -> None:
     run, n = got.run, got.run.n
     st.subheader(_("One position: a token through the blocks"))
     c1, c2 = st.columns([1, 1])
     with c1:
-        pos = (
-            st.slider(_("position"), 0, n - 1, key=link.number("pos", K + "pos", 0, n - 1, n - 1))
-            if n > 1
-            else 0
-        )
+        pos = st.slider(_("position"), 0, n - 1, key=position_key(source, text, n, link)) if n > 1 else 0
     with c2:
         token, problem = followed(source, link)
     if problem:

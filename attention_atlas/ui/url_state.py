@@ -290,6 +290,11 @@ class Link:
         """On or off (a toggle or checkbox): ``1`` or ``0`` in the URL."""
         return self._declare(name, key, default, _flag_kind())
 
+    def spoke(self, name: str) -> bool:
+        """Whether this run's URL sets ``name`` anew (a link opened, the back button): asked before
+        the setting is declared, it tells a value the link brings from one the session holds."""
+        return st.query_params.get(name) != _written(self.scope).get(name)
+
     # -- the URL ---------------------------------------------------------------------------------
 
     def _declare(self, name: str, key: str, default, kind: _Kind) -> str:
@@ -413,6 +418,9 @@ class Unlinked:
             st.session_state[key] = default
         st.session_state.setdefault(key, default)
         return key
+
+    def spoke(self, name: str) -> bool:
+        return False  # no URL: the session's value is the only one
 
     def choice(self, name: str, key: str, options: Sequence, default, *_, **__) -> str:
         return self._declare(key, default, lambda v: v in options)

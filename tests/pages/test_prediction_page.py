@@ -104,6 +104,25 @@ def test_following_a_typed_token_at_another_position_and_the_link_keeps_both(fir
     assert chart(again, K + "follow")["data"] == fig["data"]
 
 
+def test_a_new_prompt_starts_at_its_last_position():
+    """Issue 40, item 5: the position stayed where the old prompt had it (4 of the default after an
+    11-token prompt; 2 of a 3-token prompt after it grew to 21): a new prompt is followed at its end."""
+    at = run()
+    assert at.slider(key=K + "pos").value == 4  # the default's last token, "is"
+    at.text_input(key=K + "text").set_value("The capital of France is Paris and the capital of Italy is")
+    at = run(at)
+    pos = at.slider(key=K + "pos")
+    assert pos.proto.max == pos.value == 11 and "pos" not in at.query_params
+    assert "11 · is" in chart(at, K + "follow")["layout"]["title"]["text"]
+    at = run(pos.set_value(3))  # a position the visitor chose stays while the prompt does
+    assert at.slider(key=K + "pos").value == 3 and at.query_params["pos"] == "3"
+    at.text_input(key=K + "text").set_value("One two three")
+    at = run(at)
+    assert at.slider(key=K + "pos").value == 2
+    at.text_input(key=K + "text").set_value("One two three four five six seven")
+    assert run(at).slider(key=K + "pos").value == 6
+
+
 def test_a_window_of_a_longer_text_from_the_link():
     text = " ".join(["one two three four five six seven eight nine ten"] * 4)  # 40 tokens
     at = opened(text=text, width="16", **{"from": "8"})
