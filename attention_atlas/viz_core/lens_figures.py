@@ -148,6 +148,21 @@ def lens_grid(
     return fit_axes(fig, width=width)
 
 
+def rank_ticks(highest: int) -> list[int]:
+    """The whole ranks that label a log rank axis reaching ``highest``: each one up to 5; else 1, 2, 5,
+    10, 20, 50 up to 100 and powers of ten beyond, up to the first at or above it. Left to itself,
+    Plotly labels the log axis of ranks 1–2 at 1, 1.2, 1.4 … 2: ranks no token has."""
+    if highest <= 5:
+        return list(range(1, max(highest, 1) + 1))
+    steps = (1, 2, 5) if highest <= 100 else (1,)
+    ticks = [1]
+    power = 1
+    while ticks[-1] < highest:
+        ticks += [s * power for s in steps if s * power > ticks[-1]]
+        power *= 10
+    return ticks[: next(i for i, t in enumerate(ticks) if t >= highest) + 1]
+
+
 def follow_figure(probs: np.ndarray, ranks: np.ndarray, token: str, where: str) -> go.Figure:
     """One token's probability (top) and rank (bottom, log scale, 1 = the top token) after every
     block at one position."""
@@ -177,7 +192,16 @@ def follow_figure(probs: np.ndarray, ranks: np.ndarray, token: str, where: str) 
         col=1,
     )
     fig.update_yaxes(title=_("probability"), range=[0, 1.02], row=1, col=1)
-    fig.update_yaxes(title=_("rank (1 = top)"), type="log", autorange="reversed", row=2, col=1)
+    ticks = rank_ticks(int(np.max(ranks, initial=0)) + 1)
+    fig.update_yaxes(
+        title=_("rank (1 = top)"),
+        type="log",
+        autorange="reversed",
+        tickvals=ticks,
+        ticktext=[f"{t:,}" for t in ticks],
+        row=2,
+        col=1,
+    )
     fig.update_xaxes(title=_("after block"), row=2, col=1)
     fig.update_layout(
         height=460,

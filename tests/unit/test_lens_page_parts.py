@@ -145,3 +145,15 @@ def test_a_process_that_exits_while_the_fill_runs_exits_cleanly():
     done = subprocess.run([sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "exits with" in done.stdout, done.stderr[-500:]
     assert "terminate called" not in done.stderr
+
+
+@pytest.mark.parametrize(("ranks", "ticks"), [([1, 0, 0], [1, 2]), ([30_000, 120, 0], [1, 10, 100, 1_000, 10_000, 100_000])])
+def test_the_rank_axis_is_labelled_at_whole_ranks(ranks, ticks):
+    """Issue 40, item 8: a rank that went from 2 to 1 had its log axis labelled 1, 1.2, 1.4 … 2;
+    ranks are whole numbers, on screen and on a projector."""
+    from attention_atlas.viz_core.layout import projector
+
+    fig = lf.follow_figure(np.array([0.2, 0.5, 0.9]), np.array(ranks), " Paris", "4 · is")
+    for axis in (fig.layout.yaxis2, projector(fig).layout.yaxis2):
+        assert axis.type == "log" and list(axis.tickvals) == ticks
+        assert list(axis.ticktext) == [f"{t:,}" for t in ticks]
