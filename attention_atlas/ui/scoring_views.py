@@ -48,6 +48,17 @@ def follow_source() -> None:
         st.session_state[K + "mask"] = "causal"
     elif st.session_state.get(K + "mask") == "causal":
         st.session_state[K + "mask"] = MASK_NAMES[0]
+    if chosen != "random":
+        clamp_head(capabilities(real_name(chosen)))
+
+
+def clamp_head(model) -> None:
+    """The layer and head the visitor had, brought silently into ``model``'s range: picking a model
+    with fewer heads is no mistake to warn about (a number typed or linked out of range still is)."""
+    for key, top in ((K + "layer", model.layers - 1), (K + "head", model.heads - 1)):
+        value = st.session_state.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > top:
+            st.session_state[key] = top
 
 
 def real_inputs(link, model) -> tuple[tuple, int, int]:

@@ -165,6 +165,20 @@ def test_switching_the_source_to_a_causal_model_switches_the_mask_with_the_capti
     assert at.selectbox(key="scoring_mask").value == "none"
 
 
+def test_switching_to_a_model_with_fewer_heads_brings_the_head_into_range_silently():
+    """Issue 40, item 9: head 5 of minilm (or smollm2), then the couplet Transformer (heads 0–3) said
+    "head 5 is outside 0–3", a number the visitor never typed; it is 3, without a word."""
+    at = run("app_pages/scoring.py")
+    at.radio(key="scoring_source").set_value("real: minilm").run()
+    assert at.number_input(key="scoring_head").value == 5 and at.number_input(key="scoring_layer").value == 2
+    at.number_input(key="scoring_layer").set_value(4).run()
+    at.radio(key="scoring_source").set_value("real: couplet-transformer").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.number_input(key="scoring_head").value == 3 and at.number_input(key="scoring_layer").value == 2
+    assert any("layer 2, head 3" in c.value for c in at.caption)
+
+
 # -- what an input cuts or refuses is said on the page, and what is drawn is what is kept ----------
 
 scoring = page_runner("app_pages/scoring.py", 300)
