@@ -11,7 +11,7 @@ from attention_atlas.ui.widgets import chart, fact, intro
 from attention_atlas.viz_core.complexity_figures import Mark, points_frame, scaling_chart
 
 K = cxv.K  # the page's widget-key prefix, shared with its sections
-st.title(_("⏱️ Self-attention, CNN and RNN"))
+st.title("⏱️ " + _("Attention vs CNN, RNN"))
 intro(
     _(
         "The attention-pooling tutorial compares three layers that turn n tokens of d numbers into n "

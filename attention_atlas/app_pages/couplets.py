@@ -34,7 +34,7 @@ upper = c1.text_input(_("Upper line 上联"), key=link.text("text", K + "upper",
 target = c1.text_input(
     _("Force a lower line 下联 (optional; empty: the model writes one)"),
     key=link.text("target", K + "target", MAX_CHARS),
-    placeholder="一行白鹭上青天",
+    placeholder=_("e.g. {example} (leave empty: the model writes its own)", example="一行白鹭上青天"),
 ).strip()
 both = c2.toggle(_("Dot and additive side by side"), key=link.flag("both", K + "both"))
 model_id = c2.selectbox(_("Model"), ids, key=link.choice("model", K + "model", ids, first), disabled=both)

@@ -39,11 +39,9 @@ n = lv.checked(model_id, text, c2)  # empty, too long, over the context or the m
 long = lv.captured(model_id, text, n)
 cap = long.cap
 show_notices(cap.notices)
-size = (
-    _("{mb:,.0f} MB, in files of the cache folder mapped into memory", mb=cap.nbytes / 2**20)
-    if cap.mapped
-    else _("{mb:,.0f} MB", mb=cap.nbytes / 2**20)
-)
+size = lv.size_text(cap.nbytes)  # "3 MB", "48 KB": a short text's queries and keys are not "0 MB"
+if cap.mapped:
+    size = _("{size}, in files of the cache folder mapped into memory", size=size)
 st.caption(
     _(
         "Captured {grid} of queries and keys ({size}) in {seconds:.1f} s; every weight below is computed "

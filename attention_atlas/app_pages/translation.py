@@ -44,7 +44,7 @@ english = text_box(
 french = c1.text_input(
     _("Force a French sentence (optional; empty: the model translates)"),
     key=link.text("target", K + "french", TEXT_LIMIT),
-    placeholder="Je suis chez moi.",
+    placeholder=_("e.g. {example} (leave empty: the model translates)", example="Je suis chez moi."),
 ).strip()
 both = c2.toggle(_("Both models side by side"), key=link.flag("both", K + "both"))
 model_id = c2.selectbox(_("Model"), ids, key=link.choice("model", K + "model", ids, first), disabled=both)

@@ -178,6 +178,13 @@ def text_input(link: Link, model_id: str, where) -> str:
     return text
 
 
+def size_text(nbytes: int) -> str:
+    """``'37 MB'`` from one megabyte (2²⁰ bytes) up, ``'48 KB'`` below it (``'1 KB'`` at least)."""
+    if nbytes >= 2**20:
+        return _("{mb:,.0f} MB", mb=nbytes / 2**20)
+    return _("{kb:,.0f} KB", kb=max(1, nbytes / 2**10))
+
+
 def _linkable(text: str) -> str:
     """``text`` as the URL holds it (line breaks as U+2028, which a link may carry), or "" when a
     link cannot carry it: over ``LINK_CHARS``, or with other control characters (a tab)."""

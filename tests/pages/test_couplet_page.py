@@ -143,3 +143,19 @@ def test_a_run_made_for_an_english_visitor_tells_a_chinese_one_its_notices_in_ch
         "上联有 50 个字，只用前 32 个。",
         "上联中有 3 个字不在模型的词表中（abc）；模型把它们读作 \\<unk\\>。",
     ]
+
+
+def test_the_forced_lower_lines_placeholder_reads_as_a_hint_in_both_languages():
+    """Issue 40, item 21: the grey 一行白鹭上青天 stayed in the empty box under any upper line, and a
+    student read it as the target; it says "e.g." and what an empty box does."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    at = run()
+    at.text_input(key=K + "upper").set_value("春眠不觉晓")
+    at = run(at)
+    hint = at.text_input(key=K + "target").proto.placeholder
+    assert hint.startswith("e.g. 一行白鹭上青天") and "leave empty" in hint
+    chinese = AppTest.from_file(PACKAGE / PAGE, default_timeout=120)
+    chinese.session_state["lang"] = "zh"
+    hint = run(chinese).text_input(key=K + "target").proto.placeholder
+    assert hint.startswith("例如 一行白鹭上青天") and "留空" in hint

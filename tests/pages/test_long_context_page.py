@@ -167,6 +167,18 @@ def test_a_link_opens_its_model_text_head_and_tab_and_the_url_follows_the_page()
     assert at.query_params["layer"] == "4"
 
 
+def test_a_short_texts_capture_is_said_in_kilobytes_not_zero_megabytes():
+    """Issue 40, item 20: one sentence's queries and keys were "(0 MB)"."""
+    import re
+
+    at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
+    at.query_params.update({"source": "text", "text": SENTENCE})
+    at = run(at)
+    (caption,) = [c.value for c in at.caption if c.value.startswith("Captured ")]
+    size = re.search(r"of queries and keys \((\d[\d,]*) KB\)", caption)
+    assert size and int(size[1].replace(",", "")) >= 1 and "MB" not in caption, caption
+
+
 def test_a_link_to_an_uploaded_file_says_it_cannot_carry_the_file():
     at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
     at.query_params.update({"source": "file"})

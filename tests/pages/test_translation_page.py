@@ -130,3 +130,16 @@ def test_the_page_speaks_chinese():
     assert "注意力参数" in measures and "每步秒数（中位数）" in measures
     # how the benchmark ran, said in Chinese from its numbers (the machine's facts stay as measured)
     assert any(c.value.startswith("每个变体训练 300 步，每步 128 个句对（0.56 轮") for c in at.caption)
+
+
+def test_the_forced_french_placeholder_reads_as_a_hint_in_both_languages():
+    """Issue 40, item 21: the grey "Je suis chez moi." stayed in the empty box under any English
+    sentence, and read as the target; it says "e.g." and what an empty box does."""
+    import attention_atlas.ui.language  # noqa: F401  (registers the session's language with i18n)
+
+    hint = run().text_input(key=K + "french").proto.placeholder
+    assert hint.startswith("e.g. Je suis chez moi.") and "leave empty" in hint
+    chinese = AppTest.from_file(PACKAGE / PAGE, default_timeout=180)
+    chinese.session_state["lang"] = "zh"
+    hint = run(chinese).text_input(key=K + "french").proto.placeholder
+    assert hint.startswith("例如 Je suis chez moi.") and "留空" in hint

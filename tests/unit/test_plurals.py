@@ -52,3 +52,17 @@ def test_the_counted_words_the_catalog_knows_are_in_the_interfaces_language():
             "12 个头",
         ]
         assert plural(2, "widget") == "2 widgets"  # a word the catalog does not know stays English
+
+
+def test_the_counts_of_a_long_paste_have_thousands_separators():
+    """Issue 40, item 20: a pasted page said "The upper line has 16623 characters"."""
+    from attention_atlas import i18n
+
+    line = couplet.prepare_line("两" * 16_623)
+    assert [str(n) for n in line.notices] == ["The upper line has 16,623 characters; only the first 32 are used."]
+    sentence = translation.prepare_sentence("i lost . " * 1_200)
+    assert any(str(n).startswith("The English sentence has 3,600 words;") for n in sentence.notices)
+    many = couplet.unknown_notice([chr(0xAC00 + i) for i in range(1_200)], tiny_vocab())  # Hangul
+    assert many.startswith("1,200 characters of the upper line are not")
+    with i18n.language("zh"):
+        assert i18n.shown(line.notices[0]) == "上联有 16,623 个字，只用前 32 个。"

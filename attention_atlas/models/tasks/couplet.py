@@ -87,7 +87,7 @@ def prepare_line(text: str | None, what: str = UPPER) -> Line:
     if truncated:
         notices.append(
             later(
-                "The {what} has {n} characters; only the first {limit} are used.",
+                "The {what} has {n:,} characters; only the first {limit:,} are used.",
                 what=what,
                 n=len(kept),
                 limit=MAX_CHARS,
@@ -102,8 +102,8 @@ def unknown_notice(chars: Sequence[str], vocab: Vocab, what: str = UPPER) -> str
         return None
     shown = "".join(missing[:12]) + ("…" if len(missing) > 12 else "")
     return later_n(
-        "{n} character of the {what} is not in the model's vocabulary ({chars}); the model reads it as <unk>.",
-        "{n} characters of the {what} are not in the model's vocabulary ({chars}); the model reads them as <unk>.",
+        "{n:,} character of the {what} is not in the model's vocabulary ({chars}); the model reads it as <unk>.",
+        "{n:,} characters of the {what} are not in the model's vocabulary ({chars}); the model reads them as <unk>.",
         len(missing),
         n=len(missing),
         what=what,

@@ -77,7 +77,7 @@ def prepare_sentence(text: str | None, what: str = ENGLISH) -> Sentence:
     if truncated:
         notices.append(
             later(
-                "The {what} has {n} words; only the first {limit} are used.",
+                "The {what} has {n:,} words; only the first {limit:,} are used.",
                 what=what,
                 n=len(tokens),
                 limit=MAX_WORDS,
@@ -94,8 +94,8 @@ def unknown_notice(words: Sequence[str], vocab: Vocab, what: str = ENGLISH) -> s
     shown = ", ".join(w if len(w) <= 24 else w[:23] + "…" for w in missing[:10])  # a long word: its start
     shown += ", …" if len(missing) > 10 else ""
     return later_n(
-        "{n} word of the {what} is not in the model's vocabulary ({words}); the model reads it as <unk>.",
-        "{n} words of the {what} are not in the model's vocabulary ({words}); the model reads them as <unk>.",
+        "{n:,} word of the {what} is not in the model's vocabulary ({words}); the model reads it as <unk>.",
+        "{n:,} words of the {what} are not in the model's vocabulary ({words}); the model reads them as <unk>.",
         len(missing),
         n=len(missing),
         what=what,
