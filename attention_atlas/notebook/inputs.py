@@ -120,6 +120,12 @@ def record_of(
         raise NotebookError(f"{what}: {err}") from None
 
 
+def listed(values) -> str:
+    """Values as a reader writes them in a sentence: ``7``, ``7, 9`` (not ``[7]``)."""
+    values = values if isinstance(values, list | tuple) else [values]
+    return ", ".join(map(str, values)) if values else "nothing"
+
+
 def pick(values, count: int, what: str) -> list[int]:
     """``values`` (an int, a list of ints, or None for all) inside ``range(count)``."""
     if values is None:
@@ -127,7 +133,7 @@ def pick(values, count: int, what: str) -> list[int]:
     values = [values] if isinstance(values, int | np.integer) else list(values)
     bad = [v for v in values if not isinstance(v, int | np.integer) or not 0 <= v < count]
     if bad or not values:
-        raise NotebookError(f"{what} must be in 0–{count - 1}, not {bad or values}")
+        raise NotebookError(f"{what} must be in 0–{count - 1}, not {listed(bad or values)}")
     return [int(v) for v in dict.fromkeys(values)]
 
 
@@ -139,7 +145,7 @@ def from_end(values, count: int, what: str) -> list[int]:
     values = [values] if isinstance(values, int | np.integer) else list(values)
     bad = [v for v in values if not isinstance(v, int | np.integer) or not -count <= v < count]
     if bad or not values:
-        raise NotebookError(f"{what} must be in 0–{count - 1} (negative: from the end), not {bad or values}")
+        raise NotebookError(f"{what} must be in 0–{count - 1} (negative: from the end), not {listed(bad or values)}")
     return list(dict.fromkeys(int(v) % count for v in values))
 
 

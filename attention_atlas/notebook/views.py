@@ -18,7 +18,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from attention_atlas.notebook.inputs import NotebookError, from_end, language_of, prettified, record_of
+from attention_atlas.notebook.inputs import (
+    NotebookError,
+    from_end,
+    language_of,
+    listed,
+    prettified,
+    record_of,
+)
 from attention_atlas.notebook.page import PALETTES, Section, View
 from attention_atlas.viz_core.line_view import COLOURS, MAX_TOKENS
 
@@ -231,13 +238,13 @@ def among(values, kept: list[int], count: int, what: str) -> list[int]:
     are: given by those numbers (an int or a list; negative: from the end; None: all kept)."""
     if values is None:
         return list(range(len(kept)))
-    listed = [values] if isinstance(values, int | np.integer) else list(values)
-    ok = [isinstance(v, int | np.integer) and -count <= v < count and int(v) % count in kept for v in listed]
-    if not listed or not all(ok):
-        bad = [v for v, good in zip(listed, ok, strict=True) if not good] or listed
+    given = [values] if isinstance(values, int | np.integer) else list(values)
+    ok = [isinstance(v, int | np.integer) and -count <= v < count and int(v) % count in kept for v in given]
+    if not given or not all(ok):
+        bad = [v for v, good in zip(given, ok, strict=True) if not good] or given
         if len(kept) == count:
-            raise NotebookError(f"{what} must be in 0–{count - 1}, not {bad}")
+            raise NotebookError(f"{what} must be in 0–{count - 1}, not {listed(bad)}")
         noun, keeper = ("layers", "include_layers") if what == "layer" else ("heads", "include_heads")
         shown = ", ".join(map(str, kept))
-        raise NotebookError(f"{what} must be one of {shown}, the {noun} {keeper} keeps, not {bad}")
-    return list(dict.fromkeys(kept.index(int(v) % count) for v in listed))
+        raise NotebookError(f"{what} must be one of {shown}, the {noun} {keeper} keeps, not {listed(bad)}")
+    return list(dict.fromkeys(kept.index(int(v) % count) for v in given))

@@ -240,3 +240,10 @@ def test_an_empty_outputs_last_item_is_named_and_the_right_one_said():
 def test_show_takes_display_mode_too():
     with pytest.raises(NotebookError, match="display_mode"):
         show(None, None, "text", display_mode="sepia")
+
+
+def test_a_layer_out_of_range_is_said_as_a_reader_writes_it():
+    """Issue 40, item 20: "layer must be in 0–1, not [7]" printed a Python list."""
+    with pytest.raises(NotebookError) as refused:
+        head_view(ATT, TOKENS, layer=7)
+    assert str(refused.value).endswith(", not 7") and "[" not in str(refused.value)
