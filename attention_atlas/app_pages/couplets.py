@@ -79,7 +79,7 @@ for col, m, fig in zip(places, shown, figures, strict=True):
             )
         )
         key, filename = (K + "heat_" + m, m) if both else (K + "heat", "couplet_attention")
-        chart(fig, record_frame(rec), key, filename)
+        chart(fig, lambda rec=rec: record_frame(rec), key, filename)
 
 a, b = records[shown[0]], records[shown[-1]]
 if len(shown) == 2 and a.head().shape == b.head().shape:

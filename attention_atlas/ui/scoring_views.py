@@ -121,7 +121,7 @@ def weights_section(records: dict, identical: bool, relative: bool) -> None:
     panels = shown({name: r.head() for name, r in records.items()})
     chart(
         heatmap_row(panels, first.query_tokens, first.key_tokens, zmax=1.0),
-        records_frame(records, "scoring"),
+        lambda: records_frame(records, "scoring"),  # made when the CSV is asked for: 10% of a run here
         K + "weights",
         "scoring_weights",
     )
@@ -150,7 +150,7 @@ def entropy_section(records: dict, n: int) -> None:
     entropy = {name: row_entropy(r.head()) for name, r in records.items()}
     chart(
         grouped_bars(first.query_tokens, shown(entropy), _("query"), _("entropy (bits)")),
-        token_series_frame(first.query_tokens, entropy),
+        lambda: token_series_frame(first.query_tokens, entropy),
         K + "entropy",
         "scoring_entropy",
     )

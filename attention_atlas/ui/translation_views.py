@@ -89,7 +89,7 @@ def translations(results: dict, shown: list[str], both: bool, how: str) -> None:
                 )
             )
             st.caption(_(about, model=m, how=how, log_prob=rec.meta["log_prob"]))
-            chart(fig, record_frame(rec), K + "heat_" + m, m)
+            chart(fig, lambda rec=rec: record_frame(rec), K + "heat_" + m, m)
 
 
 def difference(results: dict, shown: list[str], english: str, french: str) -> None:

@@ -52,7 +52,7 @@ def beside(build: Callable[[int], list[go.Figure]], count: int) -> tuple[list, l
 
 def alignment_chart(rec: AttentionRecord, font: int, axes: dict, key: str, filename: str, title: str = ""):
     """``alignment_figure`` with the CSV download of its weights underneath."""
-    chart(alignment_figure(rec, font, axes, title), record_frame(rec), key, filename)
+    chart(alignment_figure(rec, font, axes, title), lambda: record_frame(rec), key, filename)
 
 
 def difference_chart(

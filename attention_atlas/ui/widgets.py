@@ -159,8 +159,9 @@ def fact(text: str, where=None) -> None:
     (place.markdown if presenting() else place.caption)(text)
 
 
-def chart(fig: go.Figure, frame: pd.DataFrame, key: str, filename: str) -> None:
-    """A Plotly chart (as ``for_screen`` draws it) with a CSV download of the numbers behind it underneath."""
+def chart(fig: go.Figure, frame: pd.DataFrame | Callable[[], pd.DataFrame], key: str, filename: str) -> None:
+    """A Plotly chart (as ``for_screen`` draws it) with a CSV download of the numbers behind it underneath
+    (``frame``, or a function that makes it when the button is pressed: ``csv_button``)."""
     st.plotly_chart(for_screen(fig), width="stretch", config=PLOTLY_CONFIG, key=f"{key}_chart")
     csv_button(frame, key, filename)
 
