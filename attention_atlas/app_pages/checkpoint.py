@@ -25,6 +25,7 @@ from attention_atlas.ui.uploads import (
 from attention_atlas.ui.url_state import Link, Unlinked
 from attention_atlas.ui.views import alignment_chart, show_notices
 from attention_atlas.ui.widgets import intro, plain, text_box
+from attention_atlas.viz_core.record import kind_name
 
 K = "ckpt_"
 BIG = 22  # couplet characters read from the back of the room, as on the Couplets page
@@ -75,7 +76,7 @@ if result.output is not None:
 kinds = list(result.records)
 first = kinds.index("cross") if "cross" in kinds else 0
 kind = (
-    st.radio(_("attention"), kinds, index=first, horizontal=True, key=K + "kind")
+    st.radio(_("attention"), kinds, index=first, format_func=kind_name, horizontal=True, key=K + "kind")
     if len(kinds) > 1
     else kinds[0]
 )

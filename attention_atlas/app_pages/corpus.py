@@ -11,6 +11,7 @@ from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import show_terms
 from attention_atlas.ui.widgets import intro, plain
 from attention_atlas.viz_core.head_stats import label_of
+from attention_atlas.viz_core.record import kind_name
 
 K = "corpus_"
 SOURCES = [N_("a bundled sample"), N_("your file")]
@@ -44,7 +45,7 @@ kind = (
     c4.radio(
         _("attention"),
         kinds,
-        format_func=_,
+        format_func=kind_name,
         horizontal=True,
         key=link.choice("kind", K + "kind", kinds, first),
     )
@@ -68,19 +69,19 @@ fields = dict(
     texts=ngettext("{n:,} text", "{n:,} texts", meta["done"]).format(n=meta["done"]),
     layers=meta["layers"],
     heads=meta["heads"],
-    kind=_(meta["kind"]),
+    kind=kind_name(meta["kind"]),
     store=plain(cv.path_for(model_id, corpus, options).name),
 )
 st.caption(
     _(
-        "{texts} × {layers} layers × {heads} heads ({kind} attention) from the DuckDB store `{store}`; "
+        "{texts} × {layers} layers × {heads} heads ({kind}) from the DuckDB store `{store}`; "
         "{failed} the model could not read",
         failed=ngettext("{n:,} text", "{n:,} texts", meta["failed"]).format(n=meta["failed"]),
         **fields,
     )
     if meta["failed"]
     else _(
-        "{texts} × {layers} layers × {heads} heads ({kind} attention) from the DuckDB store `{store}`",
+        "{texts} × {layers} layers × {heads} heads ({kind}) from the DuckDB store `{store}`",
         **fields,
     )
 )

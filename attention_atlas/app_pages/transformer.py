@@ -9,6 +9,7 @@ from attention_atlas.ui.url_state import Link
 from attention_atlas.ui.views import show_notices, show_terms
 from attention_atlas.ui.widgets import intro, plain, text_box
 from attention_atlas.viz_core.derive import ViewOptions
+from attention_atlas.viz_core.record import kind_name
 
 K = tv.K  # the page's widget-key prefix, shared with its tabs
 TEXT_LIMIT = 10_000
@@ -54,7 +55,7 @@ kind = (
     c3.radio(
         _("attention"),
         kinds,
-        format_func=_,
+        format_func=kind_name,  # readable names; the ids stay the values (and the URL's)
         horizontal=True,
         key=link.choice("kind", K + "kind", kinds, kinds[0]),
     )

@@ -1,27 +1,27 @@
 """Attention Atlas on the command line.
 
-    atlas serve [--port N] [--address A]     (the dashboard; `python cli.py …` from a checkout is the same)
-    python cli.py models [--json]
-    python cli.py extract (--model ID | --checkpoint FILE) (--text TEXT [--target TEXT] | --input-file FILE)
-                          [--json | --out FILE.npz] [--beam N]
-    python cli.py extract (--model ID | --checkpoint FILE) (--text TEXT | --text-file FILE)
-                          --layer L --head H --out FILE.npz      (one head, any length up to the context)
-    python cli.py figure  (--model ID | --checkpoint FILE) (--text TEXT | --text-file FILE) --view head|model
-                          [--kind K --layer L --head H] --out FILE.(json|html|png)
-    python cli.py export  --model ID --out FILE
-    python cli.py train   couplet-rnn --attention additive|dot [--steps N ...]
-    python cli.py train   couplet-transformer [--steps N ...]
-    python cli.py train   translate --rnn gru|lstm --attention additive|dot [--steps N ...]
-    python cli.py eval    --model ID|FOLDER [--against ID|FOLDER] [--split test|held-out] [--resamples N]
-    python cli.py corpus  --model ID (--input-file FILE | --sample english[:N]) [--out STATS.parquet]
-                          [--column C] [--ray ADDRESS|auto]
-    python cli.py lens    (--model ID | --checkpoint FILE) --text TEXT [--top K] [--token ID]
-                          [--json | --out FILE.npz]     (the logit lens of a causal LM)
-    python cli.py generate (--model ID | --checkpoint FILE) --text TEXT --max-new-tokens N
-                          [--temperature X --top-p P --seed S] [--json | --out FILE.npz]
-                          (a causal LM continues TEXT; each new token's attention over all before it)
-    python cli.py contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
-                          (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
+    atlas serve [--port N] [--address A]     (the dashboard; `atlas …` from a checkout is the same)
+    atlas models [--json]
+    atlas extract (--model ID | --checkpoint FILE) (--text TEXT [--target TEXT] | --input-file FILE)
+                  [--json | --out FILE.npz] [--beam N]
+    atlas extract (--model ID | --checkpoint FILE) (--text TEXT | --text-file FILE)
+                  --layer L --head H --out FILE.npz      (one head, any length up to the context)
+    atlas figure  (--model ID | --checkpoint FILE) (--text TEXT | --text-file FILE) --view head|model
+                  [--kind K --layer L --head H] --out FILE.(json|html|png)
+    atlas export  --model ID --out FILE
+    atlas train   couplet-rnn --attention additive|dot [--steps N ...]
+    atlas train   couplet-transformer [--steps N ...]
+    atlas train   translate --rnn gru|lstm --attention additive|dot [--steps N ...]
+    atlas eval    --model ID|FOLDER [--against ID|FOLDER] [--split test|held-out] [--resamples N]
+    atlas corpus  --model ID (--input-file FILE | --sample english[:N]) [--out STATS.parquet]
+                  [--column C] [--ray ADDRESS|auto]
+    atlas lens    (--model ID | --checkpoint FILE) --text TEXT [--top K] [--token ID]
+                  [--json | --out FILE.npz]     (the logit lens of a causal LM)
+    atlas generate (--model ID | --checkpoint FILE) --text TEXT --max-new-tokens N
+                  [--temperature X --top-p P --seed S] [--json | --out FILE.npz]
+                  (a causal LM continues TEXT; each new token's attention over all before it)
+    atlas contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
+                  (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -58,7 +58,7 @@ SUBCOMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="cli.py", description="See attention from the command line.")
+    parser = Parser(prog="atlas", description="See attention from the command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add in SUBCOMMANDS:
         add(sub)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 from attention_atlas.cli.common import (
     CAUSAL_LM,
     add_output,
@@ -103,15 +105,24 @@ def _sampling(args: argparse.Namespace):
 
 
 def _print_generated(adapter, done) -> None:
-    """The continuation, then each new token with the earlier token its query attended to most
-    (averaged over layers and heads)."""
+    """The continuation, then each new token with the three earlier tokens after the first that its
+    query attended to most (averaged over layers and heads), and the first token's share: the first
+    token is an attention sink, the most attended in nearly every head, so naming it says nothing."""
     print(f"model   {adapter.model_id}; {done.text!r}")
     mean = done.attention.mean(axis=(0, 1))  # [new, all]
     for k, row in enumerate(mean):
         pos = done.prompt_len + k
-        top = int(row.argmax())
-        seen = f"looked most at {top} · {done.tokens[top]!r} ({row[top]:.2f})"
-        print(f"{pos:>5}  {done.tokens[pos]!r:<16} {seen}")
+        print(f"{pos:>5}  {done.tokens[pos]!r:<16} {_looked_at(row[:pos], done.tokens)}")
+
+
+def _looked_at(row, tokens, top: int = 3) -> str:
+    """``looked most at 4 · ' cat' (0.21), …; the first token 0.55``: ``row`` the weights over the
+    tokens before the new one (its query's own position last)."""
+    rest = 1 + np.argsort(-row[1:], kind="stable")[:top]
+    if not len(rest):  # a one-token prompt's first new token
+        return f"looked only at 0 · {tokens[0]!r} ({row[0]:.2f})"
+    named = ", ".join(f"{int(j)} · {tokens[j]!r} ({row[j]:.2f})" for j in rest)
+    return f"looked most at {named}; the first token {row[0]:.2f}"
 
 
 # -- contributions -----------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 # the help of --model and --checkpoint: any registered model, or a causal LM only
-ANY_MODEL = ("a registry id (see: cli.py models)", "a self-describing checkpoint file (cli.py export)")
+ANY_MODEL = ("a registry id (see: atlas models)", "a self-describing checkpoint file (atlas export)")
 CAUSAL_LM = (
-    "a registry id of a causal LM (see: cli.py models)",
+    "a registry id of a causal LM (see: atlas models)",
     "an uploadable file or zipped Hugging Face folder of a causal LM",
 )
 
@@ -75,7 +75,7 @@ def load_adapter(args: argparse.Namespace):
     from attention_atlas.models.uploads import load_path
 
     path = Path(args.checkpoint)
-    if path.is_dir() and (path / "model.safetensors").is_file():  # a bundle folder (cli.py train --out)
+    if path.is_dir() and (path / "model.safetensors").is_file():  # a bundle folder (atlas train --out)
         path = path / "model.safetensors"
     return load_path(path, device=device).adapter
 

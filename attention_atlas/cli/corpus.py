@@ -13,7 +13,7 @@ from attention_atlas.cli.common import CliError
 
 def add_parser(sub) -> None:
     p = sub.add_parser("corpus", help="statistics of every head over many texts (DuckDB store, Parquet export)")
-    p.add_argument("--model", required=True, help="a registry id (see: cli.py models)")
+    p.add_argument("--model", required=True, help="a registry id (see: atlas models)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--input-file", help="one text a line (.txt), or a .csv / .jsonl with a text column")
     what.add_argument("--sample", help="a bundled sample: english[:N] or couplets[:N] (N texts, 1000)")

@@ -96,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _train_preset(args)
     module = importlib.import_module(args.train_module)
     args_class = getattr(module, args.args_class)
-    command = "python cli.py " + " ".join(shlex.quote(a) for a in args.argv)
+    command = "atlas " + " ".join(shlex.quote(a) for a in args.argv)
     metrics = module.train(args_class(**given(args, args_class)), command=command)
     print(json.dumps(metrics, ensure_ascii=False))
     return 0

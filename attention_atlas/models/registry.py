@@ -34,7 +34,7 @@ class RunResult:
     notices: list[str] = field(default_factory=list)  # e.g. "2 characters were not in the vocabulary"
 
     def to_json(self, adapter: Adapter) -> dict:
-        """What ``cli.py extract --json`` prints: weights token-level and exact, as computed."""
+        """What ``atlas extract --json`` prints: weights token-level and exact, as computed."""
         return {
             "model": adapter.model_id,
             "device": str(getattr(adapter, "device", "")),

@@ -20,6 +20,7 @@ from attention_atlas.ui.compare import (
 from attention_atlas.ui.widgets import chart, plain
 from attention_atlas.viz_core.derive import ViewOptions
 from attention_atlas.viz_core.figures import grouped_bars
+from attention_atlas.viz_core.record import kind_name
 from attention_atlas.viz_core.tokens import shown
 
 A = "tf_ablate_"  # widget keys (the page's prefix is tf_)
@@ -102,9 +103,9 @@ def ablation_tab(model_id: str, text: str, options: ViewOptions) -> None:
     everything = [(lay, h) for lay in range(L) for h in range(H)]
     st.caption(
         _(
-            "A switched-off head's output is zeroed before the {kind} attention's output projection "
+            "A switched-off head's output is zeroed before the {kind}'s output projection "
             "(a hook on the model itself): the layers after it see the model without that head.",
-            kind=_(options.kind),
+            kind=kind_name(options.kind),
         )
     )
     heads = st.multiselect(

@@ -15,7 +15,7 @@ from attention_atlas.ui.widgets import chart, plain
 from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.figures import head_view
 from attention_atlas.viz_core.model_view import model_view
-from attention_atlas.viz_core.record import AttentionRecord
+from attention_atlas.viz_core.record import AttentionRecord, kind_name
 from attention_atlas.viz_core.wire import all_heads, record_id
 
 K = "ckpt_"
@@ -31,7 +31,7 @@ def model_view_block(
             "Model view: {layers} × {heads} ({kind})",
             layers=ngettext("{count:,} layer", "{count:,} layers", rec.n_layers, count=rec.n_layers),
             heads=ngettext("{count:,} head", "{count:,} heads", rec.n_heads, count=rec.n_heads),
-            kind=kind,
+            kind=kind_name(kind),
         )
     )
     st.caption(_(HINT))

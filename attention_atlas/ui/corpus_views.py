@@ -93,7 +93,7 @@ def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
 
 
 def ray_address() -> str | None:
-    """Where the page's runs go: the Ray cluster at ``ATLAS_RAY_ADDRESS`` (as for ``cli.py corpus``;
+    """Where the page's runs go: the Ray cluster at ``ATLAS_RAY_ADDRESS`` (as for ``atlas corpus``;
     ``auto`` joins a Ray running on this machine or starts one), else this process."""
     return os.environ.get("ATLAS_RAY_ADDRESS", "").strip() or None
 

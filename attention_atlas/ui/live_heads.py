@@ -5,7 +5,7 @@ model-view tile cost a server round trip and a fresh plot (~0.6 s here). Both vi
 drawn by ``live_heads.js`` with Plotly.js instead: the page keeps every head's weights
 (when they fit in ``MAX_HEADS_BYTES``) and redraws a clicked head at once; Python then
 hears of the click and moves the layer and head widgets to match. The figures are
-exactly those ``cli.py figure`` writes.
+exactly those ``atlas figure`` writes.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def plotly_url() -> str:
 
 
 def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callable[[], None]) -> None:
-    """One view of the group ``key``: its figure exactly as ``cli.py figure`` writes it."""
+    """One view of the group ``key``: its figure exactly as ``atlas figure`` writes it."""
     figure = pio.to_json(for_screen(fig), validate=False)  # projector fonts, high contrast where asked
     config = {**PLOTLY_CONFIG, "responsive": True}  # as every st.plotly_chart, and fit the column
     notes = {

@@ -26,8 +26,6 @@ WEIGHTED_HELP = N_(
     "vector through the head's output projection, ‖αᵢⱼ f(xⱼ)‖, each row rescaled to sum to 1. A large "
     "weight on a token whose value vector is tiny (often [SEP] or the first token) moves little."
 )
-# The attention records' kinds (``viz_core.record.KINDS``), as a radio shows them (``format_func=_``).
-KIND_NAMES = (N_("self"), N_("encoder_self"), N_("decoder_self"), N_("cross"))
 
 
 @st.fragment

@@ -37,7 +37,7 @@ ACCEPTED = N_(".safetensors, .pt / .pth, or a model folder as .zip")
 
 @st.cache_resource(show_spinner=False)
 def _demo_checkpoint(model_id: str) -> tuple[str, bytes]:
-    return export_bytes(model_id)  # what `python cli.py export --model <model_id>` writes
+    return export_bytes(model_id)  # what `atlas export --model <model_id>` writes
 
 
 def demo_checkpoint(model_id: str) -> tuple[str, bytes]:
@@ -131,7 +131,7 @@ def chosen_file(limits: Limits, demo: str) -> tuple[str, bytes, Limits]:
     st.info(
         _(
             "No checkpoint yet. Upload one above, or load our bundled couplet model exactly as "
-            "`python cli.py export --model {model} --out demo.safetensors` writes it, to see what "
+            "`atlas export --model {model} --out demo.safetensors` writes it, to see what "
             "the page shows.",
             model=demo,
         )

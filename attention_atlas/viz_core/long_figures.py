@@ -6,7 +6,7 @@
 - ``long_model_view``: every head's max-pooled thumbnail in ``viz_core.model_view``'s grid (one
   uint8 image, an invisible marker per head for the hover and the click, so the payload stays
   small at 8,192 tokens), layers still being computed in grey: the long-input page's model view
-  and ``cli.py figure``'s for a long text.
+  and ``atlas figure``'s for a long text.
 - ``qk_figure``: one head's queries and keys in 2-D (``blockwise.project_qk``), WebGL markers, with
   a chosen query's top keys joined to it.
 """
@@ -176,7 +176,7 @@ def long_model_view(
     """The model view of a long input: every head's max-pooled thumbnail ``[layers, heads, t, t]``
     (t ≤ the model view's 32-cell tiles, so drawn as they are) in ``viz_core.model_view``'s grid,
     its layout, hover and click markers; layers from ``done`` on are not computed yet: a grey band.
-    The long-input page and ``cli.py figure --view model --text-file`` both draw this."""
+    The long-input page and ``atlas figure --view model --text-file`` both draw this."""
     fig = grid_view(
         np.asarray(thumbs, dtype=np.float32), title=title, width=width, hover=_("max-pooled · click to open")
     )

@@ -12,13 +12,28 @@ from typing import Any
 
 import numpy as np
 
+from attention_atlas.i18n import N_, _
+
 KINDS = ("self", "encoder_self", "decoder_self", "cross")
+# each kind as a person reads it (the ids stay the values: in links, files and records)
+KIND_NAMES = {
+    "self": N_("self-attention"),
+    "encoder_self": N_("encoder self-attention"),
+    "decoder_self": N_("decoder self-attention"),
+    "cross": N_("cross-attention"),
+}
 SCORINGS = ("dot", "scaled_dot", "additive", "general", "cosine", "gaussian")
 ROW_SUM_TOLERANCE = 1e-4
 
 
 class RecordError(ValueError):
     """An attention record that does not describe itself consistently."""
+
+
+def kind_name(kind: str) -> str:
+    """A record kind's readable name in the current language (``encoder_self``: "encoder
+    self-attention"); an unknown kind as it is."""
+    return _(KIND_NAMES[kind]) if kind in KIND_NAMES else kind
 
 
 @dataclass(frozen=True, eq=False)

@@ -67,6 +67,32 @@ def test_plain_output_names_what_each_new_token_looked_at(gpt2_zip):
     assert lines[0].startswith("model   ") and len(lines) == 4 and "looked most at" in lines[1]
 
 
+def test_plain_output_names_the_strongest_tokens_after_the_first(capsys):
+    """Issue 40, item 14: the first token is an attention sink that wins every head's average, so
+    "looked most at 0 · 'The'" was printed for every new token; the three strongest after it are."""
+    from types import SimpleNamespace
+
+    from attention_atlas.cli.analysis import _print_generated
+
+    tokens = ["The", " cat", " sat", " on", " the", " mat", "."]
+    attention = np.zeros((1, 2, 2, len(tokens)))  # [layers, heads, new, all]: queries at 4 and 5
+    attention[0, :, 0, :5] = [[0.7, 0.1, 0.1, 0.0, 0.1], [0.6, 0.2, 0.1, 0.0, 0.1]]
+    attention[0, :, 1, :6] = [[0.8, 0.0, 0.0, 0.1, 0.0, 0.1], [0.8, 0.0, 0.1, 0.1, 0.0, 0.0]]
+    done = SimpleNamespace(text=" mat.", attention=attention, prompt_len=5, tokens=tokens)
+    _print_generated(SimpleNamespace(model_id="tiny"), done)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert lines[1].endswith(
+        "looked most at 1 · ' cat' (0.15), 2 · ' sat' (0.10), 4 · ' the' (0.10); the first token 0.65"
+    )
+    assert lines[2].endswith(
+        "looked most at 3 · ' on' (0.10), 2 · ' sat' (0.05), 5 · ' mat' (0.05); the first token 0.80"
+    )
+    one = SimpleNamespace(text=" cat", attention=np.array([[[[1.0, 0.0]]]]), prompt_len=1, tokens=tokens)
+    _print_generated(SimpleNamespace(model_id="tiny"), one)
+    assert capsys.readouterr().out.splitlines()[1].endswith("looked only at 0 · 'The' (1.00)")
+
+
 @pytest.mark.slow
 def test_smollm2_answers():
     args = ("--text", "The capital of France is", "--max-new-tokens", 4, "--json")

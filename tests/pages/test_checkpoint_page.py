@@ -58,7 +58,11 @@ def rnn_bytes(tiny_rnn_checkpoint) -> bytes:
 
 def test_empty_state_explains_and_the_demo_loads_the_exported_bundled_model():
     at = run()
-    assert any("cli.py export" in i.value for i in at.info)
+    assert any("`atlas export --model" in i.value for i in at.info)
+    # issue 40, item 13: a wheel user has the atlas script, not cli.py
+    hints = [m.value for m in (*at.info, *at.markdown)]
+    assert any("atlas export --model" in h and "atlas train" in h for h in hints)
+    assert not any("cli.py" in h for h in hints)
     assert not at.get("plotly_chart")
     if not BUNDLED.is_file():
         pytest.skip("the bundled couplet-rnn-additive weights are not installed")

@@ -117,12 +117,25 @@ def test_smollm2_shows_induction_heads():
 
 
 def test_couplet_transformer_shows_three_kinds_of_attention():
+    """By readable names (issue 40, item 15: the radio showed the ids ``encoder_self``, …); the ids
+    stay the values, in the URL too."""
+    from attention_atlas.i18n import language
+
     at = opened(FLOW)
     at.selectbox(key="tf_model").set_value("couplet-transformer").run()
     assert not at.exception
-    assert at.radio(key="tf_kind").options == ["encoder_self", "decoder_self", "cross"]
-    at.radio(key="tf_kind").set_value("cross").run()
+    radio = at.radio(key="tf_kind")
+    assert radio.options == ["encoder self-attention", "decoder self-attention", "cross-attention"]
+    assert radio.value == "encoder_self"
+    with language("zh"):
+        assert [radio.format_func(k) for k in ("encoder_self", "decoder_self", "cross")] == [
+            "编码器自注意力",
+            "解码器自注意力",
+            "交叉注意力",
+        ]
+    radio.set_value("cross").run()
     assert not at.exception and any("follow one stream of tokens" in i.value for i in at.info)
+    assert at.radio(key="tf_kind").value == "cross" and at.query_params["kind"] == "cross"
 
 
 def test_exact_flow_on_request_for_a_short_input():

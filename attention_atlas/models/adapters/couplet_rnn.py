@@ -103,8 +103,8 @@ register_architecture(
         layers_heads=lambda cfg: ("1", 1),  # one attention, whatever the RNN depth
         compare=scorer_first("couplet-rnn-additive", "couplet-rnn-dot"),
         example=EXAMPLE[0],
-        how_to="python cli.py export --model couplet-rnn-additive --out my.safetensors  "
-        "(or: python cli.py train couplet-rnn --attention additive --out weights/mine)",
+        how_to="atlas export --model couplet-rnn-additive --out my.safetensors  "
+        "(or: atlas train couplet-rnn --attention additive --out weights/mine)",
     )
 )
 
@@ -116,7 +116,7 @@ register(
     "The couplet tutorial: BiLSTM encoder, LSTM decoder, parameter-free scaled dot-product attention",
     card=WEIGHTS / "couplet-rnn-dot" / "metrics.json",
     **CAPABILITIES,
-)(CoupletRNNAdapter.bundled("couplet-rnn-dot", "python cli.py train couplet-rnn --attention dot"))
+)(CoupletRNNAdapter.bundled("couplet-rnn-dot", "atlas train couplet-rnn --attention dot"))
 register(
     "couplet-rnn-additive",
     "couplet",
@@ -124,4 +124,4 @@ register(
     default=True,
     card=WEIGHTS / "couplet-rnn-additive" / "metrics.json",
     **CAPABILITIES,
-)(CoupletRNNAdapter.bundled("couplet-rnn-additive", "python cli.py train couplet-rnn --attention additive"))
+)(CoupletRNNAdapter.bundled("couplet-rnn-additive", "atlas train couplet-rnn --attention additive"))

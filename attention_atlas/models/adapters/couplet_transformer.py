@@ -205,8 +205,8 @@ register_architecture(
         layers_heads=transformer_layers_heads,
         compare=lambda cfg: (MODEL_ID,),
         example=EXAMPLE[0],
-        how_to="python cli.py export --model couplet-transformer --out my.safetensors  "
-        "(or: python cli.py train couplet-transformer --out weights/mine)",
+        how_to="atlas export --model couplet-transformer --out my.safetensors  "
+        "(or: atlas train couplet-transformer --out weights/mine)",
     )
 )
 
@@ -223,4 +223,4 @@ register(
     masking=True,  # run_masked: a character of the upper line replaced
     samples=("couplets",),
     card=WEIGHTS / MODEL_ID / "metrics.json",
-)(CoupletTransformerAdapter.bundled(MODEL_ID, "python cli.py train couplet-transformer"))
+)(CoupletTransformerAdapter.bundled(MODEL_ID, "atlas train couplet-transformer"))

@@ -88,8 +88,8 @@ register_architecture(
         layers_heads=lambda cfg: ("1", 1),
         compare=scorer_first("translate-gru-additive", "translate-lstm-dot"),
         example="I'm home.",
-        how_to="python cli.py export --model translate-gru-additive --out my.safetensors  "
-        "(or: python cli.py train translate --rnn gru --attention additive --out weights/mine)",
+        how_to="atlas export --model translate-gru-additive --out my.safetensors  "
+        "(or: atlas train translate --rnn gru --attention additive --out weights/mine)",
         shared_vocab=False,
     )
 )
@@ -104,11 +104,11 @@ register(
     default=True,
     card=WEIGHTS / "translate-gru-additive" / "metrics.json",
     **CAPABILITIES,
-)(TranslationAdapter.bundled("translate-gru-additive", "python cli.py train translate --rnn gru --attention additive"))
+)(TranslationAdapter.bundled("translate-gru-additive", "atlas train translate --rnn gru --attention additive"))
 register(
     "translate-lstm-dot",
     "translation",
     "The Bahdanau tutorial's variant: English → French, BiLSTM encoder, LSTM decoder, scaled dot-product attention",
     card=WEIGHTS / "translate-lstm-dot" / "metrics.json",
     **CAPABILITIES,
-)(TranslationAdapter.bundled("translate-lstm-dot", "python cli.py train translate --rnn lstm --attention dot"))
+)(TranslationAdapter.bundled("translate-lstm-dot", "atlas train translate --rnn lstm --attention dot"))

@@ -31,11 +31,17 @@ The ``[tokens, tokens, heads, d_model]`` tensor is never built. With ``s = sign(
 ``‖y_i‖₁ − ‖y_i − a·p‖₁ = a (s·p) − 2 Σ_d relu(a s_d p_d − |y_id|)``: the first term is one matmul
 per head; the second is non-zero only in dimensions where some part outweighs the residual
 (``a|p_d| > |y_d|``), found from a bound ``(Σ_j a⁴|p_jd|⁴)^¼ ≥ max_j a|p_jd|`` (a matmul too) and
-summed over those dimensions only, a block of query rows at a time.
+summed over those dimensions only, a block of query rows at a time. The residual's and the
+feed-forward's parts are computed per element the same way (``sign(y_d)·part_d`` where ``y_d`` and
+``y_d − part_d`` share a sign, else ``2|y_d| − |part_d|``), summed and normalised in float64: never
+``‖y‖₁ − ‖y − part‖₁`` as two nearly equal float32 sums, which lost up to 3e-4 where a part is small
+beside ``y`` (an output bias outweighing the heads' parts, issue 40). Every array equals a float64
+evaluation of the definition on the same captured parts to 1e-5 (``tests/unit/test_contributions.py``).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import weakref
@@ -242,7 +248,9 @@ def head_parts(
     out_proj: torch.nn.Module, values: torch.Tensor, heads: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(P [heads, n, d_model], bias [d_model])``: each head's value of each token through its slice of
-    the output projection, ``(v_j + b_V)·W_O[h]``, found by running the projection itself."""
+    the output projection, ``(v_j + b_V)·W_O[h]``, found by running the projection itself. Where the
+    bias outweighs the parts, the values are scaled up by a power of two (exact) before the projection
+    and the parts down after, so that subtracting the bias loses none of their digits."""
     v = _repeat(values, heads).float()  # [H, n, d]
     h, n, d = v.shape
     x = torch.zeros(h, n, h * d, dtype=v.dtype, device=v.device)
@@ -250,7 +258,12 @@ def head_parts(
         x[k, :, k * d : (k + 1) * d] = v[k]
     with torch.no_grad():
         bias = _first(out_proj(torch.zeros(1, h * d, dtype=v.dtype, device=v.device)))[0]
-        return _first(out_proj(x)) - bias, bias
+        parts = _first(out_proj(x)) - bias
+        ratio = float(bias.abs().max()) / max(float(parts.abs().max()), torch.finfo(v.dtype).tiny)
+        if ratio > 1 / 256 and math.isfinite(ratio):
+            scale = 2.0 ** min(100, math.ceil(math.log2(ratio)) + 8)  # the parts 256 × the bias
+            parts = (_first(out_proj(x * scale)) - bias) / scale
+        return parts, bias
 
 
 def _check_heads_add_up(name, out_proj, probs, values, attn_out) -> None:
@@ -344,19 +357,28 @@ def contributions_of(
         del a, v, parts
         out = seen.pop(("out", layer.block)).float()
         ffn_part = seen.pop(("ffn", layer.ffn)).float()
-        ffn[k], ffn_res[k] = (t.cpu().numpy() for t in normalised(torch.stack([ffn_part, mid]), out))
+        ffn[k], ffn_res[k] = (
+            t.cpu().numpy() for t in normalised(torch.stack([ffn_part, mid]), out, torch.stack([mid, ffn_part]))
+        )
     return Contributions(attn, attn_res, ffn, ffn_res, list(tokens or []), kept)
 
 
-def _raw(whole: torch.Tensor, part: torch.Tensor) -> torch.Tensor:
-    """``max(EPS, ‖whole‖₁ − ‖whole − part‖₁)`` over the last axis."""
-    return (whole.abs().sum(-1) - (whole - part).abs().sum(-1)).clamp_min(EPS)
+def _raw(whole: torch.Tensor, part: torch.Tensor, rest: torch.Tensor | None = None) -> torch.Tensor:
+    """``max(EPS, ‖whole‖₁ − ‖whole − part‖₁)`` over the last axis (float64), without subtracting the
+    two nearly equal norms a small part gives: per element ``sign(wholeᵢ)·partᵢ`` where ``wholeᵢ``
+    and ``restᵢ = wholeᵢ − partᵢ`` share a sign, else ``2|wholeᵢ| − |partᵢ|`` (each at most ``|partᵢ|``),
+    summed in float64. ``rest`` is the other parts' sum when known (not rounded by a subtraction)."""
+    rest = whole - part if rest is None else rest
+    same = ((whole > 0) & (rest > 0)) | ((whole < 0) & (rest < 0))
+    each = torch.where(same, torch.where(whole > 0, part, -part), 2 * whole.abs() - part.abs())
+    return each.sum(-1, dtype=torch.float64).clamp_min(EPS)
 
 
-def normalised(parts: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
-    """Contributions of ``parts [k, ..., d]`` to ``whole [..., d]``, normalised over the k parts."""
-    raw = _raw(whole, parts)
-    return raw / raw.sum(0, keepdim=True)
+def normalised(parts: torch.Tensor, whole: torch.Tensor, rests: torch.Tensor | None = None) -> torch.Tensor:
+    """Contributions of ``parts [k, ..., d]`` to ``whole [..., d]``, normalised over the k parts (float32);
+    ``rests [k, ..., d]``, when known, each ``whole − parts[k]`` as the other parts' sum."""
+    raw = _raw(whole, parts, rests)
+    return (raw / raw.sum(0, keepdim=True)).float()
 
 
 def attention_contributions(
@@ -372,12 +394,12 @@ def attention_contributions(
     sign, absy = torch.where(mid >= 0, 1.0, -1.0), mid.abs()  # shared by every head
     raw = torch.stack([_head_raw(sign, absy, probs[h], parts[h]) for h in range(heads)])
     causal = torch.ones(n, n, dtype=torch.bool, device=mid.device).tril()
-    raw = torch.where(causal, raw.clamp_min(EPS), torch.zeros((), device=mid.device))
+    raw = torch.where(causal, raw.double().clamp_min(EPS), torch.zeros((), dtype=torch.float64, device=mid.device))
     res = _raw(mid, x_in)
     total = raw.sum((0, 2)) + res
     if count_future:
         total = total + EPS * heads * torch.arange(n - 1, -1, -1, device=mid.device)
-    return raw / total[None, :, None], res / total
+    return (raw / total[None, :, None]).float(), (res / total).float()
 
 
 def _fourth(x: torch.Tensor) -> torch.Tensor:

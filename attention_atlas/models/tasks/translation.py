@@ -153,7 +153,7 @@ def load_held_out(path: str | Path = DATA_PATH) -> list[tuple[list[str], list[st
 
     ``split_pairs`` leaves these out of training because their English sentence is a test or
     validation sentence; their French is another translation of it, which no run has trained
-    on, watched or been judged by. Only ``cli.py eval --split held-out`` reads them: no
+    on, watched or been judged by. Only ``atlas eval --split held-out`` reads them: no
     training or model-selection code may (tests/unit/test_bleu_bootstrap.py checks both).
     """
     pairs, *used = _joined_split(path, TEST_SIZE, VALID_SIZE)
@@ -262,7 +262,7 @@ EVAL_SPLITS = ("test", "held-out")
 
 
 def eval_split(split: str, path: str | Path = DATA_PATH) -> list[tuple[list[str], list[str]]]:
-    """The pairs ``cli.py eval`` scores: the card's test split or the held-out split."""
+    """The pairs ``atlas eval`` scores: the card's test split or the held-out split."""
     if split == "test":
         return load_split(path).test
     if split == "held-out":

@@ -291,7 +291,7 @@ full teacher forcing, gradient clipping 1.0; {t.minutes} of training
 | loss per target word (teacher-forced) | {m["loss"]:.4f} |
 
 The test split chose this bundle over earlier ones, so a gain over them is claimed only where
-the held-out split, which no run trains on or is judged by, confirms it (`python cli.py eval
+the held-out split, which no run trains on or is judged by, confirms it (`atlas eval
 --model {info["model_id"]} --against EARLIER --split held-out`; see eng_fra's SOURCE.md).
 
 ## The Bahdanau tutorial's four sentences (greedy)

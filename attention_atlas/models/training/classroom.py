@@ -1,6 +1,6 @@
 """The classroom run: the couplet seq2seq trained from scratch in front of a class, step by step.
 
-The "Watch attention learn" page and ``cli.py train couplet-rnn --preset classroom
+The "Watch attention learn" page and ``atlas train couplet-rnn --preset classroom
 --max-seconds S --out DIR`` both train through this module, with one configuration (the
 ``classroom`` preset): the couplet tutorial's BiLSTM + LSTM network (``couplet_rnn_recipe``'s
 config and loss), small enough that the attention of a fixed probe couplet turns diagonal in
@@ -385,7 +385,7 @@ def train_preset(
     data: str | Path = DATA_PATH,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """``cli.py train couplet-rnn --preset NAME --max-seconds S --out DIR``: train one model as the
+    """``atlas train couplet-rnn --preset NAME --max-seconds S --out DIR``: train one model as the
     page does, then write ``DIR/model.safetensors`` (what ``extract --checkpoint`` reads, with
     ``config.json`` and ``vocab.json`` beside it) and ``DIR/metrics.json`` (the measurements)."""
     from attention_atlas.models.device import pick_device

@@ -1,4 +1,4 @@
-"""Train a couplet RNN (``python cli.py train couplet-rnn --attention additive|dot``) and bundle it.
+"""Train a couplet RNN (``atlas train couplet-rnn --attention additive|dot``) and bundle it.
 
 The steps every family takes are ``models.training.recipe``'s, the couplet data
 ``models.training.couplet_recipe``'s; this file adds the couplet tutorial's network: a BiLSTM encoder,

@@ -1,4 +1,4 @@
-"""Train the couplet Transformer (``python cli.py train couplet-transformer``) and bundle it.
+"""Train the couplet Transformer (``atlas train couplet-transformer``) and bundle it.
 
 The steps every family takes are ``models.training.recipe``'s; data, split, vocabulary and
 batches are the couplet RNNs' (``models.training.couplet_recipe``). What is the Transformer's

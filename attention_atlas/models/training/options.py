@@ -1,4 +1,4 @@
-"""A recipe's arguments dataclass is its ``cli.py train <family>`` options (stdlib only).
+"""A recipe's arguments dataclass is its ``atlas train <family>`` options (stdlib only).
 
 Each field of ``RunArgs`` and of a family's subclass is one option, in the manner of
 transformers' ``HfArgumentParser``: ``batch_size`` is ``--batch-size``, its type the field's

@@ -1,6 +1,6 @@
 """One training recipe for every family: ``run_training(recipe, command)``.
 
-The steps every ``python cli.py train ...`` takes, in order:
+The steps every ``atlas train ...`` takes, in order:
 
 1. threads, device, run folder (``cache/runs/<model id>``) and its log;
 2. the data split, and the vocabulary, built once per run folder and reused on resume;
@@ -17,7 +17,7 @@ The steps every ``python cli.py train ...`` takes, in order:
 A family is a ``Recipe`` subclass that says only what is its own: its arguments (a
 ``RunArgs`` dataclass), data, vocabulary, config, quick metrics and stop rule, final
 evaluation and card. A new shared option (a time budget, say) is one ``RunArgs`` field (its
-``cli.py`` option follows from it: ``models.training.options``) and the loop's use of it; a new
+``atlas`` option follows from it: ``models.training.options``) and the loop's use of it; a new
 data schedule is a family's ``batches``.
 """
 
@@ -55,7 +55,7 @@ Vocabs = tuple[Vocab, Vocab]  # (source, target): one object twice when both sid
 class RunArgs:
     """The options every family shares; a family's dataclass adds its own and its defaults.
 
-    Each field is a ``cli.py train <family>`` option (``models.training.options``): its type,
+    Each field is a ``atlas train <family>`` option (``models.training.options``): its type,
     default and help are the option's."""
 
     # option() is a dataclasses.field (ruff cannot tell, RUF009, where a Path could be mutable)

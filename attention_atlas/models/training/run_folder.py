@@ -1,6 +1,6 @@
 """The run folder of a training command: its log, its config, the commands that built it.
 
-Shared by every ``python cli.py train ...`` family, so each keeps only its data, its
+Shared by every ``atlas train ...`` family, so each keeps only its data, its
 evaluation and its model card.
 """
 

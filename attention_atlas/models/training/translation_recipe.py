@@ -1,4 +1,4 @@
-"""Train a translation model (``python cli.py train translate --rnn gru --attention additive``) and bundle it.
+"""Train a translation model (``atlas train translate --rnn gru --attention additive``) and bundle it.
 
 The Bahdanau tutorial: a GRU (or LSTM) encoder–decoder whose decoder queries the encoder states with
 additive (or scaled dot-product) attention, English → French. The shared steps are

@@ -59,7 +59,7 @@ def _read(f: Incoming) -> Upload:
 
 
 def parse_vocab(data: bytes, name: str) -> dict:
-    """``{"src": tokens, "tgt": tokens or None}`` from ``vocab.json`` as ``cli.py train`` writes it
+    """``{"src": tokens, "tgt": tokens or None}`` from ``vocab.json`` as ``atlas train`` writes it
     (``{"src": [...], "tgt": [...] | null}``), ``Vocab.to_json`` (``{"tokens": [...]}``) or a JSON list.
     ``tgt`` None: one vocabulary for source and target (couplets)."""
     if len(data) > 16 * MB:
@@ -93,7 +93,7 @@ def parse_vocab(data: bytes, name: str) -> dict:
 
 
 def export_bytes(model_id: str) -> tuple[str, bytes]:
-    """A bundled model's checkpoint exactly as ``cli.py export --model ID`` writes it (the page's demo)."""
+    """A bundled model's checkpoint exactly as ``atlas export --model ID`` writes it (the page's demo)."""
     from attention_atlas.models.registry import load
 
     adapter = load(model_id, "cpu")
