@@ -312,7 +312,8 @@ def _forked_cli(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp, "out"), Path(tmp, "err")
         out.touch(), err.touch()
-        server.stdin.write((json.dumps({"args": args, "out": str(out), "err": str(err)}) + "\n").encode())
+        request = {"args": args, "out": str(out), "err": str(err), "env": dict(os.environ)}
+        server.stdin.write((json.dumps(request) + "\n").encode())
         pid = _ForkServer.answer(server, None)["pid"]
         done = _ForkServer.answer(server, time.monotonic() + timeout)
         if done is None:
