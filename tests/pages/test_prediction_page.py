@@ -104,6 +104,7 @@ def test_following_a_typed_token_at_another_position_and_the_link_keeps_both(fir
     assert chart(again, K + "follow")["data"] == fig["data"]
 
 
+@pytest.mark.slow  # three page runs of SmolLM2's lens: 3.8 s here
 def test_a_new_prompt_starts_at_its_last_position():
     """Issue 40, item 5: the position stayed where the old prompt had it (4 of the default after an
     11-token prompt; 2 of a 3-token prompt after it grew to 21): a new prompt is followed at its end."""
