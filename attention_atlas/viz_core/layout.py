@@ -16,6 +16,7 @@ such label must fit turned, in a line's height. Labels stacked along y need a li
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -88,12 +89,11 @@ class _Axis:
     labelled: int  # positions with a tick label
 
     @classmethod
-    def of(cls, axis) -> _Axis:
-        spec = axis.to_plotly_json()
+    def of(cls, name: str, spec: dict) -> _Axis:
         names = list(_given(spec, "categoryarray", ())) if spec.get("type") == "category" else []
         lo, hi = _given(spec, "domain", (0.0, 1.0))
         return cls(
-            axis.plotly_name,
+            name,
             names,
             [tick_label(str(c).split(SEPARATOR, 1)[-1]) for c in names],
             hi - lo,
@@ -102,6 +102,22 @@ class _Axis:
             spec.get("side"),
             len(_given(spec, "tickvals", ())),
         )
+
+
+_AXIS_KEY = re.compile(r"([xy])axis(\d*)")
+
+
+def _axes(layout: dict, letter: str) -> list[_Axis]:
+    """The ``letter`` (x or y) axes of a figure's layout as plain JSON, in number order: ``xaxis``
+    always (a figure has it even when nothing sets it), then ``xaxis2``, … where the layout sets them."""
+    found = {int(m[2] or 1): k for k in layout if (m := _AXIS_KEY.fullmatch(k)) and m[1] == letter}
+    found.setdefault(1, f"{letter}axis")
+    return [_Axis.of(found[n], layout.get(found[n]) or {}) for n in sorted(found)]
+
+
+def _figure_axes(fig: go.Figure) -> list[_Axis]:
+    layout = fig.layout.to_plotly_json()
+    return _axes(layout, "x") + _axes(layout, "y")
 
 
 def _given(spec: dict, name: str, default):
@@ -141,11 +157,21 @@ def fit_axes(
     its share of a ``width`` × ``fig.layout.height`` figure: font from ``smallest`` up to ``largest``,
     stride, angle. The width is kept on the figure (``planned_width``) for a later refit."""
     fig._planned_width = width
-    xs, ys = [_Axis.of(a) for a in fig.select_xaxes()], [_Axis.of(a) for a in fig.select_yaxes()]
-    layout = fig.layout.to_plotly_json()
+    colorbar = _has_colorbar(fig)
+    fig.update_layout(fitted(fig.layout.to_plotly_json(), colorbar, largest, width, smallest))
+    return fig
+
+
+def fitted(
+    layout: dict, colorbar: bool, largest: int = TICK_FONT, width: int = PLOT_WIDTH, smallest: int = MIN_FONT
+) -> dict:
+    """What ``fit_axes`` changes in a figure's ``layout`` (plain JSON; ``colorbar``: whether the figure
+    draws one at its right), as a layout update: a builder that writes its figure as JSON fits it
+    before Plotly reads it, once, instead of reading it back from a ``go.Figure``."""
+    xs, ys = _axes(layout, "x"), _axes(layout, "y")
     margin = layout.get("margin") or {}
     height = layout.get("height") or 450
-    right = COLORBAR if _has_colorbar(fig) else 0
+    right = COLORBAR if colorbar else 0
     titled = bool((layout.get("title") or {}).get("text"))
     on_top = [a for a in xs if a.side == "top"] if titled else []
     top = (
@@ -167,8 +193,7 @@ def fit_axes(
     update = {a.name: _tick_spec(a, chosen[a.name]) for a in xs + ys if a.names}
     if on_top:
         update["margin"] = {"t": top + _band(on_top, sizes, across=True)}
-    fig.update_layout(update)
-    return fig
+    return update
 
 
 def _tick_spec(axis: _Axis, ticks: Ticks) -> dict:
@@ -197,8 +222,7 @@ def _title_room(layout: dict) -> float:
 def every_label_shown(fig: go.Figure) -> bool:
     """Whether ``fit_axes`` gave each position of every shown categorical axis of ``fig`` its own
     label (stride 1, so at ``smallest`` px or more): the test of whether a width is enough."""
-    axes = [*fig.select_xaxes(), *fig.select_yaxes()]
-    return all(a.labelled == len(a.names) for a in map(_Axis.of, axes) if a.names and a.shown)
+    return all(a.labelled == len(a.names) for a in _figure_axes(fig) if a.names and a.shown)
 
 
 # -- figures side by side ---------------------------------------------------------------------------
@@ -340,7 +364,7 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
     only because projector mode collapses the sidebar."""
     width = width or int(planned_width(fig) * PROJECTOR_WIDTH)
     fig = go.Figure(fig)
-    axes = [a for a in map(_Axis.of, [*fig.select_xaxes(), *fig.select_yaxes()]) if a.names]
+    axes = [a for a in _figure_axes(fig) if a.names]
     size = PROJECTOR_CJK if any(has_cjk(a.tokens) for a in axes) else PROJECTOR_FONT
     if fig.layout.title.text:  # before the ticks are fitted: the title's room above them depends on it
         fig.update_layout(title_font_size=PROJECTOR_TITLE)

@@ -124,3 +124,19 @@ def test_model_view_of_30_by_9_uses_the_width():
     )
     tall = model_view(small)  # a small grid keeps its tiles no taller than wide
     assert (tall.layout.height - 130) / 3 <= (PLOT_WIDTH - 80) / 4
+
+
+@pytest.mark.parametrize("rows, cols", [(1, 1), (1, 6), (2, 3), (3, 4), (5, 2), (12, 1)])
+@pytest.mark.parametrize("across, down", [(0.03, 0.03), (0.2, 0.0123), (20 / 617.4, 36 / 1187.5)])
+def test_the_panel_grid_is_the_layout_make_subplots_writes(rows, cols, across, down):
+    """heatmap_row writes its grid itself (make_subplots built a whole figure: a third of its time):
+    the same axis domains and anchors, to the last bit, and the same panel titles, where there are
+    fewer titles than cells and where one is empty."""
+    from plotly.subplots import make_subplots
+
+    from attention_atlas.viz_core.figures import _grid_layout
+
+    titles = tuple(["dot", "", "注意力 head 3"] * 4)[: max(rows * cols - 1, 1)]
+    fig = make_subplots(rows, cols, subplot_titles=titles, horizontal_spacing=across, vertical_spacing=down)
+    expected = {k: v for k, v in fig.layout.to_plotly_json().items() if k != "template"}
+    assert _grid_layout(rows, cols, titles, across, down) == expected
