@@ -7,7 +7,7 @@ import streamlit as st
 from attention_atlas.i18n import _
 from attention_atlas.paths import page
 from attention_atlas.ui.cached import model_choices
-from attention_atlas.ui.home_views import lesson_links
+from attention_atlas.ui.home_views import lesson_links, wrapped_links
 from attention_atlas.ui.widgets import intro
 
 st.title("🔭 Attention Atlas")
@@ -18,6 +18,7 @@ intro(
     )
 )
 
+wrapped_links()
 st.subheader(_("Pages"))
 st.page_link(
     page("scoring.py"),

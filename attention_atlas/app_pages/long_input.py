@@ -36,24 +36,29 @@ show_terms(cached.capabilities(model_id), c1)
 text = lv.text_input(link, model_id, c2)  # the model's bundled sample until typed, or a .txt file
 
 n = lv.checked(model_id, text, c2)  # empty, too long, over the context or the memory: one line, stop
-long = lv.captured(model_id, text, n)
+# One place for the capture's spinner, then what it captured and the summaries' progress: a new text's
+# spinner takes the place of the last text's progress at once, which stayed for the whole capture.
+slot = st.empty()
+with slot.container():
+    long = lv.captured(model_id, text, n)
 cap = long.cap
-show_notices(cap.notices)
-size = lv.size_text(cap.nbytes)  # "3 MB", "48 KB": a short text's queries and keys are not "0 MB"
-if cap.mapped:
-    size = _("{size}, in files of the cache folder mapped into memory", size=size)
-st.caption(
-    _(
-        "Captured {grid} of queries and keys ({size}) in {seconds:.1f} s; every weight below is computed "
-        "from them, a block of rows at a time.",
-        grid=layers_heads(cap.n_layers, cap.n_heads),
-        size=size,
-        seconds=long.seconds,
+with slot.container():
+    show_notices(cap.notices)
+    size = lv.size_text(cap.nbytes)  # "3 MB", "48 KB": a short text's queries and keys are not "0 MB"
+    if cap.mapped:
+        size = _("{size}, in files of the cache folder mapped into memory", size=size)
+    st.caption(
+        _(
+            "Captured {grid} of queries and keys ({size}) in {seconds:.1f} s; every weight below is computed "
+            "from them, a block of rows at a time.",
+            grid=layers_heads(cap.n_layers, cap.n_heads),
+            size=size,
+            seconds=long.seconds,
+        )
     )
-)
+    lv.polled(lv.progress, long)  # the one progress bar while every head is summarised
 
 L, H = cap.n_layers, cap.n_heads
-lv.polled(lv.progress, long)  # the one progress bar while every head is summarised
 link.number("layer", K + "layer", 0, L - 1, min(L - 1, L // 2))
 link.choice("head", K + "head", [str(h) for h in range(H)], "0")
 labels, tab_key = link.tabs("tab", K + "tab", TABS)

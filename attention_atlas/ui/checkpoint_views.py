@@ -16,6 +16,7 @@ from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.figures import head_view
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord, kind_name
+from attention_atlas.viz_core.tokens import as_plotly_text
 from attention_atlas.viz_core.wire import all_heads, record_id
 
 K = "ckpt_"
@@ -38,7 +39,8 @@ def model_view_block(
     layer_key, head_key = f"{K}layer_{s.model_id}_{kind}", f"{K}head_{s.model_id}"  # head counts differ
     rid = record_id(cache_key, kind, text, target)
     grid = (rec.n_layers, rec.n_heads)
-    model_view_chart(model_view(rec), K + "heads", grid, (layer_key, head_key), heads=all_heads(rec, rid))
+    csv = (lambda: record_frame(rec), f"upload_{kind}_every_head", _("every head"))
+    model_view_chart(model_view(rec), K + "heads", grid, (layer_key, head_key), heads=all_heads(rec, rid), csv=csv)
     c1, c2 = st.columns(2)
     layer = (
         c1.slider(_("layer"), 0, rec.n_layers - 1, rec.n_layers - 1, key=layer_key) if rec.n_layers > 1 else 0
@@ -82,25 +84,26 @@ def beside_bundled(
         st.info(_("{model} cannot run here: {error}", model=other, error=plain(err)))
         st.stop()
     their_rec = theirs.records.get(kind) or next(iter(theirs.records.values()))
-    sides = [(s.model_id, rec, result.output), (other, their_rec, theirs.output)]
+    # the upload by its file name (its id, a hash, in the hover); each side keyed by its id
+    sides = [(s.file_name or s.model_id, s.model_id, rec, result.output), (other, other, their_rec, theirs.output)]
 
     def side_figure(label: str, r, width: int):
         """One side's alignment, or its head at the layer and head chosen above (where it has them)."""
         if s.view == "alignment":
-            return alignment_figure(r, big, axes, label, width)
+            return alignment_figure(r, big, axes, as_plotly_text([label])[0], width)
         lay = min(layer, r.n_layers - 1)
         hd = head if head == "average" or int(head) < r.n_heads else "0"
         if hd == "average":
             title = _("{model}: layer {layer}, head average", model=label, layer=lay)
         else:
             title = _("{model}: layer {layer}, head {head}", model=label, layer=lay, head=hd)
-        return head_view(r, lay, hd, width).update_layout(title_text=title)
+        return head_view(r, lay, hd, width).update_layout(title_text=as_plotly_text([title])[0])
 
     places, figures = beside(
-        lambda width: [side_figure(label, r, width) for label, r, __ in sides], len(sides)
+        lambda width: [side_figure(label, r, width) for label, __, r, __ in sides], len(sides)
     )
-    for col, (label, r, out), fig in zip(places, sides, figures, strict=True):
+    for col, (label, ident, r, out), fig in zip(places, sides, figures, strict=True):
         with col:
-            if out is not None:
-                st.markdown(f"**{label}:** {plain(out)}")
-            chart(fig, record_frame(r), K + "side_" + label, label.replace(":", "_"))
+            said = f"**{plain(label)}**" if out is None else f"**{plain(label)}:** {plain(out)}"
+            st.markdown(said, help=None if ident == label else ident)
+            chart(fig, record_frame(r), K + "side_" + ident, ident.replace(":", "_"))

@@ -124,13 +124,33 @@ def variant(text: str) -> str:
     return " ".join(words[:-1]) if len(words) > 1 else text[:-1] or text
 
 
-def pill_labels(tokens: list[str], positions: list[int]) -> dict[int, str]:
+def pill_labels(tokens: list[str], positions: list[int], words: dict[int, str] | None = None) -> dict[int, str]:
     """Each offered position's label, escaped as text; a token that repeats carries its position as
-    a subscript ('the₁', 'the₅'), since Streamlit tells options apart by their labels."""
+    a subscript ('the₁', 'the₅'), since Streamlit tells options apart by their labels, and a piece of
+    a longer word (``words``: ``piece_words``) says so ('to (of tortoise)')."""
     labels = {p: plain(clean_token(tokens[p])) for p in positions}
     counts = Counter(labels.values())
     sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-    return {p: label + str(p).translate(sub) if counts[label] > 1 else label for p, label in labels.items()}
+    words = words or {}
+    return {
+        p: piece_label(label + str(p).translate(sub) if counts[label] > 1 else label, words.get(p))
+        for p, label in labels.items()
+    }
+
+
+def piece_words(tokens: list[str], word_ids: list | None) -> dict[int, str]:
+    """Each position that is one of several pieces of a word, and that word ('to', 'rt', 'oise' → 'tortoise')."""
+    words: dict[int, str] = {}
+    for group in groups_from_word_ids(word_ids) if word_ids else []:
+        if len(group) > 1:
+            words.update(dict.fromkeys(group, "".join(clean_token(tokens[i]) for i in group)))
+    return words
+
+
+def piece_label(label: str, word: str | None) -> str:
+    """A token's label, and where it is a piece of a longer word, that word: 'to (of tortoise)', so that
+    a piece is not read as the word it spells (issue 40 item 16). ``label`` is escaped already."""
+    return label if word is None else _("{piece} (of {word})", piece=label, word=plain(word))
 
 
 def pair_labels(first: list[str], second: list[str]) -> list[str]:
@@ -333,7 +353,8 @@ def _mask_choices(model_id: str, text: str):
     records = cached.run_model(model_id, text).records
     source = records.get("self") or records.get("encoder_self")
     special = source.meta.get("key_special") or [False] * len(source.key_tokens)
-    return (cached.adapter(model_id).replacements(), source.key_tokens, special), None
+    words = piece_words(source.key_tokens, source.meta.get("key_word_ids"))
+    return (cached.adapter(model_id).replacements(), source.key_tokens, special, words), None
 
 
 def mask_tab(model_id: str, text: str, options: ViewOptions, link: Link) -> None:
@@ -343,7 +364,7 @@ def mask_tab(model_id: str, text: str, options: ViewOptions, link: Link) -> None
     if found is None:
         st.info(reason)
         return
-    replacements, tokens, special = found
+    replacements, tokens, special, words = found
     names = list(replacements)
     if not names:
         st.info(_("{model}'s tokenizer has no mask, pad, unk or eos token to mask with.", model=model_id))
@@ -370,8 +391,9 @@ def mask_tab(model_id: str, text: str, options: ViewOptions, link: Link) -> None
     if not positions:
         st.info(_("Every token of this input is a special token: there is none to mask."))
         return
-    labels = pill_labels(tokens, positions)
-    middle = positions[len(positions) // 2]
+    labels = pill_labels(tokens, positions, words)
+    whole = [p for p in positions if p not in words] or positions  # first offered: a whole word
+    middle = whole[len(whole) // 2]
     position = st.pills(
         _("token to mask (click one)"),
         positions,
@@ -381,11 +403,11 @@ def mask_tab(model_id: str, text: str, options: ViewOptions, link: Link) -> None
     if position is None:
         st.info(_("Click a token above to mask it."))
         return
-    _masked_view(model_id, text, options, (position, name, tokens))
+    _masked_view(model_id, text, options, (position, name, tokens, words.get(position)))
 
 
 def _masked_view(model_id: str, text: str, options: ViewOptions, pick: tuple) -> None:
-    position, name, tokens = pick
+    position, name, tokens, word = pick
     result = cached.run_model(model_id, text)
     try:
         with st.spinner(_("Running the model with the token masked…")):
@@ -406,7 +428,7 @@ def _masked_view(model_id: str, text: str, options: ViewOptions, pick: tuple) ->
         return
     skip = shown_rows(raw, position, options) if raw.query_tokens == raw.key_tokens else []
     grid = row_change(before.weights, after.weights, skip)
-    what = plain(f"{position}·{clean_token(tokens[position])}")
+    what = piece_label(plain(f"{position}·{clean_token(tokens[position])}"), word)
     st.subheader(_("Every head's change with token {token} masked", token=what))
     _grid_chart(
         grid, "TV", _("total variation per head"), M + "grid", f"{model_id}_mask_{position}", "change_tv"

@@ -60,9 +60,9 @@ def contributions_tab(source: cached.Source, text: str) -> None:
             heads=ngettext("{count:,} head", "{count:,} heads", result.heads, count=result.heads),
         )
     )
-    graph = _routes(result)
-    _edge_heads(result, graph)
-    _head_maps(result)
+    graph, position = _routes(result)
+    opened = _edge_heads(result, graph, position)
+    _head_maps(result, opened)
 
 
 def _routes(result):
@@ -107,17 +107,21 @@ def _routes(result):
             threshold=threshold,
         )
     )
-    return graph
+    return graph, position
 
 
-def _edge_heads(result, graph) -> None:
+def _edge_heads(result, graph, position: int) -> tuple[int, int]:
+    """The heads that carry one attention edge of the routes, first the strongest edge into the traced
+    token from another token (a sink's edge from the first token into itself, strongest of all, taught
+    nothing); returns that edge's block and its strongest head, or (0, 0) where there is no edge."""
     from attention_atlas.models.analysis.contributions import heads_of_edge
 
     attention = [e for e in graph.edges if e.kind == "attention"]
     if not attention:
-        return
+        return 0, 0
     edges = sorted({(e.target.layer, e.target.position, e.source.position) for e in attention})
-    top = max(attention, key=lambda e: e.contribution)  # shown first: the strongest edge of the routes
+    into = [e for e in attention if e.target.position == position and e.source.position != position]
+    top = max(into or attention, key=lambda e: e.contribution)
     tokens = [clean_token(t) for t in result.tokens]
     layer, target, source = st.selectbox(
         _("an attention edge of the routes: which heads carry it?"),
@@ -142,14 +146,17 @@ def _edge_heads(result, graph) -> None:
     )
     frame = pd.DataFrame(ranked, columns=["head", "contribution"])
     chart(cf.heads_figure(ranked, title), frame, K + "heads", f"contributions_heads_block{layer}")
+    return layer, int(ranked[0][0])
 
 
-def _head_maps(result) -> None:
+def _head_maps(result, opened: tuple[int, int]) -> None:
+    """One head's contribution and attention maps, first the head that carries the edge ``opened``
+    (block, head) most, not block 0's head 0 (almost blank)."""
     from attention_atlas.models.analysis.contributions import head_maps
 
     c1, c2 = st.columns(2)
-    layer = c1.slider(_("block"), 0, result.layers - 1, 0, key=K + "layer")
-    head = c2.selectbox(_("head"), list(range(result.heads)), key=K + "head")
+    layer = c1.slider(_("block"), 0, result.layers - 1, opened[0], key=K + "layer")
+    head = c2.selectbox(_("head"), list(range(result.heads)), index=opened[1], key=K + "head")
     contrib, attention = head_maps(result, layer, head)
     panels = {_("contribution"): contrib} | (
         {_("attention weight"): attention} if attention is not None else {}

@@ -24,7 +24,7 @@ from attention_atlas.models.corpus.store import Store, StoreError, cached_stores
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.ui.watch_learn import SessionWatch, session_id
-from attention_atlas.ui.widgets import chart, csv_button, plain
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, for_screen, plain
 from attention_atlas.viz_core.head_stats import label_of  # a statistic's or a pattern's name for people
 
 AUTO = 500  # texts a visit runs without asking (a few seconds with minilm)
@@ -484,6 +484,7 @@ def sample_inputs(link, key: str, sample_col, size_col) -> tuple[str, inputs.Cor
         samples,
         format_func=lambda s: _(inputs.SAMPLES[s].label),
         key=link.choice("sample", key + "sample", samples, samples[0]),
+        help=_("English sentences: the English side of the translation corpus. Couplet upper lines: Tang poems."),
     )
     n = size_col.radio(
         _("how many"),
@@ -498,11 +499,14 @@ def sample_inputs(link, key: str, sample_col, size_col) -> tuple[str, inputs.Cor
 def file_inputs(key: str, file_col, column_col) -> inputs.Corpus:
     """An uploaded file and, for a table, its text column; stops the page until a file is given
     or when the file cannot be read (one line)."""
-    up = file_col.file_uploader(
-        _("a .txt (one text a line), .csv or .jsonl, in UTF-8"), ["txt", "csv", "jsonl"], key=key + "file"
-    )
+    # any file is taken, and one of another type refused in words (the uploader's own type filter
+    # showed a red icon and nothing else: issue 40 item 17)
+    up = file_col.file_uploader(_("a .txt (one text a line), .csv or .jsonl, in UTF-8"), key=key + "file")
     if up is None:
         st.info(_("Upload a file, or pick a bundled sample."))
+        st.stop()
+    if Path(up.name).suffix.lower() not in inputs.SUFFIXES:
+        st.error(_("{name} is not a .txt, .csv or .jsonl file: upload one of those.", name=plain(up.name)))
         st.stop()
     try:
         found = file_columns(up.name, up.getvalue())
@@ -584,7 +588,7 @@ def overview_tab(heads: pd.DataFrame, link, key: str, model_id: str) -> None:
     st.caption(_("Each dot is a head, its statistics averaged over the corpus. Click one to pick it."))
     fig = overview_figure(heads, x, y)
     st.plotly_chart(
-        fig, key=key + "overview", on_select=pick, selection_mode="points", config={"displaylogo": False}
+        for_screen(fig), key=key + "overview", on_select=pick, selection_mode="points", config=PLOTLY_CONFIG
     )
     csv_button(heads, key + "heads", f"{model_id}_corpus_heads", label=_("every head's means"))
 

@@ -25,6 +25,7 @@ from attention_atlas.ui.line_view import line_view_block
 from attention_atlas.ui.live_heads import HINT, model_view_chart
 from attention_atlas.ui.views import head_view_block
 from attention_atlas.ui.widgets import chart, fact, plain
+from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.figures import heatmap
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord
@@ -180,8 +181,9 @@ def _every_head(result, name: str) -> None:
     st.caption(_(HINT))
     layer_key, head_key = K + "every_layer", K + "every_head"
     rid = record_id(name, result.ids.tolist())
+    csv = (lambda: record_frame(record), f"{name}_generated_every_head", _("every head"))
     model_view_chart(
-        model_view(record), K + "all", (L, H), (layer_key, head_key), heads=all_heads(record, rid)
+        model_view(record), K + "all", (L, H), (layer_key, head_key), heads=all_heads(record, rid), csv=csv
     )
     c1, c2 = st.columns(2)
     layer = c1.slider(_("layer"), 0, L - 1, L - 1, key=layer_key)

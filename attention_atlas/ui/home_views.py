@@ -61,6 +61,19 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
     ]
 
 
+# Streamlit draws a page link on one line and cuts what does not fit ("…"): Home's links are
+# sentences, which wrap instead (issue 40 item 7).
+_WRAP = """<style>
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] * { white-space: normal; overflow: visible; text-overflow: clip; }
+[data-testid="stMain"] [data-testid="stPageLink-NavLink"] { height: auto; }
+</style>"""
+
+
+def wrapped_links() -> None:
+    """Home's page and lesson links wrap at the column's edge instead of being cut."""
+    st.html(_WRAP)
+
+
 def lesson_links() -> None:
     """The Lessons heading, one line on what the links do, and the links (the app-wide settings
     such as ``?present=1`` carried along)."""

@@ -7,7 +7,8 @@ from pathlib import Path
 import streamlit as st
 
 from attention_atlas.i18n import _
-from attention_atlas.ui.widgets import plain
+from attention_atlas.ui.widgets import csv_button, plain
+from attention_atlas.viz_core.export import record_frame
 from attention_atlas.viz_core.line_view import COLOURS, THRESHOLD, line_data
 from attention_atlas.viz_core.record import AttentionRecord
 
@@ -46,3 +47,9 @@ def line_view_block(record: AttentionRecord, layer: int, open_head: str, key: st
         )
     )
     _component(data=data, key=key + "_lines")
+    drawn = "_".join(map(str, heads))
+    csv_button(
+        lambda: record_frame(record).query(f"layer == {layer} and head in {heads}"),
+        key + "_lines",
+        f"{record.model_id}_layer{layer}_heads_{drawn}".replace(":", "_"),
+    )

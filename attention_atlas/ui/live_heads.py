@@ -22,7 +22,7 @@ from streamlit.components.v1 import declare_component
 
 from attention_atlas import i18n
 from attention_atlas.i18n import N_, _, ngettext
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, for_screen, hold
+from attention_atlas.ui.widgets import PLOTLY_CONFIG, csv_button, for_screen, hold
 
 HERE = Path(__file__).resolve().parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -86,7 +86,12 @@ def _mount(role: str, fig: go.Figure, key: str, data: dict, **callbacks: Callabl
 
 
 def model_view_chart(
-    fig: go.Figure, key: str, grid: tuple[int, int], widgets: tuple[str, str], heads: dict | None = None
+    fig: go.Figure,
+    key: str,
+    grid: tuple[int, int],
+    widgets: tuple[str, str],
+    heads: dict | None = None,
+    csv: tuple[Callable, str, str] | None = None,
 ) -> None:
     """The model view of ``grid`` = (layers, heads). A click on a tile (or an arrow key in the
     focused head view) opens that head in the head view of the same ``key``, and the layer
@@ -102,6 +107,8 @@ def model_view_chart(
             hold(key, {widgets[0]: pick[0], widgets[1]: str(pick[1])})  # a polling page calls keep_held(key)
 
     _mount("model", fig, key, {"grid": grid, "heads": heads}, on_pick_change=follow)
+    if csv:  # (what makes the numbers behind it, its file name, the button's name)
+        csv_button(csv[0], key + "_model", csv[1], label=csv[2])
 
 
 def picked(key: str, layers: int, heads: int) -> tuple[int, int] | None:

@@ -35,10 +35,19 @@ from attention_atlas.ui import long_cached as lc
 from attention_atlas.ui.live_heads import model_view_chart
 from attention_atlas.ui.url_state import Link, kept
 from attention_atlas.ui.views import head_stats_block
-from attention_atlas.ui.widgets import PLOTLY_CONFIG, hold, keep_held, plain, whole_number
+from attention_atlas.ui.widgets import (
+    PLOTLY_CONFIG,
+    csv_button,
+    for_screen,
+    hold,
+    keep_held,
+    plain,
+    whole_number,
+)
 from attention_atlas.viz_core import blockwise as bw
 from attention_atlas.viz_core import long_figures as lf
 from attention_atlas.viz_core import sentences as sn
+from attention_atlas.viz_core.export import cells_frame, token_matrix_frame
 
 K = "tfl_"
 PAGE = page("long_input.py")
@@ -309,7 +318,8 @@ def heads(long: lc.LongInput, polling: bool, model_id: str, text: str, link: Lin
     cap = long.cap
     L, H = cap.n_layers, cap.n_heads
     thumbs, _table, done = _so_far(long)
-    model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"))
+    csv = (lambda: cells_frame(thumbs[:done], "max"), f"{model_id}_thumbnails", _("every head's thumbnail"))
+    model_view_chart(lf.long_model_view(thumbs, done), K + "heads", (L, H), (K + "layer", K + "head"), csv=csv)
 
     st.subheader(_("Head view"))
     keep_held(K + "heads", polling)  # a tile clicked, a box on the sentence view: not undone by a timed rerun
@@ -377,7 +387,7 @@ def _box_chart(fig, key: str, sqrt: bool, on_box) -> None:
     if sqrt:
         lf.sqrt_colours(fig)
     st.plotly_chart(
-        fig, key=key, config=PLOTLY_CONFIG, on_select=on_box, selection_mode="box", width="stretch"
+        for_screen(fig), key=key, config=PLOTLY_CONFIG, on_select=on_box, selection_mode="box", width="stretch"
     )
 
 
@@ -424,7 +434,7 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool, polling: 
     fig = lf.window_figure(weights, cap.tokens, queries[0], keys[0], lf.window_title(layer, head, queries, keys))
     if sqrt:
         lf.sqrt_colours(fig)
-    st.plotly_chart(fig, key=K + "window", config=PLOTLY_CONFIG, width="stretch")
+    st.plotly_chart(for_screen(fig), key=K + "window", config=PLOTLY_CONFIG, width="stretch")
     if cap.causal and keys[0] > queries[1] - 1:
         st.caption(_("Every key here comes after every query: a causal model gives them no weight."))
 
@@ -470,8 +480,9 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture, polling: bool) -> 
             "to join it to its top keys."
         )
     )
-    keep_in_range(K + "qk_layer", L, min(L - 1, L // 2))
-    keep_in_range(K + "qk_head", H, 0, str)
+    # first opened at the head the Heads tab (or the link) opened, as By sentence is
+    keep_in_range(K + "qk_layer", L, st.session_state.get(K + "layer", min(L - 1, L // 2)))
+    keep_in_range(K + "qk_head", H, st.session_state.get(K + "head", "0"), str)
     keep_in_range(K + "query", n, n - 1)
     c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
     layer = c1.slider(_("layer"), 0, L - 1, key=K + "qk_layer")
@@ -490,7 +501,7 @@ def queries_keys(model_id: str, text: str, cap: bw.QKCapture, polling: bool) -> 
     fig = lf.qk_figure(qxy, kxy, cap.tokens, share, query, top, title)
     key = K + "qk"
     st.plotly_chart(
-        fig,
+        for_screen(fig),
         key=key,
         config=PLOTLY_CONFIG,
         on_select=functools.partial(_clicked_query, key, n),
@@ -562,6 +573,8 @@ def by_sentence(model_id: str, text: str, cap: bw.QKCapture, heads_tab: str) -> 
     fig = lf.span_figure(weights, parts.labels(), unit, title)
     key = K + "spans"
     _box_chart(fig, key, sqrt, functools.partial(_span_boxed, key, parts, (layer, head), heads_tab))
+    labels = parts.labels()
+    csv_button(lambda: token_matrix_frame(weights, labels, labels), key, f"{model_id}_layer{layer}_{head}_{unit}s")
     st.caption(_(words["caption"], most=bw.MAX_WINDOW))
 
 

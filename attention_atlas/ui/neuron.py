@@ -11,7 +11,7 @@ import streamlit as st
 
 from attention_atlas.i18n import _
 from attention_atlas.ui import cached
-from attention_atlas.ui.compare import pill_labels
+from attention_atlas.ui.compare import piece_words, pill_labels
 from attention_atlas.ui.widgets import chart, plain
 from attention_atlas.viz_core.neuron import HeadVectors, neuron
 from attention_atlas.viz_core.neuron_figure import neuron_figure, neuron_frame
@@ -85,7 +85,9 @@ def neuron_view(source: cached.Source, text: str, kind: str, record) -> None:
     n = source.prefix
     layer = c1.slider(_("layer"), 0, hv.n_layers - 1, 0, key=n + "layer")
     head = c2.selectbox(_("head"), list(range(hv.n_heads)), key=n + "head")
-    labels = pill_labels(hv.query_tokens, positions)
+    ids = record.meta.get("query_word_ids") if record.query_tokens == hv.query_tokens else None
+    words = piece_words(hv.query_tokens, ids)  # a piece is labelled with its word (issue 40 item 16)
+    labels = pill_labels(hv.query_tokens, positions, words)
     query = st.pills(_("query token (click one)"), positions, format_func=labels.get, key=n + f"query_{kind}")
     if query is None:
         st.info(_("Click a query token above to see how its weights are made."))

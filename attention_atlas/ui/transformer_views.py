@@ -15,7 +15,7 @@ from attention_atlas.ui.views import head_stats_block, head_view_block
 from attention_atlas.ui.widgets import chart
 from attention_atlas.viz_core import wire
 from attention_atlas.viz_core.derive import ViewOptions
-from attention_atlas.viz_core.export import matrix_frame, series_frame, token_matrix_frame
+from attention_atlas.viz_core.export import matrix_frame, record_frame, series_frame, token_matrix_frame
 from attention_atlas.viz_core.figures import heatmap, lines, matrix_heatmap
 from attention_atlas.viz_core.model_view import in_language
 
@@ -42,7 +42,8 @@ def heads_tab(
     # the view is cached for every visitor, whatever their language: its words are this run's
     figure = in_language(view.model_view)
     heads = wire.in_language(view.heads)  # every head's title, in this run's language too
-    model_view_chart(figure, K + "heads", (L, H), (layer_key, head_key), heads=heads)
+    csv = (lambda: record_frame(record), f"{model_id}_every_head", _("every head"))
+    model_view_chart(figure, K + "heads", (L, H), (layer_key, head_key), heads=heads, csv=csv)
 
     st.subheader(_("Head view"))
     c1, c2, c3 = st.columns(3)

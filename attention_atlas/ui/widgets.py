@@ -86,7 +86,8 @@ def sidebar_device() -> None:
 # column no narrower. (Icons keep their size: they are glyphs in a box of fixed width.)
 _CONTROLS = (
     '[data-testid="stWidgetLabel"], [data-testid="stMetricLabel"], [data-testid="stTab"], '
-    '[data-testid="stPageLink"], button, label, input, textarea, summary'
+    '[data-testid="stPageLink"], [data-testid="stSliderThumbValue"], [data-testid="stSliderTickBar"], '
+    "button, label, input, textarea, summary"
 )
 _MAIN = '[data-testid="stMain"]'
 _PROJECTOR_CSS = f"""<style>

@@ -40,10 +40,12 @@ def routes_figure(routes, tokens: list[str], layers: int, title: str = "") -> go
     labels = as_plotly_text(hover_labels(tokens))
     traces = []
     for kind, colour in COLOURS.items():
+        named = False  # the kind's first trace names it in the legend, whichever width band it is
         for band, width in enumerate(WIDTHS):
             chosen = [e for e in routes.edges if e.kind == kind and _band(e.weight) == band]
             if chosen:
-                traces.append(_edges(chosen, labels, kind, colour, width, band == 0))
+                traces.append(_edges(chosen, labels, kind, colour, width, not named))
+                named = True
     height = min(MAX_HEIGHT, max(320, ROW_PX * (2 * layers + 1) + 140))
     block_px = 2 * (height - 140) / (2 * layers + 1)
     traces.append(_nodes(routes.nodes, labels, size=min(7, max(3, block_px / 3))))  # apart when dense

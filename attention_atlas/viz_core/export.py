@@ -49,6 +49,13 @@ def matrix_frame(
     return pd.DataFrame({row_name: r, col_name: c, value_name: m.ravel()})
 
 
+def cells_frame(cells: np.ndarray, value_name: str = "value") -> pd.DataFrame:
+    """Every head's cells ``[layers, heads, row, col]`` (a long input's thumbnails) as tidy rows."""
+    c = np.asarray(cells)
+    layer, head, row, col = (a.ravel() for a in np.indices(c.shape))
+    return pd.DataFrame({"layer": layer, "head": head, "row": row, "col": col, value_name: c.ravel()})
+
+
 def token_matrix_frame(
     matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str], value_name: str = "weight"
 ) -> pd.DataFrame:

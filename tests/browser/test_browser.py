@@ -4,10 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, wait_still
 from tests.support import SHOTS, click_tile
 
 pytestmark = pytest.mark.browser
+CUT_LINKS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink-NavLink"] *')]
+  .filter(e => e.textContent.trim() && e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.textContent.trim().slice(0, 40))"""
 PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "couplets", "translation"]
 
 
@@ -51,6 +54,13 @@ def test_home_page_lists_every_page(page):
     assert page.get_by_text("Device:").first.is_visible()
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SHOTS / "home.png")
+    # at 1280 px no link's sentence is cut at the column's edge (issue 40 item 7: two were, "…")
+    page.set_viewport_size({"width": 1280, "height": 3000})
+    try:
+        wait_still(page)
+        assert page.evaluate(CUT_LINKS) == []
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 3000})
 
 
 @pytest.mark.parametrize("path", PAGES)

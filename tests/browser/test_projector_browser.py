@@ -35,7 +35,7 @@ IDLE = '[data-test-script-state="notRunning"]'  # Streamlit's app root once the 
 NO_PLOTS = {"", "checkpoint", "watch-learn"}
 # The pages whose every figure passes through ui.widgets.chart (the Transformer page's live views
 # and the Checkpoint inspector's are drawn by ui.live_heads, which projector mode does not reach yet).
-CHARTED = {"scoring", "positional", "pooling", "couplets", "translation"}
+CHARTED = {"scoring", "positional", "pooling", "couplets", "translation", "corpus"}
 FIGURE_TEXT = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg text')]
     .filter(t => t.textContent.trim())
     .map(t => [parseFloat(getComputedStyle(t).fontSize), t.textContent, t.parentElement.getAttribute('class')])"""

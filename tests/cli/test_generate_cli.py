@@ -19,7 +19,8 @@ def own(folder) -> tuple[list[int], torch.Tensor]:
     """transformers' own greedy continuation of TEXT, and the eager attention over all of it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"]
+    # without the [SEP] its BERT tokenizer appends: a causal LM continues the text (issue 40 item 24)
+    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"][:, :-1]
     model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
     with torch.no_grad():
         full = model.generate(ids, max_new_tokens=NEW, do_sample=False, attention_mask=torch.ones_like(ids))

@@ -177,7 +177,10 @@ def test_hf_zip_shows_heads_and_minilm_beside(tiny_hf_folders):
     assert metrics(at)["architecture"] == "hf-encoder" and metrics(at)["layers × heads"] == "2 × 2"
     titles = [f["layout"].get("title", {}).get("text", "") for f in charts(at)]
     assert titles[1] == "layer 1, head 0"
-    assert titles[2].startswith("upload:") and titles[3] == "minilm: layer 1, head 0"
+    # the upload is named by its file (issue 40 item 23: not "upload:72848b9c7df9"), its id in the hover
+    assert titles[2] == "tiny-bert.zip: layer 1, head 0" and titles[3] == "minilm: layer 1, head 0"
+    (named,) = [m for m in at.markdown if m.value == "**tiny-bert.zip**"]
+    assert named.proto.help.startswith("upload:") and len(named.proto.help) == len("upload:") + 12
 
 
 def test_local_path_box_only_where_the_server_allows_it(monkeypatch, tiny_hf_folders):

@@ -113,6 +113,20 @@ def test_mask_tab_offers_each_position_and_its_change_matches_the_adapter(first_
     assert any("replaced by \\[MASK\\]" in c.value for c in at.caption)  # as text, not a link
 
 
+def test_a_piece_of_a_word_is_offered_as_a_piece_and_a_whole_word_first():
+    """Issue 40 item 16: 'tor' of 'tortoise' was offered, first and titled, as if it were a word."""
+    at = AppTest.from_file(PACKAGE / PAGE, default_timeout=300)
+    at.query_params["text"] = "The hare and the tortoise raced."
+    at = run(at, MASK)
+    pills = at.get("button_group")[0]
+    options = [o.content for o in pills.proto.options]
+    assert options[4:7] == ["tor (of tortoise)", "to (of tortoise)", "ise (of tortoise)"]
+    assert pills.value == 4  # the middle of the whole words: the, hare, and, the, raced, .
+    pills.set_value(6)
+    at = run(at)
+    assert any("token 6·to (of tortoise) masked" in h.value for h in at.subheader)
+
+
 def test_mask_with_pad_instead(first_load, minilm):
     at = run(first_load, MASK)
     at.radio(key="tf_mask_with_minilm").set_value("pad")

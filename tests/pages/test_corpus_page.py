@@ -76,6 +76,10 @@ def test_a_large_sample_waits_for_a_click_and_a_file_is_asked_for():
     at.radio(key="corpus_source").set_value("your file")
     at = run(at)
     assert any("Upload a file" in i.value for i in at.info)
+    # a file of another type is refused in words (issue 40 item 17: the uploader's red icon alone)
+    at.file_uploader(key="corpus_file").set_value(("notes.zip", b"PK\x03\x04", "application/zip"))
+    at = run(at)
+    assert [e.value for e in at.error] == ["notes.zip is not a .txt, .csv or .jsonl file: upload one of those."]
 
 
 @pytest.mark.slow

@@ -82,6 +82,23 @@ def test_head_view_csv_has_tokens_and_the_heads_numbers(transformer):
     np.testing.assert_allclose(grid, z_of(head["data"][0]), atol=2e-3)
 
 
+def test_the_model_views_and_the_line_views_csvs_hold_their_heads(transformer):
+    """Issue 40 item 25: the README says every chart has a CSV; the model view and the line view had
+    none. The model view's holds every layer and head, equal to the head view's for the open head;
+    the line view's holds the heads it draws (the open one: head 0). Right after the head view's test:
+    the downloads are read from the last run's media store, the fixture's."""
+    head = download(transformer, "tf_head_csv")
+    n = head["query_pos"].nunique()
+    every = download(transformer, "tf_heads_model_csv")
+    assert len(every) == 6 * 12 * n * n and every["layer"].nunique() == 6 and every["head"].nunique() == 12
+    layer = transformer.slider(key="tf_layer").value
+    opened = every.query(f"layer == {layer} and head == 0").reset_index(drop=True)
+    np.testing.assert_allclose(opened["weight"], head["weight"], rtol=1e-6)
+    assert opened["key_token"].tolist() == head["key_token"].tolist()
+    lines = download(transformer, "tf_line_lines_csv")
+    assert set(lines["head"]) == {0} and set(lines["layer"]) == {layer} and len(lines) == n * n
+
+
 def test_rollout_csv_has_tokens():
     from streamlit.testing.v1 import AppTest
 
@@ -102,3 +119,4 @@ def test_scoring_entropy_on_minilm_keeps_one_bar_and_row_per_position():
     frame = download(at, "scoring_entropy_csv")
     assert len(frame) == 13
     assert "query_pos" in frame.columns and (frame["query_token"] == "the").sum() == 2
+

@@ -167,6 +167,18 @@ def test_a_link_opens_its_model_text_head_and_tab_and_the_url_follows_the_page()
     assert at.query_params["layer"] == "4"
 
 
+def test_queries_and_keys_first_open_at_the_head_the_link_opened():
+    """Issue 40 item 12: the tab showed layer 3, head 0 while Heads and By sentence showed the head
+    opened (here 4/9); a head chosen in the tab itself stays."""
+    at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
+    at.query_params.update({"source": "text", "text": SENTENCE, "layer": "4", "head": "9", "tab": "Queries and keys"})
+    at = run(at)
+    assert at.slider(key="tfl_qk_layer").value == 4 and at.selectbox(key="tfl_qk_head").value == "9"
+    at.selectbox(key="tfl_qk_head").set_value("2")
+    at = run(at)
+    assert at.selectbox(key="tfl_qk_head").value == "2" and at.slider(key="tfl_layer").value == 4
+
+
 def test_a_short_texts_capture_is_said_in_kilobytes_not_zero_megabytes():
     """Issue 40, item 20: one sentence's queries and keys were "(0 MB)"."""
     import re

@@ -44,13 +44,23 @@ def test_the_routes_are_the_models_own(opened, own):
 
 
 def test_the_heads_of_an_edge_and_a_heads_maps(opened, own):
+    """First opened (issue 40 item 19): the strongest edge into the traced token from another token,
+    not a sink's "0 · The → 0 · The", and the maps of the head that carries it most, not block 0's
+    head 0 (almost blank)."""
+    last = own.positions - 1
+    into = [e for e in cb.routes(own, last, 0.04).edges if e.kind == "attention"]
+    into = [e for e in into if e.target.position == last and e.source.position != last]
+    top = max(into, key=lambda e: e.contribution)
     layer, target, source = opened.selectbox(key="contrib_edge").value
+    assert (layer, target, source) == (top.target.layer, last, top.source.position)
     bars = chart(opened, "contrib_heads")["data"][0]
     ranked = cb.heads_of_edge(own, layer, target, source)
     assert np.allclose(values(bars["y"]), [c for _, c in ranked], atol=1e-5)
+    head = ranked[0][0]
+    assert opened.slider(key="contrib_layer").value == layer and opened.selectbox(key="contrib_head").value == head
     maps = chart(opened, "contrib_maps")["data"]
-    assert np.allclose(z_of(maps[0]), own.attn[0, 0], atol=2e-3)  # block 0, head 0 first
-    assert np.allclose(z_of(maps[1]), own.attention[0, 0], atol=2e-3)
+    assert np.allclose(z_of(maps[0]), own.attn[layer, head], atol=2e-3)
+    assert np.allclose(z_of(maps[1]), own.attention[layer, head], atol=2e-3)
 
 
 def test_a_higher_threshold_keeps_fewer_edges(opened):

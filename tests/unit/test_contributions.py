@@ -332,3 +332,16 @@ def test_the_routes_chart_fits_a_projector_window_and_its_labels_do_not_overlap(
     assert min(np.diff(ticks)) * px_per_level >= cf.LABEL_PX
     assert ticks[0] == 0 and ticks[-1] == 2 * layers and fig.layout.yaxis.ticktext[-1] == "output"
     assert fig.layout.legend.xanchor == "right" and fig.layout.title.xanchor == "left"
+
+
+def test_every_kind_drawn_is_named_in_the_legend_whatever_its_width():
+    """Issue 40 item 19: the caption says "grey: the residual", but the legend named a kind only when
+    one of its edges was in the thinnest width band; residual edges are mostly heavy."""
+    from attention_atlas.models.analysis.contributions import Edge, Node, Routes
+    from attention_atlas.viz_core import contribution_figures as cf
+
+    a, b, c = Node("x", 0, 0), Node("mid", 0, 1), Node("x", 1, 1)
+    edges = [Edge(a, b, "attention", 0.1, 0.1), Edge(b, c, "residual", 0.9, 0.9), Edge(b, c, "ffn", 0.6, 0.6)]
+    fig = cf.routes_figure(Routes(nodes=[a, b, c], edges=edges, threshold=0.04), ["a", "b"], 1)
+    named = [t.name for t in fig.data if t.showlegend]
+    assert sorted(named) == ["attention", "ffn", "residual"]

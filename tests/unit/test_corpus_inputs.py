@@ -29,6 +29,17 @@ def test_txt_skips_and_counts_empty_lines_and_numbers_the_rest():
     assert "3 empty lines skipped" in c.summary()
 
 
+def test_the_summary_counts_in_the_singular_and_in_chinese():
+    """Issue 40 item 17: "1 empty rows skipped"; and the Corpus page is read in Chinese too."""
+    from attention_atlas import i18n
+
+    one = read_bytes("a.csv", b"text\nfirst\n\"\"\n")
+    assert str(one.summary()) == "a.csv: 1 text; 1 empty row skipped"
+    with i18n.language("zh"):
+        said = i18n.shown(one.summary())
+    assert "a.csv" in said and "text" not in said and "row" not in said
+
+
 def test_txt_keeps_odd_scripts_and_html_as_text(tmp_path):
     path = tmp_path / "odd.txt"
     path.write_text("\ufeff" + "\n".join(ODD) + "\n", encoding="utf-8")  # with a byte-order mark

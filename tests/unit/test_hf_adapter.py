@@ -41,6 +41,21 @@ def test_encoder_keeps_special_tokens_and_marks_them(tiny):
     assert rec.meta["key_word_ids"][0] is None
 
 
+def test_a_causal_lm_reads_its_text_without_the_separator_its_tokenizer_appends(tiny):
+    """Issue 40 item 24: a causal LM with a BERT-style tokenizer was traced at the [SEP] its tokenizer
+    appends ("Routes into the output at 12 · [SEP]"); the leading [CLS] stays, and the long-input
+    capture reads the same tokens. The encoder keeps both (above)."""
+    from attention_atlas.models.adapters.capture import encode_long
+    from attention_atlas.models.analysis import lens
+
+    causal = tiny["causal"]
+    assert causal.encode("the cat sat").tokens == ["[CLS]", "the", "cat", "sat"]
+    assert encode_long(causal, "the cat sat").tokens == ["[CLS]", "the", "cat", "sat"]
+    assert causal.run("the cat sat").records["self"].query_tokens[-1] == "sat"
+    assert lens.lens(causal, "the cat sat")[1][-1] == "sat"
+    assert causal.encode("a [SEP]").tokens == ["[CLS]", "a", "[SEP]"]  # a typed one is text: it stays
+
+
 def test_causal_attention_never_looks_ahead(tiny):
     w = tiny["causal"].run("one two three four five").records["self"].weights
     assert (np.triu(w, k=1) == 0).all()

@@ -53,7 +53,7 @@ import torch
 
 from attention_atlas.i18n import later
 from attention_atlas.models import capture_points as points
-from attention_atlas.models.adapters.hf_common import Encoded, InputError
+from attention_atlas.models.adapters.hf_common import Encoded, InputError, as_prompt
 from attention_atlas.paths import cache_dir
 from attention_atlas.serve.process import trim
 from attention_atlas.viz_core.blockwise import BLOCK, QKCapture, Variant
@@ -579,7 +579,7 @@ def encode_long(adapter, text: str):
     except (ValueError, AttributeError):
         word_ids = list(range(ids.shape[1]))
     special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
-    out = encoded(adapter, ids, special, word_ids)
+    out = encoded(adapter, *as_prompt(getattr(adapter, "family", ""), ids, special, word_ids))
     out.notices.extend(fixed)
     return out
 

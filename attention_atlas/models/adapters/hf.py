@@ -23,7 +23,7 @@ import torch
 
 from attention_atlas.i18n import later
 from attention_atlas.models.adapters.capture import capture
-from attention_atlas.models.adapters.hf_common import Encoded, InputError, family_of
+from attention_atlas.models.adapters.hf_common import Encoded, InputError, as_prompt, family_of
 from attention_atlas.models.registry import RunResult
 from attention_atlas.models.uploads.hf_folder import HFFamily, register_hf_family
 from attention_atlas.viz_core.record import AttentionRecord
@@ -134,7 +134,13 @@ class HFAdapter:
         except (ValueError, AttributeError):  # slow tokenizers do not track words
             word_ids = list(range(ids.shape[1]))
         special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
-        return self._encoded(ids, special, list(word_ids), notices)
+        return self._encoded(*as_prompt(self.family, ids, special, list(word_ids)), notices)
+
+    def full_length(self, text: str) -> int:
+        """The tokens ``encode`` would read from the whole of ``text``, uncut (for a refusal's count)."""
+        enc = self.tokenizer(well_formed(text)[0], return_special_tokens_mask=True)
+        ids, special = enc["input_ids"], [bool(s) for s in enc["special_tokens_mask"]]
+        return as_prompt(self.family, torch.tensor([ids]), special, list(ids))[0].shape[1]
 
     def _encoded(self, ids: torch.Tensor, special: list[bool], word_ids: list, notices: list[str]) -> Encoded:
         """Token labels for ``ids``: the tokenizer's strings, or for byte-level BPE the text they stand for."""

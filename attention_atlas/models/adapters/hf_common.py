@@ -37,3 +37,21 @@ def family_of(config) -> str:
     if "CausalLM" in archs or "LMHead" in archs or getattr(config, "is_decoder", False):
         return "causal"
     return "encoder"
+
+
+def as_prompt(family: str, ids: torch.Tensor, special: list[bool], word_ids: list) -> tuple:
+    """``(ids, special, word_ids)`` as a causal LM continues a text: without the special tokens its
+    tokenizer appends (a BERT-style ``[SEP]``, an ``</s>``), which the lens, Generate and Contributions
+    would otherwise trace as the position that predicts (issue 40 item 24). A leading one (a bos, a
+    ``[CLS]``) stays, as the model was trained with it; an encoder's tokens are all kept."""
+    keep = kept(family, special)
+    return ids[:, :keep], special[:keep], word_ids[:keep]
+
+
+def kept(family: str, special: list) -> int:
+    """How many of a text's tokens ``as_prompt`` keeps (``special``: its tokenizer's special-token mask)."""
+    keep = len(special)
+    if family == "causal":
+        while keep > 1 and special[keep - 1]:
+            keep -= 1
+    return keep

@@ -40,7 +40,6 @@ import numpy as np
 import torch
 
 from attention_atlas.i18n import later
-from attention_atlas.viz_core.tokens import well_formed
 
 MAX_NEW_TOKENS = 1024  # per request: the attention kept grows as layers × heads × new × all tokens
 WHOLE_BYTES = 512 * 2**20  # the most one forward's [layers, heads, n, n] weights may take (result())
@@ -153,8 +152,15 @@ def check_request(name: str, prompt_len: int, max_new_tokens: int, context: int 
             )
         )
     raise GenerateError(
-        f"the prompt is {prompt_len:,} tokens and {name} reads at most {context:,}: "
-        f"ask for at most {context - prompt_len:,} new tokens, not {max_new_tokens:,}"
+        later(
+            "the prompt is {n:,} tokens and {name} reads at most {context:,}: "
+            "ask for at most {most:,} new tokens, not {asked:,}",
+            n=prompt_len,
+            name=name,
+            context=context,
+            most=context - prompt_len,
+            asked=max_new_tokens,
+        )
     )
 
 
@@ -325,8 +331,8 @@ def start(adapter, text: str, max_new_tokens: int = 32, sampling: Sampling | Non
     context = min((c for c in (context_of(model), getattr(adapter, "max_tokens", None)) if c), default=None)
     prompt = adapter.encode(text)  # refuses an empty text; cut at the adapter's limit, so:
     length = prompt.ids.shape[1]
-    if context and length >= context:  # perhaps cut: the whole prompt's length, for the refusal
-        length = len(adapter.tokenizer(well_formed(text)[0])["input_ids"])
+    if context and length >= context - 1:  # perhaps cut (less a separator): the whole prompt's length
+        length = adapter.full_length(text)
     check_request(adapter.model_id, length, max_new_tokens, context)
     return Generation(adapter, prompt.ids[0].tolist(), list(prompt.tokens), max_new_tokens, sampling)
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from attention_atlas.models.adapters.hf_common import kept
 from attention_atlas.models.corpus.stats import STAT_COLUMNS, Reduced, reduce_batch
 
 STATS_VERSION = 1  # part of a store's key: bump when a statistic's definition changes (its name is there too)
@@ -163,8 +164,8 @@ class HFExtractor:
 
     def lengths(self, texts: list[str]) -> list[int]:
         """Token counts (after the cut to the limit), to sort texts into batches of like length."""
-        ids = self.adapter.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.limit)
-        return [len(i) for i in ids["input_ids"]]
+        enc = self.adapter.tokenizer(texts, truncation=True, max_length=self.limit, return_special_tokens_mask=True)
+        return [kept(self.adapter.family, s) for s in enc["special_tokens_mask"]]
 
     def run(self, text_ids: list[int], texts: list[str]) -> Batch:
         """The batch in one forward; if it fails, text by text, keeping each one's reason."""
@@ -190,7 +191,10 @@ class HFExtractor:
         tok = self.adapter.tokenizer
         cut = [t[:MAX_CHARS] for t in texts]  # as HFAdapter.encode cuts (the token limit then applies)
         enc = tok(cut, truncation=True, max_length=self.limit, return_special_tokens_mask=True)
-        ids, lengths, special = _pad(enc["input_ids"], enc["special_tokens_mask"], tok.pad_token_id or 0)
+        keep = [kept(self.adapter.family, s) for s in enc["special_tokens_mask"]]  # as HFAdapter.encode reads
+        rows = [i[:k] for i, k in zip(enc["input_ids"], keep, strict=True)]
+        masks = [s[:k] for s, k in zip(enc["special_tokens_mask"], keep, strict=True)]
+        ids, lengths, special = _pad(rows, masks, tok.pad_token_id or 0)
         n = lengths.tolist()
         labels = [
             self.adapter._encoded(ids[b : b + 1, :k], special[b, :k].tolist(), [], []).tokens
@@ -201,7 +205,7 @@ class HFExtractor:
     def _truncated(self, cut: list[str], texts: list[str], n: list[int]) -> np.ndarray:
         """Whether a text was cut (characters, or tokens: only texts at the limit are re-tokenized)."""
         out = [len(c) < len(t) for c, t in zip(cut, texts, strict=True)]
-        at_limit = [i for i, k in enumerate(n) if k >= self.limit]
+        at_limit = [i for i, k in enumerate(n) if k >= self.limit - 1]  # less a separator dropped
         if at_limit:
             full = self.adapter.tokenizer([cut[i] for i in at_limit])["input_ids"]
             for i, f in zip(at_limit, full, strict=True):

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from attention_atlas.i18n import N_
+from attention_atlas.i18n import N_, Later, later, later_n
 
 MB = 2**20
 FORMATS = (".txt", ".csv", ".jsonl")
@@ -47,10 +47,19 @@ class Corpus:
             h.update(len(b).to_bytes(8, "little") + b)
         return h.hexdigest()
 
-    def summary(self) -> str:
-        what = "lines" if self.column is None else "rows"
-        skipped = f"; {self.n_empty:,} empty {what} skipped" if self.n_empty else ""
-        return f"{self.name}: {len(self.texts):,} texts{skipped}"
+    def summary(self) -> Later:
+        """``'reviews.csv: 9,999 texts; 1 empty row skipped'``, in the language of wherever it is shown."""
+        n = len(self.texts)
+        texts = later_n("{name}: {n:,} text", "{name}: {n:,} texts", n, name=self.name, n=n)
+        if not self.n_empty:
+            return texts
+        e = self.n_empty
+        skipped = (
+            later_n("{n:,} empty line skipped", "{n:,} empty lines skipped", e, n=e)
+            if self.column is None
+            else later_n("{n:,} empty row skipped", "{n:,} empty rows skipped", e, n=e)
+        )
+        return later("{texts}; {skipped}", texts=texts, skipped=skipped)
 
 
 def max_bytes() -> int:
@@ -70,6 +79,9 @@ def read_file(path: str | Path, column: str | None = None) -> Corpus:
     if size > cap:
         raise CorpusError(_too_big(path.name, size, cap))
     return read_bytes(path.name, path.read_bytes(), column)
+
+
+SUFFIXES = (".txt", ".csv", ".jsonl", ".ndjson")  # what the Corpus page takes (anything else: one text a line)
 
 
 def read_bytes(name: str, data: bytes, column: str | None = None) -> Corpus:
@@ -212,7 +224,7 @@ def _jsonl_cells(name: str, text: str, column: str | None) -> tuple[list[str], i
 @dataclass(frozen=True)
 class Sample:
     id: str
-    label: str  # marked with N_: shown through _ in the visitor's language
+    label: str  # marked with N_: shown through _ in the visitor's language; short (a narrow select box)
     path: str  # under models.text.pairs.CORPORA
     side: int  # which side of the pairs: 0 source, 1 target
 
@@ -222,11 +234,11 @@ SAMPLES = {
     for s in (
         Sample(
             "english",
-            N_("English sentences (translation corpus, English side)"),
+            N_("English sentences"),
             "translation/eng_fra.tsv.gz",
             0,
         ),
-        Sample("couplets", N_("Couplet upper lines (Tang poems)"), "couplets/tang_couplets.tsv.gz", 0),
+        Sample("couplets", N_("Couplet upper lines"), "couplets/tang_couplets.tsv.gz", 0),
     )
 }
 
