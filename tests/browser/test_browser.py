@@ -9,7 +9,7 @@ from tests.support import SHOTS, click_tile
 
 pytestmark = pytest.mark.browser
 CUT_LINKS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink-NavLink"] *')]
-  .filter(e => e.textContent.trim() && e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)
+  .filter(e => e.textContent.trim().length > 2 && e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)
   .map(e => e.textContent.trim().slice(0, 40))"""
 PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "couplets", "translation"]
 
