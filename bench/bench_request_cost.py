@@ -10,8 +10,12 @@ of their own) and, for the Transformer page, layer and head switches on the text
 cached path: no model run). Each request's payload (the bytes the server sent) is counted too.
 
 The interface in English and in Chinese (``--lang en,zh``, the default): one session per language,
-one after the other, each on a server of its own started afresh and typing the same texts
-(``?lang=zh`` in the session's URL), side by side with the ratio zh / en of CPU-seconds and payload.
+each on a server of its own started afresh and typing the same texts (``?lang=zh`` in the session's
+URL), side by side with the ratio zh / en of CPU-seconds and payload. The two servers run at once and
+the sessions take turns request by request (en then zh, then zh then en, …), so both languages see
+the same machine: a sequence of requests one language after the other measured the machine's drift
+as much as the language (0.67–1.22× across rows once). The CPU time is read in 10 ms ticks, so the
+ratio is of the means (all of a row's CPU-seconds over its count), and of every request together.
 The same texts: a Transformer page's payload grows with the square of the tokens (every head's
 weights), so languages typing texts of their own compared their texts' lengths (1.43–1.47× once,
 the Chinese session's sentences having had 8 words to the English one's 5); a server each: on one
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import time
@@ -136,6 +141,54 @@ def _distinct(make, n: int) -> list[str]:
     return seen
 
 
+async def measure_together(servers: dict[str, tuple[str, int]], n: int, seed: int) -> dict[str, list[dict]]:
+    """Every language's rows, one session each on its own server (``servers``: lang → url, pid), the
+    sessions taking turns request by request, the order flipped each turn (``Turns``)."""
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = {lang: await stack.enter_async_context(Session(url)) for lang, (url, _) in servers.items()}
+        queries = {lang: "" if lang == "en" else f"lang={lang}" for lang in servers}
+        for lang, s in sessions.items():  # pages compiled, models loaded, on each server
+            for page in ("", "couplets", "transformer", "translation"):
+                await s.open(page, queries[lang])
+            await s.open("transformer", queries[lang])
+            await s.set("tf_model", "minilm")
+            await s.set("tf_text", "a warm-up sentence the runs below never type")
+        turns = Turns({lang: (sessions[lang], Meter(pid), queries[lang]) for lang, (_, pid) in servers.items()})
+        for page, texts in fresh_texts(n, seed).items():
+            await turns.page(page, texts[:n])
+        return {lang: meter.rows for lang, (_, meter, _) in turns.sides.items()}
+
+
+class Turns:
+    """The languages' sessions making the same requests in turn: ``each(page, action, call)`` runs
+    ``call(session, query)`` in every session, metered, the order flipped from one turn to the next."""
+
+    def __init__(self, sides: dict[str, tuple[Session, Meter, str]]):
+        self.sides, self.flip = sides, False
+
+    async def each(self, page: str, action: str, call) -> None:
+        order = list(self.sides.values())
+        for s, meter, query in reversed(order) if self.flip else order:
+            await meter(page, action, call(s, query))
+        self.flip = not self.flip
+
+    async def page(self, page: str, texts: list[str]) -> None:
+        key = {"couplets": "couplet_upper", "transformer": "tf_text", "translation": "translate_english"}[page]
+        for s, _, query in self.sides.values():
+            await s.open(page, query)
+            if page == "transformer":
+                await s.set("tf_model", "minilm")
+        first = next(iter(self.sides.values()))[0]
+        for text in texts:
+            await self.each(page, "fresh text", lambda s, q: s.set(key, text))  # noqa: B023 (awaited now)
+            layers, heads = first.widgets.get("tf_layer"), first.widgets.get("tf_head")
+            if layers is not None and heads is not None:  # the Transformer page, a text it took
+                layer, head = int(layers.bounds[1]) // 2, heads.options[1]
+                await self.each(page, "layer switch", lambda s, q: s.set("tf_layer", layer))  # noqa: B023
+                await self.each(page, "head switch", lambda s, q: s.set("tf_head", head))  # noqa: B023
+            await self.each(page, "open again (cached)", lambda s, q: s.open(page, q))
+
+
 def summarise(rows: list[dict], label: str, env: dict[str, str]) -> dict:
     groups: dict[str, list[dict]] = {}
     for r in rows:
@@ -149,6 +202,7 @@ def summarise(rows: list[dict], label: str, env: dict[str, str]) -> dict:
             k: {
                 "n": len(v),
                 "cpu_median": round(statistics.median(r["cpu"] for r in v), 3),
+                "cpu_mean": round(statistics.fmean(r["cpu"] for r in v), 4),
                 "cpu_max": round(max(r["cpu"] for r in v), 3),
                 "wall_median": round(statistics.median(r["wall"] for r in v), 3),
                 "kb_median": round(statistics.median(r.get("bytes", 0) for r in v) / 1000, 1),
@@ -167,15 +221,21 @@ def render(runs: dict, languages: bool = False) -> str:
         "## What one request costs the server (bench/bench_request_cost.py)"
         + (", in English and in Chinese" if languages else ""),
         "",
-        "One browser-less session, one request at a time, on a server started as `atlas serve` starts it: "
-        "the server's CPU-seconds (process and children, user + system) for each request, median over the "
+        (
+            "One browser-less session per language, on servers started as `atlas serve` starts them, taking "
+            "turns request by request (en, zh, then zh, en, …): "
+            if languages
+            else "One browser-less session, one request at a time, on a server started as `atlas serve` starts it: "
+        )
+        + "the server's CPU-seconds (process and children, user + system) for each request, median over the "
         "requests (n each), with the wall seconds beside them (those depend on what else the machine ran)"
         + (" and the payload, the kilobytes the server sent for it" if sized else "")
         + ". 'fresh text' is a text never typed on the server before (a model run); switches and the reopened "
         "page are the cached path. "
         + (
-            "Columns are the interface's languages, one session each, one after the other, each on a server "
-            "of its own started afresh (`?lang=zh` in the Chinese session's URL), all typing the same texts."
+            "Columns are the interface's languages, one session each on a server of its own started afresh "
+            "(`?lang=zh` in the Chinese session's URL), the two at once, all typing the same texts. The ratio "
+            "below is of the mean CPU-seconds (the process clock ticks in 10 ms), each row's and all together."
             if languages
             else "Columns are runs under their labels, a baseline beside the change."
         ),
@@ -206,14 +266,18 @@ def render(runs: dict, languages: bool = False) -> str:
     if languages and pairs:
         for en, zh in pairs:
             lines += ["", f"Ratio zh / en, {zh} / {en} (goal: within 5 %):", ""]
-            lines += ["| request | CPU-seconds | payload |", "| --- | ---: | ---: |"]
+            lines += ["| request | CPU-seconds (means) | payload |", "| --- | ---: | ---: |"]
             for key in keys:
                 a, b = runs[en]["requests"].get(key), runs[zh]["requests"].get(key)
                 if not (a and b):
                     continue
-                cpu = f"{b['cpu_median'] / a['cpu_median']:.2f}×" if a["cpu_median"] > 0 else "—"
+                mean = "cpu_mean" if "cpu_mean" in a and "cpu_mean" in b else "cpu_median"
+                cpu = f"{b[mean] / a[mean]:.2f}×" if a[mean] > 0 else "—"
                 size = f"{b['kb_median'] / a['kb_median']:.3f}×" if a.get("kb_median") else "—"
                 lines.append(f"| {key} | {cpu} | {size} |")
+            total = {k: sum(r.get("cpu_mean", 0) * r["n"] for r in runs[k]["requests"].values()) for k in (en, zh)}
+            if total[en] > 0:
+                lines.append(f"| every request together | {total[zh] / total[en]:.3f}× | |")
     elif len(labels) > 1:
         a, b = labels[0], labels[-1]
         lines += ["", f"Ratio of CPU-seconds, {b} / {a}:", ""]
@@ -267,9 +331,15 @@ def main(argv: list[str] | None = None) -> None:
         variants.insert(0, (label, env, script))
     runs = {}
     for label, env, script in variants:
-        for lang in langs:  # a server each: the same texts, fresh to each
+        if langs == ("en",):
             with serve(env={**launch_env(), **env}, script=script) as server:
-                lang_rows = asyncio.run(measure(server.url, server.process.pid, args.n, args.seed, lang))
+                rows = {"en": asyncio.run(measure(server.url, server.process.pid, args.n, args.seed))}
+        else:  # a server each, at once: the same texts, fresh to each, the sessions taking turns
+            with contextlib.ExitStack() as stack:
+                servers = {lang: stack.enter_context(serve(env={**launch_env(), **env}, script=script)) for lang in langs}
+                where = {lang: (sv.url, sv.process.pid) for lang, sv in servers.items()}
+                rows = asyncio.run(measure_together(where, args.n, args.seed))
+        for lang, lang_rows in rows.items():
             name = label if langs == ("en",) else f"{label} ({lang})"
             runs[name] = summarise(lang_rows, name, env)
             print(name, json.dumps(runs[name]["requests"], indent=1))
