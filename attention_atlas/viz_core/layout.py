@@ -8,9 +8,10 @@ passes that column's width. Heights are the figure's own.
 On each categorical axis the font shrinks from the largest size asked for until every label
 fits, down to ``MIN_FONT``; below that only every ``stride``-th position is labelled (the
 hover still names every cell). Labels side by side along x stay upright when each is one
-character (汉字 turned on their side are hard to read) and otherwise get Plotly's automatic
-angle, which turns them only if they would overlap in the browser, at whatever zoom; so each
-such label must fit turned, in a line's height. Labels stacked along y need a line each.
+character (汉字 turned on their side are hard to read); longer ones stay side by side where
+they fit and are turned to read upwards (-90°) where they do not, each then in a line's width
+(Plotly's own turn, 30°, let long labels such as merged words overlap each other and the axis
+title). Labels stacked along y need a line each.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def text_em(label: str) -> float:
 class Ticks:
     size: int  # px
     stride: int  # every stride-th position is labelled
-    angle: int | str | None  # 0 (upright), "auto" (Plotly turns them if they would overlap), None (y)
+    angle: int | None  # 0 (side by side), -90 (turned to read upwards), None (y)
 
 
 def fit_ticks(
@@ -63,12 +64,16 @@ def fit_ticks(
         return widest * size + GAP if upright else LINE * size
 
     size = (slot - GAP) / widest if upright else slot / LINE
-    angle = (0 if upright else "auto") if across else None
     if size >= smallest:
-        return Ticks(int(min(largest, size)), 1, angle)
-    size = min(largest, smallest)
-    stride = next((s for s in STRIDES if need(size) <= slot * s), STRIDES[-1])
-    return Ticks(size, stride, angle)
+        size, stride = int(min(largest, size)), 1
+    else:
+        size = min(largest, smallest)
+        stride = next((s for s in STRIDES if need(size) <= slot * s), STRIDES[-1])
+    if not across:
+        return Ticks(size, stride, None)
+    # side by side where they fit, else turned upright (-90°): Plotly's own choice, 30°, let long
+    # labels (words merged from pieces) overlap each other and the axis title above them
+    return Ticks(size, stride, 0 if upright or widest * size + GAP <= slot * stride else -90)
 
 
 # -- a whole figure ---------------------------------------------------------------------------------
@@ -126,7 +131,7 @@ def _given(spec: dict, name: str, default):
     return default if value is None else value
 
 
-def _band(axes: list[_Axis], sizes: dict, across: bool) -> float:
+def _band(axes: list[_Axis], chosen: dict, across: bool) -> float:
     """px the labels and title of the shown ``axes`` take beside the plot (left for y, above/below for x)."""
     band = 0.0
     for axis in axes:
@@ -136,9 +141,10 @@ def _band(axes: list[_Axis], sizes: dict, across: bool) -> float:
         if not axis.names:
             band = max(band, (0 if across else NUMBERS) + title + (LINE * TICK_FONT if across else 0))
             continue
-        size = sizes.get(axis.name, TICK_FONT)
+        ticks = chosen.get(axis.name)
+        size = ticks.size if ticks else TICK_FONT
         widest = max(text_em(t) for t in axis.tokens)
-        turned = across and widest > 1.0
+        turned = across and (ticks.angle == -90 if ticks else widest > 1.0)
         extent = min(widest * size, 180) if (turned or not across) else LINE * size
         band = max(band, extent + title + PAD)
     return band
@@ -177,22 +183,19 @@ def fitted(
     top = (
         _title_room(layout) if on_top else (margin.get("t") or 0)
     )  # a title goes above the axes drawn on top
-    sizes: dict[str, int] = {}
     chosen: dict[str, Ticks] = {}
     for _ in range(2):  # the y labels' width narrows the x axes, the x labels' height shortens the y axes
         plot_w = (
-            width - (margin.get("l") or 0) - (margin.get("r") or 0) - right - _band(ys, sizes, across=False)
+            width - (margin.get("l") or 0) - (margin.get("r") or 0) - right - _band(ys, chosen, across=False)
         )
         for axis in (a for a in xs if a.names):
             chosen[axis.name] = fit_ticks(axis.tokens, plot_w * axis.span, largest, True, smallest)
-            sizes[axis.name] = chosen[axis.name].size
-        plot_h = height - top - (margin.get("b") or 0) - _band(xs, sizes, across=True)
+        plot_h = height - top - (margin.get("b") or 0) - _band(xs, chosen, across=True)
         for axis in (a for a in ys if a.names):
             chosen[axis.name] = fit_ticks(axis.tokens, plot_h * axis.span, largest, False, smallest)
-            sizes[axis.name] = chosen[axis.name].size
     update = {a.name: _tick_spec(a, chosen[a.name]) for a in xs + ys if a.names}
     if on_top:
-        update["margin"] = {"t": top + _band(on_top, sizes, across=True)}
+        update["margin"] = {"t": top + _band(on_top, chosen, across=True)}
     return update
 
 
@@ -204,7 +207,7 @@ def _tick_spec(axis: _Axis, ticks: Ticks) -> dict:
         tickfont={"size": ticks.size},
     )
     if ticks.angle is not None:
-        spec["tickangle"] = None if ticks.angle == "auto" else ticks.angle  # unset: Plotly's own "auto"
+        spec["tickangle"] = ticks.angle
     return spec
 
 

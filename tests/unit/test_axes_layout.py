@@ -140,3 +140,20 @@ def test_the_panel_grid_is_the_layout_make_subplots_writes(rows, cols, across, d
     fig = make_subplots(rows, cols, subplot_titles=titles, horizontal_spacing=across, vertical_spacing=down)
     expected = {k: v for k, v in fig.layout.to_plotly_json().items() if k != "template"}
     assert _grid_layout(rows, cols, titles, across, down) == expected
+
+
+def test_long_key_labels_stand_upright_and_short_ones_side_by_side():
+    """Issue 40 item 22: merged words at Plotly's own 30° overlapped each other and the axis title
+    "key" above them. Labels too long to stand side by side are turned to read upwards (-90°), the
+    room above the plot as tall as the longest; short ones stay side by side (0°)."""
+    words = ["[CLS]", "unbelievably", ",", "the", "extraordinarily", "talkative", "ornithologists"]
+    words += ["disagreed", "vehemently", "about", "photosynthesis", "yesterday", ".", "[SEP]"]
+    n = len(words)
+    fig = heatmap(np.full((n, n), 1 / n), words, words, title="layer 2, head 3")
+    (x,) = axes(fig, "x")
+    assert x["tickangle"] == -90
+    size = font(fig, x)
+    assert fig.layout.margin.t >= em("photosynthesis") * size  # the longest label fits above the plot
+    short = ["the", "cat", "sat", "on", "the", "mat", "."]
+    (x,) = axes(heatmap(np.full((7, 7), 1 / 7), short, short), "x")
+    assert x["tickangle"] == 0
