@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import statistics
 import time
 from datetime import date
@@ -203,6 +204,7 @@ def summarise(rows: list[dict], label: str, env: dict[str, str]) -> dict:
                 "n": len(v),
                 "cpu_median": round(statistics.median(r["cpu"] for r in v), 3),
                 "cpu_mean": round(statistics.fmean(r["cpu"] for r in v), 4),
+                "cpu": [round(r["cpu"], 3) for r in v],  # each request's, in order (the languages pair up)
                 "cpu_max": round(max(r["cpu"] for r in v), 3),
                 "wall_median": round(statistics.median(r["wall"] for r in v), 3),
                 "kb_median": round(statistics.median(r.get("bytes", 0) for r in v) / 1000, 1),
@@ -266,18 +268,22 @@ def render(runs: dict, languages: bool = False) -> str:
     if languages and pairs:
         for en, zh in pairs:
             lines += ["", f"Ratio zh / en, {zh} / {en} (goal: within 5 %):", ""]
-            lines += ["| request | CPU-seconds (means) | payload |", "| --- | ---: | ---: |"]
+            lines += [
+                "| request | CPU-seconds (means), [95 % interval] | payload |",
+                "| --- | ---: | ---: |",
+            ]
             for key in keys:
                 a, b = runs[en]["requests"].get(key), runs[zh]["requests"].get(key)
                 if not (a and b):
                     continue
                 mean = "cpu_mean" if "cpu_mean" in a and "cpu_mean" in b else "cpu_median"
-                cpu = f"{b[mean] / a[mean]:.2f}×" if a[mean] > 0 else "—"
+                cpu = f"{b[mean] / a[mean]:.2f}×{interval(a.get('cpu'), b.get('cpu'))}" if a[mean] > 0 else "—"
                 size = f"{b['kb_median'] / a['kb_median']:.3f}×" if a.get("kb_median") else "—"
                 lines.append(f"| {key} | {cpu} | {size} |")
             total = {k: sum(r.get("cpu_mean", 0) * r["n"] for r in runs[k]["requests"].values()) for k in (en, zh)}
             if total[en] > 0:
-                lines.append(f"| every request together | {total[zh] / total[en]:.3f}× | |")
+                every = [[c for key in keys for c in runs[k]["requests"].get(key, {}).get("cpu", [])] for k in (en, zh)]
+                lines.append(f"| every request together | {total[zh] / total[en]:.3f}×{interval(*every)} | |")
     elif len(labels) > 1:
         a, b = labels[0], labels[-1]
         lines += ["", f"Ratio of CPU-seconds, {b} / {a}:", ""]
@@ -286,6 +292,22 @@ def render(runs: dict, languages: bool = False) -> str:
             if ca and cb and ca["cpu_median"] > 0:
                 lines.append(f"- {key}: {cb['cpu_median'] / ca['cpu_median']:.2f}×")
     return "\n".join(lines)
+
+
+def interval(en: list[float] | None, zh: list[float] | None, resamples: int = 4000) -> str:
+    """`` [lo, hi]``: the 95 % interval of the ratio of the sums ``zh / en``, by a paired bootstrap
+    (request i of each language typed the same text, in the same turn); empty without the values."""
+    if not en or not zh or len(en) != len(zh):
+        return ""
+    rng = random.Random(0)
+    pairs, ratios = list(zip(en, zh, strict=True)), []
+    for _ in range(resamples):
+        sample = rng.choices(pairs, k=len(pairs))
+        low = sum(a for a, _ in sample)
+        if low > 0:
+            ratios.append(sum(b for _, b in sample) / low)
+    ratios.sort()
+    return f" [{ratios[int(0.025 * len(ratios))]:.2f}, {ratios[int(0.975 * len(ratios)) - 1]:.2f}]"
 
 
 def keep(runs: dict, path: Path = RUNS) -> dict:
