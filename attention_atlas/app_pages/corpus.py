@@ -64,6 +64,7 @@ if not cv.is_finished(model_id, corpus, options):
 
 path = str(cv.path_for(model_id, corpus, options))
 used_now(path)  # the stores list shows the last used first
+path = cv.versioned(path)  # the readers' key: a store still being filled is read afresh as it grows
 meta = cv.meta(path)
 fields = dict(
     texts=ngettext("{n:,} text", "{n:,} texts", meta["done"]).format(n=meta["done"]),

@@ -56,27 +56,40 @@ def open_store(model_id: str, corpus: inputs.Corpus, options: Options) -> Store:
     return Store.open(path_for(model_id, corpus, options))
 
 
+def versioned(path: str) -> str:
+    """The readers' key for the store at ``path``: its path and, after a '#', the texts it holds now.
+    A store shown before it is complete (after a Cancel) is read again once a run has added to it,
+    not served from the cache of its first look."""
+    with Store.open(path) as store:
+        return f"{path}#{store.counts()['done']}"
+
+
+def _stored(key: str) -> Store:
+    """The store a reader's key (``versioned``) names."""
+    return Store.open(key.rpartition("#")[0] or key)
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def overview(path: str) -> pd.DataFrame:
-    with Store.open(path) as store:
+    with _stored(path) as store:
         return queries.head_overview(store)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def head_values(path: str, layer: int, head: int, statistic: str) -> pd.DataFrame:
-    with Store.open(path) as store:
+    with _stored(path) as store:
         return queries.head_values(store, layer, head, statistic)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def layer_values(path: str, layer: int, statistic: str) -> pd.DataFrame:
-    with Store.open(path) as store:
+    with _stored(path) as store:
         return store.frame(f"SELECT head, {statistic} FROM stats WHERE layer = ?", [layer])
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def search(path: str, layer: int, head: int, pattern: str, to: str) -> pd.DataFrame:
-    with Store.open(path) as store:
+    with _stored(path) as store:
         return queries.search(store, layer, head, pattern, to)
 
 
@@ -84,7 +97,7 @@ def search(path: str, layer: int, head: int, pattern: str, to: str) -> pd.DataFr
 def head_embedding(model_id: str, path: str, layer: int, head: int, n: int):
     from attention_atlas.models.corpus.embedding import capture_head, embed
 
-    with Store.open(path) as store:
+    with _stored(path) as store:
         sample = queries.texts_sample(store, n)
     return embed(capture_head(cached.adapter(model_id), sample, layer, head)), dict(sample)
 
@@ -369,13 +382,13 @@ def links_column(model_id: str, kind: str, hits: pd.DataFrame, layer: int, head:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def common_tokens(path: str) -> list[str]:
-    with Store.open(path) as store:
+    with _stored(path) as store:
         return queries.common_tokens(store)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def meta(path: str) -> dict:
-    with Store.open(path) as store:
+    with _stored(path) as store:
         return {**store.meta, **store.counts()}
 
 
@@ -523,7 +536,8 @@ def file_inputs(key: str, file_col, column_col) -> inputs.Corpus:
 def run_guard(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> None:
     """The guard of a store not yet complete: this session's background run followed, a small
     corpus run now (up to ``AUTO`` texts, never after a Cancel), else a Run or Continue button.
-    Returns only once the store is complete in this page run; otherwise the page stops here."""
+    Returns once the store is complete in this page run, or holds texts to look at (a cancelled
+    run's: the page shows them under the Continue button); otherwise the page stops here."""
     running = current_run(model_id, corpus, options)
     if running is not None and running.job.live:
         follow(running, key)  # the progress bar and Cancel, polled; the page reruns when it ends
@@ -557,6 +571,16 @@ def run_guard(model_id: str, corpus: inputs.Corpus, options: Options, key: str) 
             if ray_address()
             else ""
         )
+        if done:  # what a cancelled run finished can be looked at meanwhile (issue 40 item 17)
+            st.info(
+                _(
+                    "Below: the {done:,} of {total:,} texts done so far. Continue runs the rest.{where}",
+                    done=done,
+                    total=total,
+                    where=where,
+                )
+            )
+            return
         st.info(
             _(
                 "Each text's weights become statistics as its batch finishes; a second look is instant.{where}",

@@ -122,6 +122,10 @@ def test_cancel_stops_the_background_run_and_continue_picks_it_up():
         at = run(at)
     label = next(b.label for b in at.button if b.key == "corpus_run")
     assert label.startswith("Continue (") and "of 2,000 done)" in label, label
+    # what was done can be looked at meanwhile (issue 40 item 17: only the button before)
+    done = int(label.removeprefix("Continue (").split(" of ")[0].replace(",", ""))
+    assert any(f"the {done:,} of 2,000 texts done so far" in i.value for i in at.info)
+    assert at.get("plotly_chart") and any(f"{done:,} texts × 6 layers" in c.value for c in at.caption)
 
 
 def _done_so_far(at) -> int:
