@@ -9,10 +9,11 @@ the last position takes it over. Widget keys start with ``patch_``.
 
 from __future__ import annotations
 
+from urllib.parse import quote, urlencode
+
 import streamlit as st
 
 from attention_atlas.i18n import N_, _
-from attention_atlas.paths import page
 from attention_atlas.ui import cached
 from attention_atlas.ui.url_state import Link, Unlinked, kept
 from attention_atlas.ui.widgets import chart, fact, plain, text_box
@@ -135,11 +136,12 @@ def _answers(result, answer: str, wrong: str) -> None:
 
 def _ranked(source: cached.Source, clean: str, effect) -> None:
     """The heads with the largest effects, each a link to its attention on the Transformer page."""
-    st.markdown(_("**Heads with the largest effect**"))
+    lines = [_("**Heads with the largest effect**")]
     for layer, head, value in pf.ranked_heads(effect, TOP_HEADS):
         label = _("layer {layer}, head {head}: effect {value:.3f}", layer=layer, head=head, value=value)
-        if source.bundled:
-            query = {"model": source.key, "text": clean, "layer": str(layer), "head": str(head)} | kept()
-            st.page_link(page("transformer.py"), label=label, icon="🔎", query_params=query)
+        if source.bundled:  # the Transformer page's own settings (its URL state), this head opened
+            query = {"model": source.key, "text": clean, "layer": layer, "head": head} | kept()
+            lines.append(f"- [{label}](./transformer?{urlencode(query, quote_via=quote)})")
         else:
-            st.markdown(label)
+            lines.append(f"- {label}")
+    st.markdown("\n".join(lines))

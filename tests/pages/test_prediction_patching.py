@@ -61,9 +61,10 @@ def test_the_heads_map_and_its_links(opened, own):
     layer, head, _ = max(
         ((lay, h, v) for lay, row in enumerate(own.heads) for h, v in enumerate(row)), key=lambda t: abs(t[2])
     )
-    links = [e for e in at.get("page_link")]
-    assert links and f"layer {layer}, head {head}" in links[0].proto.label
-    assert "transformer" in links[0].proto.page
+    ranked = next(m.value for m in at.markdown if "Heads with the largest effect" in m.value)
+    first = ranked.splitlines()[1]
+    assert f"layer {layer}, head {head}" in first
+    assert "(./transformer?model=smollm2&text=The%20Eiffel%20Tower" in first and f"&layer={layer}&head={head})" in first
 
 
 def test_prompts_of_different_lengths_are_one_line(opened):
