@@ -313,3 +313,21 @@ def test_a_model_without_the_attention_interface_is_refused():
         layers[k] = Block()
     with pytest.raises(pt.PatchError, match="do not each call attention once"):
         pt.plan(model, "odd")
+
+
+def test_the_swap_helper_and_single_tokens_on_a_real_tokenizer():
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from attention_atlas.models.adapters.minilm import model_folder
+
+    words = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(model_folder()))  # what both read of an adapter
+    assert pt.swap(words, "the cat sat on the mat", "cat", "dog") == "the dog sat on the mat"
+    with pytest.raises(pt.PatchError, match="makes 9 tokens of 8"):
+        pt.swap(words, "the cat sat on the mat", "cat", "big dog")
+    with pytest.raises(pt.PatchError, match="not in the text"):
+        pt.swap(words, "the cat sat on the mat", "cow", "dog")
+    assert pt.single_token(words, "mat") == words.tokenizer.convert_tokens_to_ids("mat")
+    with pytest.raises(pt.PatchError, match=r"'mat cat' is 2 tokens for this model \('mat', 'cat'\)"):
+        pt.single_token(words, "mat cat")
