@@ -7,7 +7,9 @@ Measured in one run (issue 39's goals in brackets):
   an attention or feed-forward output patched by a hook on the model's own module; a head's output or
   pattern by the same attention function ours uses, on a full forward of batch 1) (ours ≤ 0.5× its
   time), and the largest difference between the two's effects;
-- memory above the loaded model while ours runs at 64 tokens (≤ 1 GB), sampled every 5 ms.
+- memory above the loaded model while ours runs at 64 tokens (≤ 1 GB), sampled every 5 ms: a pair of
+  random ids differing at token 48 (a batch's rows × positions are capped at ``TOKEN_ROWS`` whatever
+  the pair, so an earlier difference makes more batches, not larger ones).
 The pair differs early (the subject, tokens 1–3), the harder case for starting at a position: a
 pair that differs near the end (the IOI name) starts most runs later still.
 
@@ -134,24 +136,28 @@ def main(argv: list[str] | None = None) -> None:
 
     got = ours()  # warm
     ours_runs = [timed(ours)[:2] for _ in range(args.repeat)]
-    naive_runs = []
-    for _ in range(args.naive_repeat):
-        wall, cpu, want = timed(lambda: naive(model, clean.ids, corrupt.ids, (answer, wrong)))
-        naive_runs.append((wall, cpu))
     ours_wall, ours_cpu = (statistics.median(r[i] for r in ours_runs) for i in (0, 1))
-    naive_wall, naive_cpu = (statistics.median(r[i] for r in naive_runs) for i in (0, 1))
-    diff = max(float(np.abs(got[k] - want[k]).max()) for k in pt.KINDS)
-    patched = sum(got[k].size for k in pt.KINDS)
+    print(f"ours: {ours_wall:.2f} s wall, {ours_cpu:.2f} s CPU (runs {ours_runs})", flush=True)
 
     long_clean = ids_of(64)
     long_corrupt = long_clean.clone()
-    long_corrupt[0, 8] = 3000  # an early difference: the most positions to carry
+    long_corrupt[0, 48] = 3000  # one difference: the runs carry positions 48–63, each chunk capped at TOKEN_ROWS
     with torch.no_grad():
         d = model(input_ids=long_clean).logits[0, -1] - model(input_ids=long_corrupt).logits[0, -1]
     pair64 = (int(d.argmax()), int(d.argmin()))
     trim()
     t64 = []
     mem = peak_above(lambda: t64.append(timed(lambda: pt.patching_of(model, long_clean, long_corrupt, *pair64))[0]))
+    print(f"64 tokens: {t64[0]:.2f} s, {mem:.0f} MB above the loaded model", flush=True)
+
+    naive_runs = []
+    for _ in range(args.naive_repeat):
+        wall, cpu, want = timed(lambda: naive(model, clean.ids, corrupt.ids, (answer, wrong)))
+        naive_runs.append((wall, cpu))
+        print(f"naive: {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
+    naive_wall, naive_cpu = (statistics.median(r[i] for r in naive_runs) for i in (0, 1))
+    diff = max(float(np.abs(got[k] - want[k]).max()) for k in pt.KINDS)
+    patched = sum(got[k].size for k in pt.KINDS)
     end_load = os.getloadavg()[0]
     p_clean, p_corrupt = got["probs_clean"], got["probs_corrupt"]
     lines = [
@@ -171,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         f" {ours_cpu:.2f} | ≤ 20 s |",
         f"| naive: one full forward per patched run (median of {args.naive_repeat}) | {naive_wall:.2f} |"
         f" {naive_cpu:.2f} | |",
-        f"| ours at 64 tokens (one difference at token 8), once | {t64[0]:.2f} | | |",
+        f"| ours at 64 tokens (one difference, at token 48), once | {t64[0]:.2f} | | |",
         "",
         f"- Ratio ours / naive: {ours_wall / naive_wall:.3f}× wall, {ours_cpu / naive_cpu:.3f}× CPU (goal ≤ 0.5×);"
         f" largest difference between the two's effects {diff:.1e} (equal to 1e-4: {'yes' if diff < 1e-4 else 'NO'}).",

@@ -57,6 +57,15 @@ def computed(key: str, clean: str, corrupt: str, answer: str, wrong: str, direct
         return patching(_source.adapter, clean, corrupt, answer, wrong, direction)
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def per_position(key: str, clean: str, corrupt: str, answer: str, wrong: str, direction: str, layer: int, _source):
+    from attention_atlas.models.analysis.patching import head_positions
+
+    cached.janitor().on_quiet(per_position.clear)
+    with cached.lane_for(key, clean).turn():
+        return head_positions(_source.adapter, clean, corrupt, answer, wrong, layer, direction)
+
+
 def patching_tab(source: cached.Source, link: Link | Unlinked) -> None:
     st.caption(_(ABOUT))
     c1, c2 = st.columns(2)
@@ -107,6 +116,28 @@ def patching_tab(source: cached.Source, link: Link | Unlinked) -> None:
         return
     chart(pf.head_map(effect, title), frame, K + "map", f"patching_{kind}")
     _ranked(source, clean, effect)
+    if kind == "heads":
+        inputs = (clean, corrupt, answer, wrong, direction)
+        _heads_by_position(source, inputs, result, link, int(pf.ranked_heads(effect, 1)[0][0]))
+
+
+def _heads_by_position(source: cached.Source, inputs: tuple, result, link: Link | Unlinked, top: int) -> None:
+    """One layer's heads, each patched at one position at a time (the layer of the strongest head first)."""
+    layers = result.heads.shape[0]
+    layer = st.select_slider(
+        _("one layer's heads, position by position"),
+        list(range(layers)),
+        key=link.number("layer", K + "layer", 0, layers - 1, top),
+    )
+    with st.spinner(_("Patching each head of layer {layer} at each position…", layer=layer)):
+        effect = per_position(source.key, *inputs, layer, source)
+    title = _("layer {layer}: each head's output, at one position", layer=layer)
+    fig = pf.position_map(effect, result.tokens_clean, result.tokens_corrupt, title, rows="head")
+
+    def frame():
+        return pf.head_positions_frame(effect, layer, result.tokens_clean, result.tokens_corrupt)
+
+    chart(fig, frame, K + "positions", f"patching_heads_layer{layer}")
 
 
 def _answers(result, answer: str, wrong: str) -> None:

@@ -52,9 +52,12 @@ def _layout(fig: go.Figure, rows: int, title: str) -> go.Figure:
     return fig
 
 
-def position_map(effect: np.ndarray, tokens_clean: list[str], tokens_corrupt: list[str], title: str = "") -> go.Figure:
+def position_map(
+    effect: np.ndarray, tokens_clean: list[str], tokens_corrupt: list[str], title: str = "", rows: str = "layer"
+) -> go.Figure:
     """``effect [layers, positions]`` as a heatmap: block 0 at the bottom, the positions along x named
-    by the clean prompt's tokens, ``clean▸corrupted`` where they differ."""
+    by the clean prompt's tokens, ``clean▸corrupted`` where they differ; ``rows="head"``: one layer's
+    heads ``[heads, positions]``."""
     layers, n = effect.shape
     names = as_plotly_text(position_names(tokens_clean, tokens_corrupt))
     limit = _limit(effect)
@@ -70,7 +73,9 @@ def position_map(effect: np.ndarray, tokens_clean: list[str], tokens_corrupt: li
             xgap=1 if n <= 64 else 0,
             ygap=1,
             colorbar=dict(title=dict(text=_("effect"))),
-            hovertemplate=_("layer %{y}, position %{x}<br>effect %{z:.3f}<extra></extra>"),
+            hovertemplate=_("layer %{y}, position %{x}<br>effect %{z:.3f}<extra></extra>")
+            if rows == "layer"
+            else _("head %{y}, position %{x}<br>effect %{z:.3f}<extra></extra>"),
         )
     )
     fig.update_xaxes(
@@ -84,7 +89,9 @@ def position_map(effect: np.ndarray, tokens_clean: list[str], tokens_corrupt: li
         side="top",
         automargin=True,
     )
-    fig.update_yaxes(title=_("layer"), dtick=1 if layers <= 16 else 2, range=[-0.5, layers - 0.5])
+    fig.update_yaxes(
+        title=_("layer") if rows == "layer" else _("head"), dtick=1 if layers <= 16 else 2, range=[-0.5, layers - 0.5]
+    )
     return fit_axes(_layout(fig, layers, title))
 
 
@@ -139,3 +146,21 @@ def frame(arrays: dict, tokens_clean: list[str], tokens_corrupt: list[str]) -> p
                 }
             )
     return pd.DataFrame(rows)
+
+
+def head_positions_frame(effect: np.ndarray, layer: int, tokens_clean: list[str], tokens_corrupt: list[str]) -> pd.DataFrame:
+    """The table of one layer's heads patched one position at a time (``effect [heads, positions]``)."""
+    return pd.DataFrame(
+        [
+            {
+                "kind": "heads",
+                "layer": layer,
+                "position": p,
+                "token_clean": tokens_clean[p],
+                "token_corrupt": tokens_corrupt[p],
+                "head": h,
+                "effect": float(effect[h, p]),
+            }
+            for h, p in np.ndindex(*effect.shape)
+        ]
+    )

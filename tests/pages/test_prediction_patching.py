@@ -28,8 +28,13 @@ def chart(at: AppTest, key: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def own():
-    return pt.patching(registry.load("smollm2", torch.device("cpu")), *EXAMPLE)
+def smollm2():
+    return registry.load("smollm2", torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def own(smollm2):
+    return pt.patching(smollm2, *EXAMPLE)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +56,7 @@ def test_the_first_load_teaches_and_draws_the_models_own_patching(opened, own):
     assert differ and own.resid[0, differ].sum() > 0.9  # the subject's tokens carry the answer at the input
 
 
-def test_the_heads_map_and_its_links(opened, own):
+def test_the_heads_map_its_links_and_one_layers_heads_by_position(opened, own, smollm2):
     at = opened
     at.radio(key="patch_kind").set_value("heads")
     at = run(at)
@@ -65,6 +70,9 @@ def test_the_heads_map_and_its_links(opened, own):
     first = ranked.splitlines()[1]
     assert f"layer {layer}, head {head}" in first
     assert "(./transformer?model=smollm2&text=The%20Eiffel%20Tower" in first and f"&layer={layer}&head={head})" in first
+    assert at.select_slider(key="patch_layer").value == layer  # the strongest head's layer first
+    z = z_of(chart(at, "patch_positions")["data"][0])
+    assert np.allclose(z, pt.head_positions(smollm2, *EXAMPLE, layer=layer), atol=1e-4)
 
 
 def test_prompts_of_different_lengths_are_one_line(opened):
