@@ -138,14 +138,12 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
         attention_mask = attention_mask[..., -q:, :]
     out, probs = eager(module, query, key, value, attention_mask, **kwargs)
     pattern = state.edits.get(("pattern", layer))
-    if pattern:
-        probs = probs.clone()
+    if pattern:  # written in place: the eager function's probabilities and output are its own new tensors
         for row, head, pos, vals in pattern:
             probs[row, head, pos - state.start] = vals
         out = (probs @ _repeat(value, probs.shape[1])).transpose(1, 2).contiguous()
     heads = state.edits.get(("heads", layer))
     if heads:
-        out = out.clone()
         for row, head, pos, vals in heads:
             out[row, pos - state.start, head] = vals
     if state.record is not None:
@@ -380,7 +378,7 @@ def _sweep(found: Plan, target: _Run, patches: list[_Patch], start: int) -> torc
     rows: list[int] = []
     token = _STATE.set(state)
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             for k, block in enumerate(found.blocks):
                 state.edits.clear()
                 joining = [i for i in order if patches[i].layer == k]
