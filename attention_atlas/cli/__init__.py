@@ -22,6 +22,9 @@
                   (a causal LM continues TEXT; each new token's attention over all before it)
     atlas contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
                   (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
+    atlas patch   (--model ID | --checkpoint FILE) --clean T --corrupt T2 --answer A --wrong B
+                  [--direction denoise|noise] --out FILE.npz [--json]
+                  (activation patching of a causal LM: resid, attn_out, mlp_out, heads, pattern)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -53,6 +56,7 @@ SUBCOMMANDS = (
     analysis.add_lens_parser,
     analysis.add_generate_parser,
     analysis.add_contributions_parser,
+    analysis.add_patch_parser,
     serve.add_parser,
 )
 

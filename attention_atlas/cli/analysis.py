@@ -1,10 +1,12 @@
 """The analyses of a causal LM (``models/analysis/``): ``lens`` (the logit lens), ``generate`` (a
-continuation with each new token's attention) and ``contributions`` (the contribution graph),
-each printed, as one JSON object or saved as ``.npz``."""
+continuation with each new token's attention), ``contributions`` (the contribution graph) and
+``patch`` (activation patching), each printed, as one JSON object or saved as ``.npz``."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -12,8 +14,10 @@ from attention_atlas.cli.common import (
     CAUSAL_LM,
     add_output,
     add_source,
+    check_out,
     load_adapter,
     prompt,
+    save_npz,
     write_arrays,
 )
 
@@ -153,4 +157,66 @@ def cmd_contributions(args: argparse.Namespace) -> int:
         k: getattr(result, k) for k in CONTRIBUTIONS
     }
     write_arrays(args, arrays, f"attn {list(result.attn.shape)}, attn_residual, ffn, ffn_residual, tokens")
+    return 0
+
+
+# -- patch -------------------------------------------------------------------------------------------
+
+PATCH_ARRAYS = ("resid", "attn_out", "mlp_out", "heads", "pattern")
+
+
+def add_patch_parser(sub) -> None:
+    p = sub.add_parser(
+        "patch",
+        help="activation patching: how much of the answer each component restores (or destroys)",
+    )
+    add_source(p, CAUSAL_LM)
+    p.add_argument("--clean", required=True, help="the prompt the model answers correctly")
+    p.add_argument("--corrupt", required=True, help="the same prompt with a word changed (as many tokens)")
+    p.add_argument("--answer", required=True, help="the clean prompt's answer: one token, such as ' Paris'")
+    p.add_argument("--wrong", required=True, help="the corrupted prompt's answer: one token")
+    p.add_argument(
+        "--direction",
+        choices=("denoise", "noise"),
+        default="denoise",
+        help="denoise: clean activations into the corrupted run (default); noise: corrupted into the clean run",
+    )
+    p.add_argument(
+        "--out",
+        help="write FILE.npz: tokens_clean, tokens_corrupt, metric_clean, metric_corrupt, resid, attn_out,"
+        " mlp_out [layers, positions], heads, pattern [layers, heads]",
+    )
+    p.add_argument("--json", action="store_true", help="print the same as one JSON object")
+    p.set_defaults(func=cmd_patch)
+
+
+def cmd_patch(args: argparse.Namespace) -> int:
+    from attention_atlas.cli.common import CliError, from_argv
+    from attention_atlas.models.analysis.patching import patching
+
+    if not args.out and not args.json:
+        raise CliError("patch: give --out FILE.npz, --json, or both")
+    check_out(args)
+    clean, corrupt = from_argv(args.clean), from_argv(args.corrupt)
+    for what, text in (("clean", clean), ("corrupted", corrupt)):
+        if not text.strip():
+            raise CliError(f"the {what} prompt is empty: type a sentence")
+    answer, wrong = from_argv(args.answer), from_argv(args.wrong)
+    adapter = load_adapter(args)
+    result = patching(adapter, clean, corrupt, answer, wrong, args.direction)
+    arrays = {
+        "model": adapter.model_id,
+        "direction": result.direction,
+        "tokens_clean": result.tokens_clean,
+        "tokens_corrupt": result.tokens_corrupt,
+        "answer": result.answer,
+        "wrong": result.wrong,
+        "metric_clean": result.metric_clean,
+        "metric_corrupt": result.metric_corrupt,
+    } | {k: getattr(result, k) for k in PATCH_ARRAYS}
+    if args.out:
+        save_npz(Path(args.out), arrays, f"resid {list(result.resid.shape)}, heads {list(result.heads.shape)}")
+    if args.json:
+        obj = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}
+        print(json.dumps(obj, ensure_ascii=False))
     return 0
