@@ -22,6 +22,10 @@
                   (a causal LM continues TEXT; each new token's attention over all before it)
     atlas contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
                   (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
+    atlas attribute (--model ID | --checkpoint FILE) --text TEXT [--target-text S] [--target-position K]
+                  [--methods saliency,input_x_gradient,integrated_gradients,occlusion,attention,rollout]
+                  [--steps N] [--out FILE.npz] [--json]
+                  (one output's attribution by each method, and each method's faithfulness)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -53,6 +57,7 @@ SUBCOMMANDS = (
     analysis.add_lens_parser,
     analysis.add_generate_parser,
     analysis.add_contributions_parser,
+    analysis.add_attribute_parser,
     serve.add_parser,
 )
 

@@ -286,3 +286,9 @@ def test_refusals_are_one_line(tiny_rnn, tiny_hf_folders):
         with pytest.raises(at.AttributionError, match=words) as err:
             call()
         assert support.one_line(str(err.value))
+
+
+def test_the_command_line_names_the_methods_as_the_module_does():
+    from attention_atlas.cli import analysis
+
+    assert analysis.METHODS == at.METHODS and analysis.STEPS == at.STEPS

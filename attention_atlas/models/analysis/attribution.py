@@ -48,7 +48,7 @@ import math
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -82,6 +82,7 @@ class Subject:
     refused: dict[str, str] = field(default_factory=dict)  # method -> why not
     batch: int = 16  # inputs per forward
     occlude: Callable[[], torch.Tensor] | None = None  # [n] occlusion by a faster path, where one exists
+    notices: list[str] = field(default_factory=list)  # what changed on the way in (unknown characters…)
 
     def available(self) -> tuple[str, ...]:
         return tuple(m for m in METHODS if m not in self.refused)
@@ -106,6 +107,7 @@ class Attribution:
     deletion: np.ndarray  # [methods, n + 1]
     aopc: np.ndarray  # [methods]
     refused: dict[str, str] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
 
     @property
     def ig_relative_gap(self) -> float:
@@ -227,6 +229,7 @@ def attribute(
         deletion,
         aopc,
         dict(subject.refused),
+        list(subject.notices),
     )
 
 
@@ -240,13 +243,13 @@ def _np(t: torch.Tensor) -> np.ndarray:
 
 
 @torch.no_grad()
-def perturbed(subject: Subject, replace: torch.Tensor) -> torch.Tensor:
-    """``f`` of the input with the tokens ``replace [m, n]`` (bool) marks replaced by the baseline's
+def perturbed(subject: Subject, masks: torch.Tensor) -> torch.Tensor:
+    """``f`` of the input with the tokens ``masks [m, n]`` (bool) marks replaced by the baseline's
     embedding, ``[m]``, a batch at a time."""
     e, base = subject.embeddings, subject.baseline
     out = []
-    for start in range(0, replace.shape[0], subject.batch):
-        mask = replace[start : start + subject.batch].to(e.device)[..., None]
+    for start in range(0, masks.shape[0], subject.batch):
+        mask = masks[start : start + subject.batch].to(e.device)[..., None]
         out.append(subject.forward(torch.where(mask, base, e)).float().cpu())
     return torch.cat(out)
 
@@ -447,7 +450,7 @@ def causal_subject(
         weights = _self_attention(adapter, ids, tokens)
     except (RuntimeError, ValueError) as err:
         weights = f"{adapter.model_id}: its attention weights cannot be read ({' '.join(str(err).split())})"
-    return lm_subject(
+    found = lm_subject(
         adapter.model,
         ids,
         gold,
@@ -457,6 +460,7 @@ def causal_subject(
         weights,
         adapter.labels,
     )
+    return replace(found, notices=list(src.notices))
 
 
 def lm_subject(
@@ -585,8 +589,13 @@ def subject_of(
 
     if isinstance(adapter, Seq2SeqAdapter):
         source = adapter.prepare(text, adapter.source_name)
-        target = None if target_text is None else adapter.prepare(target_text, adapter.target_name).tokens
-        return seq2seq_subject(adapter.runner, list(source.tokens), target, target_position, adapter.model_id)
+        line = None if target_text is None else adapter.prepare(target_text, adapter.target_name)
+        target = None if line is None else list(line.tokens)
+        found = seq2seq_subject(
+            adapter.runner, list(source.tokens), target, target_position, adapter.model_id
+        )
+        said = [*source.notices, *(line.notices if line else []), *adapter.notices(source, line)]
+        return replace(found, notices=said)
     family = getattr(adapter, "family", None)
     if family == "causal" and isinstance(getattr(adapter, "model", None), torch.nn.Module):
         return causal_subject(adapter, text, target_text, target_position)
