@@ -107,7 +107,8 @@ def test_gradients_and_occlusion_equal_autograd_on_causal_lms(causal):
         assert gold == int(causal(input_ids=IDS).logits[0, -1].argmax())  # the model's next token
     result = at.attribute(subject, ["saliency", "input_x_gradient", "occlusion"], faithfulness=False)
     check_equal(result, direct(f, e, base))
-    assert result.f_input == pytest.approx(float(f(e[None])[0]), abs=TOL)
+    with torch.no_grad():
+        assert result.f_input == pytest.approx(float(f(e[None])[0]), abs=TOL)
 
 
 @pytest.mark.parametrize("name", ["llama", "mistral"])
@@ -292,3 +293,38 @@ def test_the_command_line_names_the_methods_as_the_module_does():
     from attention_atlas.cli import analysis
 
     assert analysis.METHODS == at.METHODS and analysis.STEPS == at.STEPS
+
+
+# -- the notebook ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # two models loaded from their folder and the notebook's figures: about 4 s
+def test_attribution_view_of_an_sdpa_model_in_a_notebook(tiny_hf_folders):
+    """A notebook's own model, loaded with SDPA (no weights from ``output_attentions``): the attention
+    row is its eager twin's, the file carries each method's raw scores and the rows divided by their
+    largest |score|, and a bad call is one line."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from attention_atlas.notebook import NotebookError, attribution_view
+
+    folder = tiny_hf_folders["causal"]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    sdpa = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="sdpa").eval()
+    eager = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    text = "the cat sat on the mat"
+    view = attribution_view(sdpa, tokenizer, text, target=" dog", methods=["attention", "occlusion"])
+    result = view.attribution
+    ids = tokenizer(text, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        weights = torch.cat(eager(input_ids=ids, output_attentions=True).attentions).numpy()
+    np.testing.assert_allclose(result.scores["attention"], weights[-1].mean(0)[-1], atol=1e-6)
+    assert result.target == "dog" and len(result.tokens) == ids.shape[1]  # a WordPiece tokenizer
+
+    heat = view.sections[0].figures[0]
+    raw = np.asarray(heat.data[0].customdata)
+    shown = np.asarray(heat.data[0].z)
+    for row, method in enumerate(result.methods):
+        np.testing.assert_allclose(raw[row], result.scores[method], rtol=1e-6)
+        np.testing.assert_allclose(shown[row], raw[row] / np.abs(raw[row]).max(), atol=2e-3)
+    with pytest.raises(NotebookError, match="unknown method"):
+        attribution_view(sdpa, tokenizer, text, methods=["gradient"])

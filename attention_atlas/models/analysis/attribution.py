@@ -605,3 +605,41 @@ def subject_of(
         f"{adapter.model_id} is a {family or 'model'} model: attribution serves couplet, translation and"
         " causal language models"
     )
+
+
+# -- comparing methods -------------------------------------------------------------------------------
+
+
+def agreement(result: Attribution) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman's ρ and Kendall's τ between every two methods' scores, ``[methods, methods]`` each (NaN
+    where a method scores every token alike)."""
+    from scipy.stats import kendalltau, spearmanr
+
+    m = len(result.methods)
+    rho, tau = np.eye(m), np.eye(m)
+    for i in range(m):
+        for j in range(i + 1, m):
+            a, b = result.scores[result.methods[i]], result.scores[result.methods[j]]
+            if np.ptp(a) == 0 or np.ptp(b) == 0:
+                rho[i, j] = rho[j, i] = tau[i, j] = tau[j, i] = np.nan
+                continue
+            rho[i, j] = rho[j, i] = spearmanr(a, b).statistic
+            tau[i, j] = tau[j, i] = kendalltau(a, b).statistic
+    return rho, tau
+
+
+def plausibility(
+    adapter, pairs: list[tuple[str, str]], methods: list[str] | None = None, steps: int = STEPS
+) -> dict[str, float]:
+    """For a couplet model: how often each method's top input character is the aligned one (output
+    position i ↔ input position i), over every position of the couplets ``pairs`` (upper, lower),
+    each lower line forced. Faithfulness is not computed."""
+    hits: dict[str, int] = {}
+    total = 0
+    for upper, lower in pairs:
+        for k in range(min(len(upper), len(lower))):
+            result = attribute(subject_of(adapter, upper, lower, k), methods, steps, faithfulness=False)
+            for m in result.methods:
+                hits[m] = hits.get(m, 0) + int(np.argmax(result.scores[m]) == k)
+            total += 1
+    return {m: h / max(total, 1) for m, h in hits.items()}
