@@ -8,7 +8,7 @@ from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
 from tests.support import SHOTS, click_tile
 
 pytestmark = pytest.mark.browser
-PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "couplets", "translation"]
+PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "attribution", "couplets", "translation"]
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,7 @@ def test_home_page_lists_every_page(page):
         "Translation",
         "Corpus",
         "Inside a prediction",
+        "Does attention explain?",
         "Watch attention learn",
     ):
         page.locator('[data-testid="stMain"]').get_by_text(title).first.wait_for(timeout=60_000)  # visible
