@@ -23,7 +23,8 @@
     atlas contributions (--model ID | --checkpoint FILE) --text TEXT (--json | --out FILE.npz)
                   (the contribution graph of a causal LM: attn, attn_residual, ffn, ffn_residual)
     atlas attribute (--model ID | --checkpoint FILE) --text TEXT [--target-text S] [--target-position K]
-                  [--methods saliency,input_x_gradient,integrated_gradients,occlusion,attention,rollout]
+                  [--methods saliency,input_x_gradient,integrated_gradients,occlusion,attention,rollout,
+                  value_norms,contributions]
                   [--steps N] [--out FILE.npz] [--json]
                   (one output's attribution by each method, and each method's faithfulness)
 

@@ -168,7 +168,16 @@ def cmd_contributions(args: argparse.Namespace) -> int:
 
 
 # attribution's methods and default steps, as models.analysis.attribution names them (no torch for --help)
-METHODS = ("attention", "rollout", "saliency", "input_x_gradient", "integrated_gradients", "occlusion")
+METHODS = (
+    "attention",
+    "rollout",
+    "value_norms",
+    "contributions",
+    "saliency",
+    "input_x_gradient",
+    "integrated_gradients",
+    "occlusion",
+)
 STEPS = 32
 
 

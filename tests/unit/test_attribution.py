@@ -328,3 +328,41 @@ def test_attribution_view_of_an_sdpa_model_in_a_notebook(tiny_hf_folders):
         np.testing.assert_allclose(shown[row], raw[row] / np.abs(raw[row]).max(), atol=2e-3)
     with pytest.raises(NotebookError, match="unknown method"):
         attribution_view(sdpa, tokenizer, text, methods=["gradient"])
+
+
+def test_value_norms_and_contributions_rows_of_a_llama(tiny_hf_folders):
+    """The value-norm-weighted row is the Transformer page's weighting of the record (last layer, heads
+    averaged, last row); the contributions compose the contribution graph's per-layer token shares."""
+    from transformers import AutoTokenizer
+
+    from attention_atlas.models.adapters import value_norms as vn
+    from attention_atlas.models.adapters.hf import HFAdapter
+    from attention_atlas.models.analysis.contributions import contributions_of
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_hf_folders["causal"])
+    model = build("LlamaConfig", dict(GQA, vocab_size=tokenizer.vocab_size))
+    adapter = HFAdapter.loaded(model, tokenizer, "tiny-llama", "causal")
+    text = "the cat sat on the mat because it was tired"
+    subject = at.subject_of(adapter, text)
+    weights = adapter.run(text).records["self"].weights
+    want = vn.weighted(weights, vn.value_norms(adapter, text))[-1].mean(0)[-1]
+    np.testing.assert_allclose(subject.rows["value_norms"], want, atol=1e-6)
+    graph = contributions_of(model, adapter.encode(text).ids)
+    shares = np.eye(graph.positions)
+    for layer in range(graph.layers):
+        shares = (graph.attn[layer].sum(0) + np.diag(graph.attn_residual[layer])) @ shares
+    np.testing.assert_allclose(subject.rows["contributions"], shares[-1], atol=1e-5)
+    assert subject.rows["contributions"].sum() == pytest.approx(1, abs=1e-4)
+    result = at.attribute(subject, ["value_norms", "contributions"], faithfulness=False)
+    assert result.methods == ("value_norms", "contributions")
+
+
+def test_a_gpt2_has_contributions_but_no_value_norms(tiny_hf_folders):
+    from attention_atlas.models.adapters.hf import HFAdapter
+
+    adapter = HFAdapter("tiny-gpt2", tiny_hf_folders["causal"], torch.device("cpu"))
+    subject = at.subject_of(adapter, "the cat sat on the mat")
+    assert "contributions" in subject.available() and "value_norms" not in subject.available()
+    with pytest.raises(at.AttributionError, match="BERT- and Llama-style") as err:
+        at.attribute(subject, ["value_norms"])
+    assert support.one_line(str(err.value))

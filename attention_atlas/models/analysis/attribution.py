@@ -53,7 +53,17 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-METHODS = ("attention", "rollout", "saliency", "input_x_gradient", "integrated_gradients", "occlusion")
+METHODS = (
+    "attention",
+    "rollout",
+    "value_norms",
+    "contributions",
+    "saliency",
+    "input_x_gradient",
+    "integrated_gradients",
+    "occlusion",
+)
+ROWS = ("value_norms", "contributions")  # read from a view's numbers, held in ``Subject.rows``
 SIGNED = frozenset({"input_x_gradient", "integrated_gradients", "occlusion"})  # the others are ≥ 0
 FRACTIONS = (0.1, 0.2, 0.5)  # of the input tokens: comprehensiveness and sufficiency
 STEPS = 32
@@ -83,6 +93,7 @@ class Subject:
     batch: int = 16  # inputs per forward
     occlude: Callable[[], torch.Tensor] | None = None  # [n] occlusion by a faster path, where one exists
     notices: list[str] = field(default_factory=list)  # what changed on the way in (unknown characters…)
+    rows: dict[str, np.ndarray] = field(default_factory=dict)  # ROWS' methods, where the model has them
 
     def available(self) -> tuple[str, ...]:
         return tuple(m for m in METHODS if m not in self.refused)
@@ -177,6 +188,9 @@ def attribute(
         scores["attention"] = np.asarray(subject.attention, np.float32)
     if "rollout" in chosen:
         scores["rollout"] = np.asarray(subject.rollout, np.float32)
+    for m in ROWS:
+        if m in chosen:
+            scores[m] = np.asarray(subject.rows[m], np.float32)
     if "saliency" in chosen or "input_x_gradient" in chosen:
         from captum.attr import InputXGradient, Saliency
 
@@ -382,7 +396,11 @@ def seq2seq_subject(
         e = table(src)[0].detach()
         baseline = table(torch.tensor([vocab.pad_id], device=src.device))[0].detach()
         _, weights = run(None)
-    refused = {}
+    refused = dict.fromkeys(
+        ROWS,
+        f"{model_id} is a seq2seq model: value norms and contributions are read here from a causal LM's"
+        " self-attention only",
+    )
     if transformer:
         cross = weights["cross"][0, -1, :, position].float().mean(0).cpu().numpy()  # [n]
         encoder = weights["encoder_self"][0].float().cpu().numpy()  # [layers, heads, n, n]
@@ -460,7 +478,55 @@ def causal_subject(
         weights,
         adapter.labels,
     )
-    return replace(found, notices=list(src.notices))
+    rows, refused = _rows(adapter, text, ids, weights)
+    kept = {m: why for m, why in found.refused.items() if m not in ROWS}
+    return replace(found, notices=list(src.notices), rows=rows, refused={**kept, **refused})
+
+
+def _one_line(model_id: str, err: Exception) -> str:
+    return f"{model_id}: {' '.join(str(err).split())}"
+
+
+def _rows(adapter, text: str, ids: torch.Tensor, weights) -> tuple[dict, dict]:
+    """The value-norm-weighted attention row (the last layer's heads averaged, as the Transformer page
+    weights them) and the contributions composed through every layer, or why not."""
+    from attention_atlas.models.adapters import value_norms as vn
+    from attention_atlas.models.analysis.contributions import ContributionError, contributions_of
+
+    rows: dict[str, np.ndarray] = {}
+    refused: dict[str, str] = {}
+    n = ids.shape[1]
+    if isinstance(weights, str):
+        refused["value_norms"] = weights
+    elif not vn.supports(adapter):
+        refused["value_norms"] = (
+            f"{adapter.model_id}: value vectors are read from BERT- and Llama-style self-attention only"
+        )
+    else:
+        try:  # a causal model's value vectors at the first n tokens are those of the first n alone
+            norms = vn.value_norms(adapter, text)[:, :, :n]
+            rows["value_norms"] = vn.weighted(weights, norms)[-1].mean(0)[-1]
+        except (ValueError, RuntimeError) as err:
+            refused["value_norms"] = _one_line(adapter.model_id, err)
+    try:
+        rows["contributions"] = composed(contributions_of(adapter.model, ids, name=adapter.model_id))[-1]
+    except (ContributionError, ValueError, RuntimeError) as err:
+        refused["contributions"] = " ".join(str(err).split())
+    return rows, refused
+
+
+def composed(result) -> np.ndarray:
+    """``[n, n]``: each input token's share of each position's residual after the last block, the
+    contribution graph's per-layer token contributions (``models.analysis.contributions``: the heads'
+    parts of token j summed, and the residual as token i's own) multiplied through the layers as rollout
+    multiplies attention (ALTI, Ferrando et al. 2022). A feed-forward block reads and writes one position,
+    so it moves nothing between tokens."""
+    n = result.positions
+    out = np.eye(n)
+    for layer in range(result.layers):
+        step = result.attn[layer].sum(0).astype(np.float64) + np.diag(result.attn_residual[layer])
+        out = step @ out
+    return out.astype(np.float32)
 
 
 def lm_subject(
@@ -504,6 +570,9 @@ def lm_subject(
             out = model(input_ids=ids, output_attentions=True, use_cache=False)
         weights = torch.cat([a.float().cpu() for a in out.attentions]).numpy()
     attention = rolled = None
+    refused.update(
+        dict.fromkeys(ROWS, f"{model_id}: value norms and contributions are read through a registry adapter")
+    )
     if isinstance(weights, str):
         refused.update(attention=weights, rollout=weights)
     else:
