@@ -366,3 +366,19 @@ def test_a_gpt2_has_contributions_but_no_value_norms(tiny_hf_folders):
     with pytest.raises(at.AttributionError, match="BERT- and Llama-style") as err:
         at.attribute(subject, ["value_norms"])
     assert support.one_line(str(err.value))
+
+
+def test_plausibility_counts_the_aligned_character(tiny_rnn_checkpoint):
+    from attention_atlas.models.adapters.couplet_rnn import CoupletRNNAdapter
+
+    adapter = CoupletRNNAdapter.from_checkpoint(tiny_rnn_checkpoint, "cpu")
+    pairs = [(UPPER, LOWER), ("风吹柳", "雨打花")]
+    report = at.plausibility(adapter, pairs, ["attention", "occlusion"], steps=4)
+    hits, rows = 0, 0
+    for upper, lower in pairs:
+        for k in range(len(upper)):
+            row = at.subject_of(adapter, upper, lower, k).attention
+            hits += int(np.argmax(row) == k)
+            rows += 1
+    assert report["attention"]["plausible"] == pytest.approx(hits / rows)
+    assert set(report["occlusion"]) == {"plausible", "aopc", "comprehensiveness", "sufficiency"}

@@ -699,16 +699,23 @@ def agreement(result: Attribution) -> tuple[np.ndarray, np.ndarray]:
 
 def plausibility(
     adapter, pairs: list[tuple[str, str]], methods: list[str] | None = None, steps: int = STEPS
-) -> dict[str, float]:
-    """For a couplet model: how often each method's top input character is the aligned one (output
-    position i ↔ input position i), over every position of the couplets ``pairs`` (upper, lower),
-    each lower line forced. Faithfulness is not computed."""
-    hits: dict[str, int] = {}
+) -> dict[str, dict[str, float]]:
+    """For a couplet model, per method over every position of the couplets ``pairs`` (upper, lower),
+    each lower line forced: ``plausible``, how often the method's top input character is the aligned
+    one (output position i ↔ input position i); and its mean ``aopc``, ``comprehensiveness`` and
+    ``sufficiency`` at 20 % of the characters: which method is most faithful, which most plausible."""
+    sums: dict[str, dict[str, float]] = {}
     total = 0
     for upper, lower in pairs:
         for k in range(min(len(upper), len(lower))):
-            result = attribute(subject_of(adapter, upper, lower, k), methods, steps, faithfulness=False)
-            for m in result.methods:
-                hits[m] = hits.get(m, 0) + int(np.argmax(result.scores[m]) == k)
+            result = attribute(subject_of(adapter, upper, lower, k), methods, steps)
+            for r, m in enumerate(result.methods):
+                row = sums.setdefault(
+                    m, dict.fromkeys(("plausible", "aopc", "comprehensiveness", "sufficiency"), 0.0)
+                )
+                row["plausible"] += float(np.argmax(result.scores[m]) == k)
+                row["aopc"] += float(result.aopc[r])
+                row["comprehensiveness"] += float(result.comprehensiveness[r, 1])
+                row["sufficiency"] += float(result.sufficiency[r, 1])
             total += 1
-    return {m: h / max(total, 1) for m, h in hits.items()}
+    return {m: {k: v / max(total, 1) for k, v in row.items()} for m, row in sums.items()}
