@@ -13,7 +13,10 @@ from attention_atlas.ui.widgets import intro, text_box
 
 K = "attribution_"
 TEXT_LIMIT = 2_000
-EXAMPLES = {"两个黄鹂鸣翠柳": "一行白鹭上青天", "I'm home.": "Je suis chez moi."}  # example in → output forced
+EXAMPLES = {
+    "两个黄鹂鸣翠柳": "一行白鹭上青天",
+    "I'm home.": "Je suis chez moi.",
+}  # example in → output forced
 
 st.title("🔍 " + _("Does attention explain?"))
 intro(
@@ -46,7 +49,7 @@ target_key = link.text("target", K + "target", TEXT_LIMIT, forced)
 label = _(
     "output to explain (seq2seq: the whole output, forced; causal LM: the next token; empty: the model's own)"
 )
-target = text_box(c2, label, target_key, TEXT_LIMIT, forced).strip()
+target = text_box(c2, label, target_key, TEXT_LIMIT, forced)  # a causal LM: " Paris" keeps its space
 position = c1.number_input(
     _("output position (−1: the last)"),
     min_value=-1,
@@ -59,7 +62,9 @@ steps = c1.slider(_("integrated gradients' steps"), 4, 128, key=link.number("ste
 if not text.strip():
     st.info(_("Type an input, e.g. {example}.", example=info.example))
     st.stop()
-result = views.attribution(model_id, text, target or None, None if position < 0 else int(position), steps)
+result = views.attribution(
+    model_id, text, target if target.strip() else None, None if position < 0 else int(position), steps
+)
 if result is None:
     st.stop()
 views.headline(result)
@@ -72,7 +77,9 @@ method = (
     or shown[-1]
 )
 views.coloured_text(result, method, SIGNED, K + "text_chart")
-st.subheader(_("Faithfulness: does removing what a method points at change the output?"))
+st.subheader(
+    _("Faithfulness: does removing what a method points at change the output?"), anchor="faithfulness"
+)
 views.faithfulness_block(result, K + "faith")
 st.subheader(_("Do the methods agree?"))
 views.agreement_block(result, K + "agree")
