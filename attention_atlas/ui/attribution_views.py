@@ -67,6 +67,30 @@ def headline(result) -> None:
             )
         )
     )
+    said = [m for m in ("occlusion", "integrated_gradients") if m in result.methods]
+    if "attention" in result.methods and said:
+        top = {m: int(np.argmax(result.scores[m])) for m in ("attention", *said)}
+        other = said[0]
+        token = lambda m: f"{top[m]} · {plain(result.tokens[top[m]])}"  # noqa: E731
+        if top["attention"] != top[other]:
+            st.info(
+                _(
+                    "Attention and {other} disagree: attention's top input token is **{a}**, {other}'s is **{b}**."
+                    " Which one is the explanation? The faithfulness table below measures it.",
+                    other=other,
+                    a=token("attention"),
+                    b=token(other),
+                ),
+                icon="⚖️",
+            )
+        else:
+            fact(
+                _(
+                    "Attention and {other} agree on the top input token, **{a}**.",
+                    other=other,
+                    a=token("attention"),
+                )
+            )
     for method, why in result.refused.items():
         fact(_("{method} is not shown: {why}", method=method, why=plain(why)))
 

@@ -61,14 +61,14 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
         (
             page("attribution.py"),
             _(
-                "**Is attention an explanation?** (1) The couplet's third character 白: attention beside "
-                "gradients and occlusion, and which of them is faithful."
+                "**Is attention an explanation?** (1) The couplet's last character 天: where attention and "
+                "occlusion point at different characters, which of them is faithful?"
             ),
             {
                 "model": default_model(task="couplet"),
                 "text": "两个黄鹂鸣翠柳",
                 "target": "一行白鹭上青天",
-                "position": "2",
+                "position": "6",
                 "section": "faithfulness",
             },
         ),

@@ -34,6 +34,13 @@ def test_first_load_explains_a_couplet_by_every_method():
     table = page.dataframe[0].value
     np.testing.assert_allclose(table["AOPC"].to_numpy(), want.aopc, atol=1e-4)
     assert any("rollout is not shown" in m.value for m in [*page.caption, *page.markdown])
+    top = int(np.argmax(want.scores["attention"])), int(np.argmax(want.scores["occlusion"]))
+    said = [
+        m.value
+        for m in [*page.info, *page.caption, *page.markdown]
+        if m.value.startswith("Attention and occlusion")
+    ]
+    assert said and ("disagree" in said[0]) == (top[0] != top[1])  # the first load's lesson, whichever it is
 
 
 def test_a_link_picks_the_transformer_a_position_and_a_bad_position_is_one_line():

@@ -160,7 +160,7 @@ LESSON_STATE = {
     ("pooling", "kernel"): {"pool_kernel": "gaussian", "pool_h": 0.5, "pool_n": 50, "pool_noise": 0.5},
     ("scoring", "mask"): {"scoring_mask": "local window", "scoring_window": 2, "scoring_relbias": True},
     ("couplets", "model"): {"couplet_model": "couplet-rnn-additive", "couplet_upper": "两个黄鹂鸣翠柳", "couplet_step": 3},
-    ("attribution", "position"): {"attribution_model": "couplet-rnn-additive", "attribution_target": "一行白鹭上青天", "attribution_position": 2},
+    ("attribution", "position"): {"attribution_model": "couplet-rnn-additive", "attribution_target": "一行白鹭上青天", "attribution_position": 6},
 }  # fmt: skip
 
 
