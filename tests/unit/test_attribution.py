@@ -382,3 +382,23 @@ def test_plausibility_counts_the_aligned_character(tiny_rnn_checkpoint):
             rows += 1
     assert report["attention"]["plausible"] == pytest.approx(hits / rows)
     assert set(report["occlusion"]) == {"plausible", "aopc", "comprehensiveness", "sufficiency"}
+
+
+def test_the_pages_figures_at_128_tokens_stay_under_half_a_megabyte():
+    """What the page sends for one output at 128 tokens, eight methods: the heatmap, the input coloured
+    by one method, the deletion curves and the agreement matrix (Plotly's JSON as the browser gets it)."""
+    import plotly.io as pio
+
+    from attention_atlas.viz_core.figures import attribution_heatmap, lines, matrix_heatmap
+
+    rng = np.random.default_rng(0)
+    tokens = [f" token{i}" for i in range(128)]
+    scores = {m: rng.normal(size=128).astype(np.float32) for m in at.METHODS}
+    figures = [
+        attribution_heatmap(scores, tokens, at.SIGNED),
+        attribution_heatmap({"occlusion": scores["occlusion"]}, tokens, at.SIGNED),
+        lines(np.arange(129), {m: rng.normal(size=129) for m in at.METHODS}, "removed", "log p"),
+        matrix_heatmap(rng.uniform(-1, 1, (8, 8)), "method", "method", x=list(at.METHODS), y=list(at.METHODS)),
+    ]
+    size = sum(len(pio.to_json(f, validate=False)) for f in figures)
+    assert size < 500_000, size
