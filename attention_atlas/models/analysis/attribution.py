@@ -24,7 +24,8 @@ Methods, each a score per input token (``METHODS``):
   couplet Transformer the cross row above times the rollout of the encoder's self-attention (what
   each encoder state holds of each input character). An RNN has no layers of attention to roll out:
   refused;
-- ``saliency`` ``‖∂f/∂eᵢ‖₂``, ``input_x_gradient`` ``eᵢ · ∂f/∂eᵢ``, ``integrated_gradients`` (Captum's,
+- ``saliency`` ``‖∂f/∂eᵢ‖₂``, ``input_x_gradient`` ``eᵢ · ∂f/∂eᵢ`` (both from one backward, Captum's
+  ``Saliency`` gradient), ``integrated_gradients`` (Captum's,
   Gauss–Legendre with ``steps`` points, from a baseline input whose every token is the baseline token:
   the tokenizer's pad token, else its unknown token, else its end-of-text token; ``baseline_token``
   says which), with the completeness gap ``|Σᵢ IGᵢ − (f(x) − f(baseline))|``;
@@ -192,13 +193,14 @@ def attribute(
         if m in chosen:
             scores[m] = np.asarray(subject.rows[m], np.float32)
     if "saliency" in chosen or "input_x_gradient" in chosen:
-        from captum.attr import InputXGradient, Saliency
+        from captum.attr import Saliency
 
+        # one backward serves both: Captum's InputXGradient is the input times this same gradient
+        grad = Saliency(subject.forward).attribute(_leaf(e), abs=False)[0]
         if "saliency" in chosen:
-            grad = Saliency(subject.forward).attribute(_leaf(e), abs=False)[0]
             scores["saliency"] = _np(grad.norm(dim=-1))
         if "input_x_gradient" in chosen:
-            scores["input_x_gradient"] = _np(InputXGradient(subject.forward).attribute(_leaf(e))[0].sum(-1))
+            scores["input_x_gradient"] = _np((e * grad).sum(-1))
     if "integrated_gradients" in chosen:
         from captum.attr import IntegratedGradients
 
