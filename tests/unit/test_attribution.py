@@ -402,3 +402,13 @@ def test_the_pages_figures_at_128_tokens_stay_under_half_a_megabyte():
     ]
     size = sum(len(pio.to_json(f, validate=False)) for f in figures)
     assert size < 500_000, size
+
+
+def test_a_tokenizer_without_a_baseline_token_refuses_what_needs_one():
+    model = build(*CAUSAL["llama"])
+    subject = at.lm_subject(model, IDS[:, :8], baseline=None, model_id="tiny")
+    assert {"integrated_gradients", "occlusion"} <= set(subject.refused)
+    with pytest.raises(at.AttributionError, match="no pad, unknown or end-of-text token"):
+        at.attribute(subject, ["occlusion"])
+    result = at.attribute(subject, ["attention", "saliency"])
+    assert np.isnan(result.comprehensiveness).all() and np.isnan(result.f_baseline)

@@ -70,6 +70,7 @@ FRACTIONS = (0.1, 0.2, 0.5)  # of the input tokens: comprehensiveness and suffic
 STEPS = 32
 MAX_STEPS = 1024
 BASELINE_NAMES = ("pad", "unk", "eos")  # the baseline token, the first the tokenizer has
+NO_BASELINE = "none"  # a tokenizer without any: no integrated gradients, occlusion or faithfulness
 
 
 class AttributionError(ValueError):
@@ -182,7 +183,6 @@ def attribute(
         if m in subject.refused:
             raise AttributionError(subject.refused[m])
     scores: dict[str, np.ndarray] = {}
-    f_x = f_b = float("nan")
     gap = float("nan")
     e, base = subject.embeddings, subject.baseline
     if "attention" in chosen:
@@ -219,6 +219,8 @@ def attribute(
         subject, torch.stack([torch.zeros(n, dtype=torch.bool), torch.ones(n, dtype=torch.bool)])
     )
     f_x, f_b = float(ends[0]), float(ends[1])
+    if subject.baseline_token == NO_BASELINE:  # nothing to replace tokens by
+        f_b, faithfulness = float("nan"), False
     if "occlusion" in chosen:
         each = (
             subject.occlude()
@@ -551,7 +553,7 @@ def lm_subject(
     if baseline is None:
         why = f"{model_id}'s tokenizer has no pad, unknown or end-of-text token to make a baseline input of"
         refused.update(integrated_gradients=why, occlusion=why)
-        baseline = (0, "none")
+        baseline = (0, NO_BASELINE)
     base_id, base_name = baseline
     with torch.no_grad():
         e = table(ids)[0].detach()
