@@ -346,15 +346,15 @@ def test_value_norms_and_contributions_rows_of_a_llama(tiny_hf_folders):
     subject = at.subject_of(adapter, text)
     weights = adapter.run(text).records["self"].weights
     want = vn.weighted(weights, vn.value_norms(adapter, text))[-1].mean(0)[-1]
-    np.testing.assert_allclose(subject.rows["value_norms"], want, atol=1e-6)
+    result = at.attribute(subject, ["value_norms", "contributions"], faithfulness=False)
+    assert result.methods == ("value_norms", "contributions")
+    np.testing.assert_allclose(result.scores["value_norms"], want, atol=1e-6)
     graph = contributions_of(model, adapter.encode(text).ids)
     shares = np.eye(graph.positions)
     for layer in range(graph.layers):
         shares = (graph.attn[layer].sum(0) + np.diag(graph.attn_residual[layer])) @ shares
-    np.testing.assert_allclose(subject.rows["contributions"], shares[-1], atol=1e-5)
-    assert subject.rows["contributions"].sum() == pytest.approx(1, abs=1e-4)
-    result = at.attribute(subject, ["value_norms", "contributions"], faithfulness=False)
-    assert result.methods == ("value_norms", "contributions")
+    np.testing.assert_allclose(result.scores["contributions"], shares[-1], atol=1e-5)
+    assert result.scores["contributions"].sum() == pytest.approx(1, abs=1e-4)
 
 
 def test_a_gpt2_has_contributions_but_no_value_norms(tiny_hf_folders):

@@ -95,7 +95,9 @@ class Subject:
     batch: int = 16  # inputs per forward
     occlude: Callable[[], torch.Tensor] | None = None  # [n] occlusion by a faster path, where one exists
     notices: list[str] = field(default_factory=list)  # what changed on the way in (unknown characters…)
-    rows: dict[str, np.ndarray] = field(default_factory=dict)  # ROWS' methods, where the model has them
+    rows: dict = field(
+        default_factory=dict
+    )  # ROWS' methods where the model has them: [n], or made when asked
 
     def available(self) -> tuple[str, ...]:
         return tuple(m for m in METHODS if m not in self.refused)
@@ -191,7 +193,8 @@ def attribute(
         scores["rollout"] = np.asarray(subject.rollout, np.float32)
     for m in ROWS:
         if m in chosen:
-            scores[m] = np.asarray(subject.rows[m], np.float32)
+            row = subject.rows[m]
+            scores[m] = np.asarray(row() if callable(row) else row, np.float32)
     if "saliency" in chosen or "input_x_gradient" in chosen:
         from captum.attr import Saliency
 
@@ -492,12 +495,13 @@ def _one_line(model_id: str, err: Exception) -> str:
 
 
 def _rows(adapter, text: str, ids: torch.Tensor, weights) -> tuple[dict, dict]:
-    """The value-norm-weighted attention row (the last layer's heads averaged, as the Transformer page
-    weights them) and the contributions composed through every layer, or why not."""
+    """How to make the value-norm-weighted attention row (the last layer's heads averaged, as the
+    Transformer page weights them) and the contributions composed through every layer, made only when
+    asked for; or, found without running them, why not."""
     from attention_atlas.models.adapters import value_norms as vn
-    from attention_atlas.models.analysis.contributions import ContributionError, contributions_of
+    from attention_atlas.models.analysis.contributions import ContributionError, contributions_of, plan
 
-    rows: dict[str, np.ndarray] = {}
+    rows: dict = {}
     refused: dict[str, str] = {}
     n = ids.shape[1]
     if isinstance(weights, str):
@@ -506,14 +510,15 @@ def _rows(adapter, text: str, ids: torch.Tensor, weights) -> tuple[dict, dict]:
         refused["value_norms"] = (
             f"{adapter.model_id}: value vectors are read from BERT- and Llama-style self-attention only"
         )
-    else:
-        try:  # a causal model's value vectors at the first n tokens are those of the first n alone
-            norms = vn.value_norms(adapter, text)[:, :, :n]
-            rows["value_norms"] = vn.weighted(weights, norms)[-1].mean(0)[-1]
-        except (ValueError, RuntimeError) as err:
-            refused["value_norms"] = _one_line(adapter.model_id, err)
+    else:  # a causal model's value vectors at the first n tokens are those of the first n alone
+        rows["value_norms"] = lambda: vn.weighted(weights, vn.value_norms(adapter, text)[:, :, :n])[-1].mean(
+            0
+        )[-1]
     try:
-        rows["contributions"] = composed(contributions_of(adapter.model, ids, name=adapter.model_id))[-1]
+        plan(adapter.model, adapter.model_id)  # found once per model: refuses a block that does not add up
+        rows["contributions"] = lambda: composed(contributions_of(adapter.model, ids, name=adapter.model_id))[
+            -1
+        ]
     except (ContributionError, ValueError, RuntimeError) as err:
         refused["contributions"] = " ".join(str(err).split())
     return rows, refused
