@@ -16,6 +16,7 @@ from attention_atlas.ui.widgets import chart, fact
 from attention_atlas.viz_core.figures import attribution_heatmap, lines, matrix_heatmap
 
 FAMILIES = ("couplet", "translation", "encoder-decoder", "causal")  # the models with an output token
+POINTS = 33  # the deletion curve's points on the page: a long input's curve is sampled, not every k
 
 
 def models() -> list[str]:
@@ -30,7 +31,9 @@ def _attribution(model_id: str, text: str, target: str | None, position: int | N
     from attention_atlas.models.analysis.attribution import attribute, subject_of
 
     with cached.lane_for(model_id, text).turn():
-        return attribute(subject_of(cached.adapter(model_id), text, target, position), steps=steps)
+        return attribute(
+            subject_of(cached.adapter(model_id), text, target, position), steps=steps, points=POINTS
+        )
 
 
 def attribution(model_id: str, text: str, target: str | None, position: int | None, steps: int):
@@ -147,12 +150,10 @@ def faithfulness_block(result, key: str) -> None:
             best=best,
         )
     )
-    n = len(result.tokens)
-    curves = {m: result.deletion[r] for r, m in enumerate(result.methods)}
-    fig = lines(np.arange(n + 1), curves, _("top tokens replaced"), "log p", title=_("Deletion curves"))
-    chart(
-        fig, lambda: pd.DataFrame(curves).rename_axis("removed").reset_index(), key + "_deletion", "deletion"
-    )
+    ks = np.flatnonzero(~np.isnan(result.deletion[0]))  # where the curve was evaluated
+    curves = {m: result.deletion[r, ks] for r, m in enumerate(result.methods)}
+    fig = lines(ks, curves, _("top tokens replaced"), "log p", title=_("Deletion curves"))
+    chart(fig, lambda: pd.DataFrame(curves).assign(removed=ks), key + "_deletion", "deletion")
 
 
 def agreement_block(result, key: str) -> None:

@@ -412,3 +412,15 @@ def test_a_tokenizer_without_a_baseline_token_refuses_what_needs_one():
         at.attribute(subject, ["occlusion"])
     result = at.attribute(subject, ["attention", "saliency"])
     assert np.isnan(result.comprehensiveness).all() and np.isnan(result.f_baseline)
+
+
+def test_a_coarse_deletion_curve_is_the_full_one_at_its_points(tiny_rnn):
+    subject = at.seq2seq_subject(tiny_rnn, list(UPPER * 3), list(LOWER * 3), 5)
+    full = at.attribute(subject, ["attention", "occlusion"])
+    coarse = at.attribute(subject, ["attention", "occlusion"], points=5)
+    ks = at.deletion_steps(21, 5)
+    assert 5 <= len(ks) < 22 and {at.top_count(f, 21) for f in at.FRACTIONS} <= set(ks.tolist())
+    np.testing.assert_allclose(coarse.deletion[:, ks], full.deletion[:, ks], atol=1e-5)
+    assert np.isnan(coarse.deletion).sum() == 2 * (22 - len(ks))
+    np.testing.assert_allclose(coarse.comprehensiveness, full.comprehensiveness, atol=1e-5)
+    np.testing.assert_allclose(coarse.sufficiency, full.sufficiency, atol=1e-5)

@@ -177,8 +177,10 @@ def attribute(
     methods: list[str] | tuple[str, ...] | None = None,
     steps: int = STEPS,
     faithfulness: bool = True,
+    points: int | None = None,
 ) -> Attribution:
-    """Every method's score per input token for ``subject``'s output, and each method's faithfulness."""
+    """Every method's score per input token for ``subject``'s output, and each method's faithfulness
+    (the deletion curve at every number of tokens replaced, or at about ``points`` of them: NaN between)."""
     chosen = check_methods(list(methods) if methods is not None else None) or subject.available()
     check_steps(steps)
     for m in chosen:
@@ -232,7 +234,7 @@ def attribute(
         )
         scores["occlusion"] = (f_x - _np(each)).astype(np.float32)
     comp, suff, deletion, aopc = (
-        _faithfulness(subject, chosen, scores, f_x) if faithfulness else _empty(chosen, n)
+        _faithfulness(subject, chosen, scores, f_x, points) if faithfulness else _empty(chosen, n)
     )
     return Attribution(
         subject.model_id,
@@ -285,32 +287,43 @@ def top_count(fraction: float, n: int) -> int:
     return max(1, math.ceil(fraction * n - 1e-9))
 
 
-def _faithfulness(subject: Subject, chosen, scores: dict, f_x: float):
+def deletion_steps(n: int, points: int | None = None) -> np.ndarray:
+    """The numbers of top tokens replaced at which the deletion curve is evaluated: every ``k`` from 0 to
+    ``n``, or with ``points`` about that many spread evenly (the ``k`` of 10, 20, 50 % always among them)."""
+    if points is None or points >= n + 1:
+        return np.arange(n + 1)
+    even = np.rint(np.linspace(0, n, max(points, 2))).astype(int)
+    return np.unique(np.concatenate([even, [top_count(f, n) for f in FRACTIONS]]))
+
+
+def _faithfulness(subject: Subject, chosen, scores: dict, f_x: float, points: int | None = None):
     n = subject.embeddings.shape[0]
-    rows = []
+    ks = deletion_steps(n, points)
+    masks = []
     for m in chosen:
         order = ranking(scores[m])
-        removed = np.zeros((n + 1, n), bool)  # row k: the top k replaced
-        for k in range(1, n + 1):
-            removed[k] = removed[k - 1]
-            removed[k, order[k - 1]] = True
+        removed = np.zeros((len(ks), n), bool)  # row r: the top ks[r] replaced
+        for r, k in enumerate(ks):
+            removed[r, order[:k]] = True
         kept = np.ones((len(FRACTIONS), n), bool)
         for r, frac in enumerate(FRACTIONS):
             kept[r, order[: top_count(frac, n)]] = False
-        rows.append((removed, kept))
-    masks = np.concatenate([np.concatenate([a[1:], b]) for a, b in rows])  # f(x) is known
-    f = perturbed(subject, torch.from_numpy(masks)).numpy().astype(np.float64)
+        masks.append(np.concatenate([removed, kept]))
+    every = np.concatenate(masks)
+    unique, back = np.unique(every, axis=0, return_inverse=True)  # methods that agree share forwards
+    f = perturbed(subject, torch.from_numpy(unique)).numpy().astype(np.float64)[back.reshape(-1)]
     comp = np.zeros((len(chosen), len(FRACTIONS)), np.float32)
     suff = np.zeros_like(comp)
-    deletion = np.zeros((len(chosen), n + 1), np.float32)
-    per = n + len(FRACTIONS)
+    deletion = np.full((len(chosen), n + 1), np.nan, np.float32)
+    per = len(ks) + len(FRACTIONS)
+    at_k = {int(k): r for r, k in enumerate(ks)}
     for i in range(len(chosen)):
-        curve = np.concatenate([[f_x], f[i * per : i * per + n]])
-        deletion[i] = curve
+        rows = f[i * per : (i + 1) * per]
+        deletion[i, ks] = rows[: len(ks)]
         for r, frac in enumerate(FRACTIONS):
-            comp[i, r] = f_x - curve[top_count(frac, n)]
-            suff[i, r] = f_x - f[i * per + n + r]
-    aopc = (f_x - deletion.astype(np.float64)).mean(1).astype(np.float32)
+            comp[i, r] = f_x - rows[at_k[top_count(frac, n)]]
+            suff[i, r] = f_x - rows[len(ks) + r]
+    aopc = np.nanmean(f_x - deletion.astype(np.float64), axis=1).astype(np.float32)
     return comp, suff, deletion, aopc
 
 
