@@ -37,6 +37,7 @@ def pages() -> dict[str, list[st.Page]]:
             st.Page(page("long_input.py"), title=_("Long inputs"), icon="📜", url_path="long-input"),
             st.Page(page("corpus.py"), title=_("Corpus"), icon="📚", url_path="corpus"),
             st.Page(page("prediction.py"), title=_("Inside a prediction"), icon="🔬", url_path="prediction"),
+            st.Page(page("attribution.py"), title=_("Does attention explain?"), icon="🔍", url_path="attribution"),
         ],
         _("Seq2seq"): [
             st.Page(page("couplets.py"), title=_("Couplets"), icon="🏮", url_path="couplets"),

@@ -78,6 +78,14 @@ st.page_link(
     icon="🔬",
 )
 st.page_link(
+    page("attribution.py"),
+    label=_(
+        "**Does attention explain?**: one output scored by attention, gradients and occlusion side by side, "
+        "and each method's faithfulness measured."
+    ),
+    icon="🔍",
+)
+st.page_link(
     page("couplets.py"),
     label=_(
         "**Couplets**: type an upper line (上联) and watch the seq2seq model write the lower line, "

@@ -25,6 +25,11 @@
     atlas patch   (--model ID | --checkpoint FILE) --clean T --corrupt T2 --answer A --wrong B
                   [--direction denoise|noise] --out FILE.npz [--json]
                   (activation patching of a causal LM: resid, attn_out, mlp_out, heads, pattern)
+    atlas attribute (--model ID | --checkpoint FILE) --text TEXT [--target-text S] [--target-position K]
+                  [--methods saliency,input_x_gradient,integrated_gradients,occlusion,attention,rollout,
+                  value_norms,contributions]
+                  [--steps N] [--out FILE.npz] [--json]
+                  (one output's attribution by each method, and each method's faithfulness)
 
 docs/ARCHITECTURE.md holds the contract the checks rely on.
 
@@ -57,6 +62,7 @@ SUBCOMMANDS = (
     analysis.add_generate_parser,
     analysis.add_contributions_parser,
     analysis.add_patch_parser,
+    analysis.add_attribute_parser,
     serve.add_parser,
 )
 

@@ -229,7 +229,11 @@ def _head_choice(grid: np.ndarray, label: str, key: str) -> tuple[int, int]:
     order = np.argsort(-grid, axis=None, kind="stable")
     heads = [tuple(int(i) for i in np.unravel_index(o, grid.shape)) for o in order]
     fmt = lambda lh: _(  # noqa: E731
-        "layer {layer}, head {head} ({label} {value:.3g})", layer=lh[0], head=lh[1], label=label, value=grid[lh]
+        "layer {layer}, head {head} ({label} {value:.3g})",
+        layer=lh[0],
+        head=lh[1],
+        label=label,
+        value=grid[lh],
     )
     return st.selectbox(_("open head (largest first)"), heads, format_func=fmt, key=key)
 
@@ -458,7 +462,9 @@ def _top_heads(grid: np.ndarray, filename: str, key: str = M) -> None:
     st.dataframe(table, hide_index=True, key=key + "top", width=480, column_config=names)
 
 
-MASK_NOTE = N_("Red: more attention after masking; blue: less. 'a｜b' labels the masked token (before｜after).")
+MASK_NOTE = N_(
+    "Red: more attention after masking; blue: less. 'a｜b' labels the masked token (before｜after)."
+)
 
 
 def _before_after(

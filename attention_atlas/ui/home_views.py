@@ -58,6 +58,34 @@ def lessons() -> list[tuple[str, str, dict[str, str | None]]]:
             _("**Bahdanau translation**: He's calm. into French, with the GRU and additive attention."),
             {"model": default_model(task="translation"), "text": "He's calm."},
         ),
+        (
+            page("attribution.py"),
+            _(
+                "**Is attention an explanation?** (1) The couplet's last character 天: where attention and "
+                "occlusion point at different characters, which of them is faithful?"
+            ),
+            {
+                "model": default_model(task="couplet"),
+                "text": "两个黄鹂鸣翠柳",
+                "target": "一行白鹭上青天",
+                "position": "6",
+                "section": "faithfulness",
+            },
+        ),
+        *(
+            [
+                (
+                    page("attribution.py"),
+                    _(
+                        "**Is attention an explanation?** (2) A sentence through SmolLM2: what made "
+                        "“The capital of France is” end in Paris?"
+                    ),
+                    {"model": causal, "text": "The capital of France is", "section": "faithfulness"},
+                )
+            ]
+            if (causal := default_model(family="causal"))
+            else []
+        ),
     ]
 
 

@@ -68,7 +68,9 @@ class Summaries:
     def _summarise(self, n_workers: int | None = None, cancelled=None) -> None:
         todo = [layer for layer in range(self.done, self.cap.n_layers) if layer not in self._early]
         start = time.perf_counter()
-        for layer, summary in eh.layer_summaries(self.cap, todo, self.thumb, n_workers=n_workers, cancelled=cancelled):
+        for layer, summary in eh.layer_summaries(
+            self.cap, todo, self.thumb, n_workers=n_workers, cancelled=cancelled
+        ):
             self._keep(layer, summary, time.perf_counter() - start)
             start = time.perf_counter()
 

@@ -69,7 +69,9 @@ AVERAGE = N_("average")  # the sentence view's head that is the layer's average
 # changes the sentence around it in Chinese.
 UNIT_WORDS = {
     "sentence": {
-        "one": N_("This text is one sentence: there is nothing between sentences to show. Try reading by sentence."),
+        "one": N_(
+            "This text is one sentence: there is nothing between sentences to show. Try reading by sentence."
+        ),
         "summing": N_("Summing layer {layer}'s attention sentence by sentence…"),
         "caption": N_(
             "A cell is how much of a query sentence's attention, per token, goes to a key sentence: each row "
@@ -157,7 +159,9 @@ def text_input(link: Link, model_id: str, where) -> str:
             state[K + "text"] = state[linked].replace(LINE, "\n")
         elif state[source] != "sample":
             st.info(
-                _("This link's text is not in the link (a file, or longer than a link holds): upload or paste it.")
+                _(
+                    "This link's text is not in the link (a file, or longer than a link holds): upload or paste it."
+                )
             )
     cached.ensure_loaded(model_id)  # the sample's token count needs the model: say so on a first visit
     key, example = K + "text", lc.default_text(model_id)
@@ -378,7 +382,11 @@ def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, s
     variant = cap.variant(layer)
     if not variant.plain:
         st.caption(
-            _("Layer {layer}'s attention beyond softmax(q·k): {variant}.", layer=layer, variant=variant.describe())
+            _(
+                "Layer {layer}'s attention beyond softmax(q·k): {variant}.",
+                layer=layer,
+                variant=variant.describe(),
+            )
         )
 
 
@@ -428,10 +436,15 @@ def _window_view(cap: bw.QKCapture, layer: int, head: int, sqrt: bool, polling: 
         )
     if st.session_state.pop(K + "cut", False):
         st.caption(
-            _("The box was larger than {most} tokens a side: its top-left corner is shown.", most=bw.MAX_WINDOW)
+            _(
+                "The box was larger than {most} tokens a side: its top-left corner is shown.",
+                most=bw.MAX_WINDOW,
+            )
         )
     weights = bw.window(cap, layer, head, queries, keys)
-    fig = lf.window_figure(weights, cap.tokens, queries[0], keys[0], lf.window_title(layer, head, queries, keys))
+    fig = lf.window_figure(
+        weights, cap.tokens, queries[0], keys[0], lf.window_title(layer, head, queries, keys)
+    )
     if sqrt:
         lf.sqrt_colours(fig)
     st.plotly_chart(for_screen(fig), key=K + "window", config=PLOTLY_CONFIG, width="stretch")
@@ -569,7 +582,9 @@ def by_sentence(model_id: str, text: str, cap: bw.QKCapture, heads_tab: str) -> 
         weights = lc.by_span(model_id, text, layer, None if head == AVERAGE else int(head), unit, cap)
     who = _("heads averaged") if head == AVERAGE else _("head {h}", h=head)
     spans = span_count(unit, len(parts))
-    title = _("layer {layer}, {who}: {spans} of {n:,} tokens", layer=layer, who=who, spans=spans, n=cap.n_tokens)
+    title = _(
+        "layer {layer}, {who}: {spans} of {n:,} tokens", layer=layer, who=who, spans=spans, n=cap.n_tokens
+    )
     fig = lf.span_figure(weights, parts.labels(), unit, title)
     key = K + "spans"
     _box_chart(fig, key, sqrt, functools.partial(_span_boxed, key, parts, (layer, head), heads_tab))

@@ -153,10 +153,14 @@ def swap_cost(ids: list[str]) -> None:
         )
     )
     st.markdown(cost_summary(cost["table"].to_dict("records")))  # in this visitor's language
-    named = cost["table"].assign(variant=cost["table"]["variant"].map(_))  # the variants in this visitor's words
+    named = cost["table"].assign(
+        variant=cost["table"]["variant"].map(_)
+    )  # the variants in this visitor's words
     named = named.rename(columns={m: _(m) for m in COST_MEASURES})  # and the measures
     st.dataframe(measures_as_rows(named, "variant"), hide_index=True, width="stretch")
-    st.caption(_("{setup} Loss curves: the mean of every {n} steps.", setup=cost_setup(cost["setup"]), n=SMOOTH))
+    st.caption(
+        _("{setup} Loss curves: the mean of every {n} steps.", setup=cost_setup(cost["setup"]), n=SMOOTH)
+    )
     curves = [
         ("loss", _("training loss per word"), "lines", "translation_loss_curves"),
         ("bleu", _("validation BLEU"), "lines+markers", "translation_bleu_curves"),

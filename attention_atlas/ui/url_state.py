@@ -263,7 +263,9 @@ class Link:
             except ValueError:
                 return None, Problem.of(N_("is not a whole number") if whole else N_("is not a number"))
             if not math.isfinite(value) or not lo <= value <= hi:
-                return None, Problem.of(N_("is out of range ({lo}–{hi})"), lo=_shown_number(lo), hi=_shown_number(hi))
+                return None, Problem.of(
+                    N_("is out of range ({lo}–{hi})"), lo=_shown_number(lo), hi=_shown_number(hi)
+                )
             if step and not whole:
                 value = round(lo + round((value - lo) / step) * step, 10)
             return value, None

@@ -236,7 +236,9 @@ def whole_number(where, label: str, lo: int, hi: int, default: int, key: str, **
                 fixed=fixed,
             )
         )
-    return int(where.number_input(_("{label} ({lo:,}–{hi:,})", label=label, lo=lo, hi=hi), step=1, key=key, **kw))
+    return int(
+        where.number_input(_("{label} ({lo:,}–{hi:,})", label=label, lo=lo, hi=hi), step=1, key=key, **kw)
+    )
 
 
 HELD = "_held"  # after a group's name: the widget values a callback set, until the browser reports them

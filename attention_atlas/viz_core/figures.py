@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from attention_atlas.i18n import _
 from attention_atlas.viz_core.layout import (
@@ -495,3 +496,74 @@ def dividers(fig: go.Figure, xs: list[float], ys: list[float]) -> go.Figure:
     for y in ys:
         fig.add_hline(y=y, line=line)
     return fig
+
+
+def attribution_heatmap(
+    scores: dict[str, np.ndarray],
+    tokens: list[str],
+    signed: set[str] | frozenset[str] = frozenset(),
+    title: str = "",
+    width: int = PLOT_WIDTH,
+) -> go.Figure:
+    """Methods × input tokens (``models.analysis.attribution``): each row divided by its largest |score|,
+    on one diverging scale from −1 to 1, so a signed method's evidence against the output shows blue
+    and an unsigned method (attention, saliency) uses the red half; the hover keeps each raw score."""
+    names = list(scores)
+    raw = (
+        np.stack([np.asarray(scores[m], np.float64) for m in names]) if names else np.zeros((0, len(tokens)))
+    )
+    largest = np.abs(raw).max(1, keepdims=True)
+    normed = np.divide(raw, largest, out=np.zeros_like(raw), where=largest > 0).astype(np.float32)
+    rows = [f"{m} ±" if m in signed else m for m in names]
+    x = as_plotly_text(hover_labels(tokens))
+    trace = go.Heatmap(
+        z=display_precision(normed),
+        x=x,
+        y=rows,
+        customdata=raw.astype(np.float32),
+        colorscale=DIVERGING_SCALE,
+        zmin=-1,
+        zmax=1,
+        colorbar=dict(title=_("share of the row's largest")),
+        hovertemplate=_(
+            "%{y}<br>token %{x}<br>score %{customdata:.3g}, %{z:.2f} of the row's largest<extra></extra>"
+        ),
+        xgap=1 if len(tokens) <= 64 else 0,
+        ygap=1,
+    )
+    layout = _base(title, height=140 + 34 * max(len(names), 2))
+    layout["xaxis"] = dict(title=dict(text=_("input token")), **_axis_ticks(tokens))
+    layout["yaxis"] = dict(autorange="reversed", type="category")
+    return fit_axes(go.Figure(trace, layout), width=width)
+
+
+def faithfulness_bars(
+    methods: list[str],
+    fractions: list[float],
+    comprehensiveness: np.ndarray,
+    sufficiency: np.ndarray,
+    title: str = "",
+) -> go.Figure:
+    """Each method's comprehensiveness (higher: its top tokens matter more) and sufficiency (lower:
+    its top tokens alone keep the output) at each share of the input tokens, side by side."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[_("comprehensiveness ↑"), _("sufficiency ↓")])
+    for col, values in enumerate((comprehensiveness, sufficiency)):
+        for r, frac in enumerate(fractions):
+            name = _("top {share:.0%}", share=frac)
+            fig.add_trace(
+                go.Bar(
+                    x=methods,
+                    y=np.asarray(values)[:, r],
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 0,
+                    marker_color=("#9ecae1", "#4292c6", "#08519c")[r % 3],
+                    hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
+                ),
+                row=1,
+                col=col + 1,
+            )
+    fig.update_yaxes(title_text=_("change of log p"), row=1, col=1)
+    fig.update_layout(barmode="group")
+    _base_layout(fig, title, height=400)
+    return legend_on_top(fig)

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 CUT_LINKS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPageLink-NavLink"] *')]
   .filter(e => e.textContent.trim().length > 2 && e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)
   .map(e => e.textContent.trim().slice(0, 40))"""
-PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "couplets", "translation"]
+PAGES = ["scoring", "positional", "pooling", "transformer", "prediction", "attribution", "couplets", "translation"]
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,7 @@ def test_home_page_lists_every_page(page):
         "Translation",
         "Corpus",
         "Inside a prediction",
+        "Does attention explain?",
         "Watch attention learn",
     ):
         page.locator('[data-testid="stMain"]').get_by_text(title).first.wait_for(timeout=60_000)  # visible

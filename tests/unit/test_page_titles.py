@@ -37,6 +37,6 @@ def title(file: str) -> str:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_pages_title_is_its_name_in_the_navigation(lang):
     pages = navigation()
-    assert len(pages) == 12 and "complexity.py" in pages
+    assert len(pages) == 13 and "complexity.py" in pages and "attribution.py" in pages
     with i18n.language(lang):
         assert {f: title(f) for f in pages} == {f: f"{icon} {i18n._(name)}" for f, (name, icon) in pages.items()}

@@ -1,0 +1,175 @@
+"""The Does attention explain? page's parts: one output's attribution by every method, computed once
+per model, text, output and steps and shared (``models.analysis.attribution``), and its blocks: the
+methods × tokens heatmap, the input coloured by one method, the faithfulness table with the deletion
+curves, the methods' rank agreement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_atlas.i18n import N_, _
+from attention_atlas.ui import cached
+from attention_atlas.ui.plain_text import plain
+from attention_atlas.ui.widgets import chart, fact
+from attention_atlas.viz_core.figures import attribution_heatmap, lines, matrix_heatmap
+
+FAMILIES = ("couplet", "translation", "encoder-decoder", "causal")  # the models with an output token
+POINTS = 33  # the deletion curve's points on the page: a long input's curve is sampled, not every k
+
+
+def models() -> list[str]:
+    """Every registered model that writes an output token."""
+    from attention_atlas.models.registry import available
+
+    return [m.id for m in available() if m.family in FAMILIES]
+
+
+@st.cache_data(show_spinner=cached.Said(N_("Computing every attribution…")), max_entries=16, ttl=cached.TTL)
+def _attribution(model_id: str, text: str, target: str | None, position: int | None, steps: int):
+    from attention_atlas.models.analysis.attribution import attribute, subject_of
+
+    with cached.lane_for(model_id, text).turn():
+        return attribute(
+            subject_of(cached.adapter(model_id), text, target, position), steps=steps, points=POINTS
+        )
+
+
+def attribution(model_id: str, text: str, target: str | None, position: int | None, steps: int):
+    """The attribution of one output (cached, in the model's lane), or None after a one-line notice."""
+    key = ("attribution", model_id, text, target, position, steps)
+    try:
+        return cached.queued(
+            model_id, text, key, lambda: _attribution(model_id, text, target, position, steps)
+        )
+    except (ValueError, FileNotFoundError) as err:
+        st.info(plain(" ".join(str(err).split())))
+        return None
+
+
+def headline(result) -> None:
+    gap = result.ig_completeness_gap
+    fact(
+        _(
+            "Explaining the output **{target}** (log p = {f:.3f}; {fb:.3f} from an input of baseline tokens, "
+            "{baseline}).",
+            target=plain(result.target),
+            f=result.f_input,
+            fb=result.f_baseline,
+            baseline=plain(result.baseline_token),
+        )
+        + (
+            ""
+            if np.isnan(gap)
+            else " "
+            + _(
+                "Integrated gradients' completeness gap: {gap:.2e} ({share:.2%} of the difference).",
+                gap=gap,
+                share=result.ig_relative_gap,
+            )
+        )
+    )
+    said = [m for m in ("occlusion", "integrated_gradients") if m in result.methods]
+    if "attention" in result.methods and said:
+        top = {m: int(np.argmax(result.scores[m])) for m in ("attention", *said)}
+        other = said[0]
+        token = lambda m: f"{top[m]} · {plain(result.tokens[top[m]])}"  # noqa: E731
+        if top["attention"] != top[other]:
+            st.info(
+                _(
+                    "Attention and {other} disagree: attention's top input token is **{a}**, {other}'s is **{b}**."
+                    " Which one is the explanation? The faithfulness table below measures it.",
+                    other=other,
+                    a=token("attention"),
+                    b=token(other),
+                ),
+                icon="⚖️",
+            )
+        else:
+            fact(
+                _(
+                    "Attention and {other} agree on the top input token, **{a}**.",
+                    other=other,
+                    a=token("attention"),
+                )
+            )
+    for method, why in result.refused.items():
+        fact(_("{method} is not shown: {why}", method=method, why=plain(why)))
+
+
+def scores_frame(result) -> pd.DataFrame:
+    rows = []
+    for method in result.methods:
+        s = result.scores[method]
+        top = float(np.abs(s).max()) or 1.0
+        for i, (token, v) in enumerate(zip(result.tokens, s, strict=True)):
+            rows.append(
+                {"method": method, "position": i, "token": token, "score": float(v), "normalised": v / top}
+            )
+    return pd.DataFrame(rows)
+
+
+def heatmap_block(result, signed, key: str) -> None:
+    fig = attribution_heatmap(result.scores, result.tokens, signed, title=_("Methods × input tokens"))
+    chart(fig, lambda: scores_frame(result), key, "attribution")
+
+
+def coloured_text(result, method: str, signed, key: str) -> None:
+    """The input, each token on a cell as strong as its share of the method's largest |score|."""
+    from attention_atlas.viz_core.tokens import as_plotly_text
+
+    fig = attribution_heatmap({method: result.scores[method]}, result.tokens, signed)
+    fig.update_traces(text=[as_plotly_text(result.tokens)], texttemplate="%{text}", showscale=False)
+    fig.update_layout(height=150)
+    chart(fig, lambda: scores_frame(result).query("method == @method"), key, f"attribution_{method}")
+
+
+def faithfulness_frame(result) -> pd.DataFrame:
+    rows = []
+    for r, method in enumerate(result.methods):
+        row = {_("method"): method}
+        for c, frac in enumerate((10, 20, 50)):
+            row[_("comprehensiveness {k}%", k=frac)] = float(result.comprehensiveness[r, c])
+        for c, frac in enumerate((10, 20, 50)):
+            row[_("sufficiency {k}%", k=frac)] = float(result.sufficiency[r, c])
+        row["AOPC"] = float(result.aopc[r])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def faithfulness_block(result, key: str) -> None:
+    frame = faithfulness_frame(result)
+    st.dataframe(frame, hide_index=True, width="stretch")
+    best = result.methods[int(np.argmax(result.aopc))]
+    fact(
+        _(
+            "Comprehensiveness: how much log p drops when a method's top tokens are replaced by the baseline "
+            "token (higher: more faithful); sufficiency: how much it drops when only they are kept (lower: "
+            "more faithful). AOPC: the mean drop along the deletion curve. Most faithful here by AOPC: **{best}**.",
+            best=best,
+        )
+    )
+    ks = np.flatnonzero(~np.isnan(result.deletion[0]))  # where the curve was evaluated
+    curves = {m: result.deletion[r, ks] for r, m in enumerate(result.methods)}
+    fig = lines(ks, curves, _("top tokens replaced"), "log p", title=_("Deletion curves"))
+    chart(fig, lambda: pd.DataFrame(curves).assign(removed=ks), key + "_deletion", "deletion")
+
+
+def agreement_block(result, key: str) -> None:
+    from attention_atlas.models.analysis.attribution import agreement
+
+    rho, tau = agreement(result)
+    names = list(result.methods)
+    fig = matrix_heatmap(
+        rho, _("method"), _("method"), _("Rank agreement (Spearman ρ)"), x=names, y=names, label="ρ"
+    )
+    fig.update_traces(zmin=-1, zmax=1)
+
+    def frame() -> pd.DataFrame:
+        return pd.concat(
+            pd.DataFrame(m, index=names, columns=names).rename_axis("method").reset_index().assign(kind=kind)
+            for m, kind in ((rho, "spearman"), (tau, "kendall"))
+        )
+
+    chart(fig, frame, key, "agreement")

@@ -1,0 +1,56 @@
+"""The Does attention explain? page under AppTest, with the bundled couplet models: the first load
+explains a forced couplet's last character by every method the model can do, the heatmap carries the
+module's own scores, the faithfulness table its numbers, a link's settings are read, and a refusal is
+one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention_atlas.models.analysis import attribution as at
+from tests.support import charts, page_runner, z_of
+
+pytestmark = pytest.mark.slow  # loads the bundled weights
+PAGE = "app_pages/attribution.py"
+K = "attribution_"
+
+run = page_runner(PAGE, 180)
+
+
+def test_first_load_explains_a_couplet_by_every_method():
+    from attention_atlas.models.registry import load
+
+    page = run()
+    heat = charts(page)[0]["data"][0]
+    assert heat["type"] == "heatmap"
+    adapter = load(page.selectbox(key=K + "model").value, "cpu")
+    want = at.attribute(at.subject_of(adapter, "两个黄鹂鸣翠柳", "一行白鹭上青天"))
+    assert [y.removesuffix(" ±") for y in heat["y"]] == list(want.methods)
+    assert [x.split(" · ")[1] for x in heat["x"]] == list("两个黄鹂鸣翠柳")
+    np.testing.assert_allclose(
+        z_of({"z": heat["customdata"]}), np.stack([want.scores[m] for m in want.methods]), atol=1e-4
+    )
+    table = page.dataframe[0].value
+    np.testing.assert_allclose(table["AOPC"].to_numpy(), want.aopc, atol=1e-4)
+    assert any("rollout is not shown" in m.value for m in [*page.caption, *page.markdown])
+    top = int(np.argmax(want.scores["attention"])), int(np.argmax(want.scores["occlusion"]))
+    said = [
+        m.value
+        for m in [*page.info, *page.caption, *page.markdown]
+        if m.value.startswith("Attention and occlusion")
+    ]
+    assert said and ("disagree" in said[0]) == (top[0] != top[1])  # the first load's lesson, whichever it is
+
+
+def test_a_link_picks_the_transformer_a_position_and_a_bad_position_is_one_line():
+    page = run()
+    page.selectbox(key=K + "model").set_value("couplet-transformer")
+    page.number_input(key=K + "position").set_value(2)
+    page = run(page)
+    heat = charts(page)[0]["data"][0]
+    assert "rollout" in heat["y"]
+    assert any("'白'" in m.value or "**白**" in m.value for m in [*page.caption, *page.markdown])
+    page.number_input(key=K + "position").set_value(20)
+    page = run(page)
+    assert any("--target-position 20 is out of range" in i.value for i in page.info)
