@@ -37,7 +37,7 @@ Errors go to stderr as one line, with a non-zero exit; never a traceback.
 
 This module only builds the top-level parser and dispatches: each command family's parser and
 code are in a module of their own (``registry``, ``extract``, ``figure``, ``train``, ``evaluate``,
-``corpus``, ``analysis``, ``serve``), what they share in ``common``. Heavy libraries (torch,
+``corpus``, ``analysis``, ``attribution``, ``serve``), what they share in ``common``. Heavy libraries (torch,
 transformers, plotly) are imported inside the commands, so ``atlas --help`` stays fast.
 """
 
@@ -46,7 +46,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attention_atlas.cli import analysis, corpus, evaluate, extract, figure, registry, serve, train
+from attention_atlas.cli import (
+    analysis,
+    attribution,
+    corpus,
+    evaluate,
+    extract,
+    figure,
+    registry,
+    serve,
+    train,
+)
 from attention_atlas.cli.common import CliError, Parser, fail
 
 # each adds its subcommand's parser, in the order --help lists them
@@ -62,7 +72,7 @@ SUBCOMMANDS = (
     analysis.add_generate_parser,
     analysis.add_contributions_parser,
     analysis.add_patch_parser,
-    analysis.add_attribute_parser,
+    attribution.add_parser,
     serve.add_parser,
 )
 

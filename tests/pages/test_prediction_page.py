@@ -214,7 +214,7 @@ def test_the_page_speaks_chinese():
     at.session_state["lang"] = "zh"
     at = run(at)
     assert at.title[0].value == "🔬 预测的内部"
-    assert [t.label for t in at.tabs] == ["Logit lens", "生成", "贡献"]
+    assert [t.label for t in at.tabs] == ["Logit lens", "生成", "贡献", "激活修补"]
     grid = chart(at, K + "grid")
     assert grid["layout"]["title"]["text"] == "每个块之后的首位词元，位置 0–4"
     assert grid["layout"]["yaxis"]["title"]["text"] == "块之后"

@@ -158,7 +158,7 @@ def test_show_on_an_sdpa_minilm_equals_its_eager_weights(minilm):
 
 def test_show_on_an_sdpa_gpt2_equals_its_eager_weights(minilm):
     tokenizer = minilm["tokenizer"]  # any tokenizer with ids inside the vocabulary
-    ids = tokenizer(TEXT, return_tensors="pt")["input_ids"]
+    ids = tokenizer(TEXT, return_tensors="pt")["input_ids"][:, :-1]  # a causal LM's text: no [SEP] appended
     with torch.no_grad():
         out = gpt2("eager")(input_ids=ids, output_attentions=True)
     view = show(gpt2("sdpa"), tokenizer, TEXT)
