@@ -20,7 +20,9 @@ it as well. The process-wide parts (``settle``, ``trim``) are ``serve.process``.
 from __future__ import annotations
 
 import gc
+import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +37,40 @@ DEFAULT_LIMIT = 6  # every bundled model a class visits (2 couplet RNNs, 2 trans
 def max_models(environ: dict[str, str] | None = None) -> int:
     """``ATLAS_MAX_MODELS`` (default 6); a value that is not a whole number ≥ 1 is one clear error."""
     return whole(ENV_VAR, DEFAULT_LIMIT, environ)
+
+
+LOADS = "load_seconds.json"  # in the cache folder: how long each model's last load took on this machine
+
+
+def remember_load(model_id: str, seconds: float) -> None:
+    """Keep how long ``model_id`` took to load, for the next wait's hint (``last_load``); a cache
+    folder that cannot be written keeps nothing, and loses nothing else."""
+    from attention_atlas.models.storage.atomic import atomic_write
+    from attention_atlas.paths import cache_dir
+
+    try:
+        loads = _loads()
+        loads[model_id] = round(seconds, 1)
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        atomic_write(cache_dir() / LOADS, json.dumps(loads, sort_keys=True))
+    except OSError:
+        pass
+
+
+def last_load(model_id: str) -> float | None:
+    """Seconds ``model_id``'s last load took on this machine, if one is on record."""
+    seconds = _loads().get(model_id)
+    return float(seconds) if isinstance(seconds, int | float) else None
+
+
+def _loads() -> dict:
+    from attention_atlas.paths import cache_dir
+
+    try:
+        found = json.loads((cache_dir() / LOADS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _registry_load(model_id: str) -> Any:
@@ -66,7 +102,9 @@ class Resident:
             found = self._touch(model_id)  # another thread may have loaded it meanwhile
             if found is not None:
                 return found
+            started = time.perf_counter()
             adapter = self._load(model_id)
+            remember_load(model_id, time.perf_counter() - started)
             with self._lock:
                 self._models[model_id] = adapter
                 self.loads[model_id] = self.loads.get(model_id, 0) + 1

@@ -131,10 +131,25 @@ def ensure_loaded(model_id: str) -> None:
             limit=models.limit,
         )
         if models.was_evicted(model_id)
-        else _("Loading the model (once per server)…")
+        else load_hint(model_id)
     )
     with st.spinner(why):
         adapter(model_id)
+
+
+def load_hint(model_id: str) -> str:
+    """The first load's spinner: how long it took on this machine last time, or, never loaded here, that
+    a first load may convert the weights (Gemma 3's GGUF file: about 70 s on a 2-core CPU)."""
+    from attention_atlas.serve.resident import last_load
+
+    seconds = last_load(model_id)
+    if seconds is None:
+        return _(
+            "Loading {model} for the first time on this machine: a model that ships as a GGUF file is "
+            "converted once, a minute or two on a CPU…",
+            model=model_id,
+        )
+    return _("Loading {model} (once per server; {seconds:.0f} s the last time)…", model=model_id, seconds=seconds)
 
 
 def _heavy_models() -> set[str]:

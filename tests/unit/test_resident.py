@@ -164,3 +164,20 @@ def test_the_server_starts_with_passive_threads_unless_told_otherwise(monkeypatc
     assert launch_env()["OMP_WAIT_POLICY"] == "PASSIVE"
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert launch_env()["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_a_loads_time_is_kept_for_the_next_waits_hint(tmp_path, monkeypatch):
+    """Issue 40 item 18: a first load (Gemma 3: 70 s of converting) waited behind "Loading the model
+    (once per server)…" with no word of how long; the spinner now says how long the last load took on
+    this machine, or that a first one may convert the weights. A damaged record is no record."""
+    from attention_atlas.serve.resident import last_load
+    from attention_atlas.ui.cached import load_hint
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path))
+    models = Resident(limit=1, loader=lambda model_id: time.sleep(0.2) or object())
+    assert last_load("slow-model") is None and "for the first time" in load_hint("slow-model")
+    models.get("slow-model")
+    assert 0.2 <= last_load("slow-model") < 10
+    assert load_hint("slow-model").startswith("Loading slow-model (once per server; ")
+    (tmp_path / "load_seconds.json").write_text("{not json", encoding="utf-8")
+    assert last_load("slow-model") is None
