@@ -2,8 +2,9 @@
 // is the weight, one colour per head. Hovering a token shows only its own lines. Every token
 // is set as text (textContent), never parsed as HTML.
 const SVG = "http://www.w3.org/2000/svg";
-const ROW = 22; // px per token row
-const TOP = 2 * ROW; // the legend's band above the tokens
+const FONT = 14; // px of the token labels, unless the data says (projector mode: 20)
+let ROW = 22; // px per token row: the labels' size and room between them (set by ``draw``)
+let TOP = 2 * ROW; // the legend's band above the tokens
 
 function el(name, attrs, parent) {
   const node = document.createElementNS(SVG, name);
@@ -25,8 +26,9 @@ function legend(svg, heads) {
   // One coloured square and "head h" (its label from Python, in the visitor's language) per overlaid head.
   const band = el("g", { class: "atlas-legend" }, svg);
   heads.forEach(({ head, label, colour }, i) => {
-    el("rect", { x: 8 + i * 90, y: ROW - 12, width: 14, height: 14, fill: colour }, band);
-    el("text", { x: 28 + i * 90, y: ROW, fill: "currentColor" }, band).textContent = label ?? `head ${head}`;
+    const step = (90 * ROW) / 22, box = (14 * ROW) / 22;
+    el("rect", { x: 8 + i * step, y: ROW - box + 2, width: box, height: box, fill: colour }, band);
+    el("text", { x: 14 + box + i * step, y: ROW, fill: "currentColor" }, band).textContent = label ?? `head ${head}`;
   });
 }
 
@@ -40,11 +42,14 @@ function isolate(svg, side, i) {
 
 function draw(parent, data) {
   parent.replaceChildren();
+  const font = data.font || FONT;
+  ROW = Math.round((22 * font) / FONT);
+  TOP = 2 * ROW;
   const width = Math.max(320, Math.min(parent.clientWidth || 700, 900));
   const rows = Math.max(data.queries.length, data.keys.length);
   const svg = el("svg", { width, height: TOP + (rows + 1) * ROW, class: "atlas-line-view", role: "img" }, parent);
   svg.style.fontFamily = "Noto Sans CJK SC, Source Han Sans SC, Arial, sans-serif";
-  svg.style.fontSize = "14px";
+  svg.style.fontSize = `${font}px`;
   const left = width * 0.3, right = width * 0.7;
   legend(svg, data.heads);
   const links = el("g", { class: "atlas-links" }, svg);

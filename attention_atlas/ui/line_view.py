@@ -7,8 +7,9 @@ from pathlib import Path
 import streamlit as st
 
 from attention_atlas.i18n import _
-from attention_atlas.ui.widgets import csv_button, plain
+from attention_atlas.ui.widgets import csv_button, plain, presenting
 from attention_atlas.viz_core.export import record_frame
+from attention_atlas.viz_core.layout import PROJECTOR_FONT
 from attention_atlas.viz_core.line_view import COLOURS, THRESHOLD, line_data
 from attention_atlas.viz_core.record import AttentionRecord
 
@@ -46,6 +47,8 @@ def line_view_block(record: AttentionRecord, layer: int, open_head: str, key: st
             threshold=THRESHOLD,
         )
     )
+    if presenting():  # the back of a classroom reads the tokens at the figures' projector size
+        data = {**data, "font": PROJECTOR_FONT}
     _component(data=data, key=key + "_lines")
     drawn = "_".join(map(str, heads))
     csv_button(

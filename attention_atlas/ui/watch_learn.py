@@ -47,8 +47,10 @@ def _connected(session_id: str | None) -> bool:
 
 class SessionWatch:
     """Is the visitor who started a run still there? Each redraw of the page ``beat``s; the run's
-    thread calls the watch, which says no once the page has not redrawn for ``idle`` seconds or
-    the session has been disconnected for ``grace`` seconds."""
+    thread calls the watch, which says no once the page has not redrawn for ``idle`` seconds, or
+    for twice the last gap between two redraws where that is longer (a saturated server redraws
+    late, and a visitor still watching was stopped at 60 s), or the session has been disconnected
+    for ``grace`` seconds."""
 
     def __init__(
         self,
@@ -60,14 +62,15 @@ class SessionWatch:
     ):
         self.session_id, self.idle, self.grace = session_id, idle, grace
         self.connected, self.clock = connected, clock
-        self.last_beat, self.gone_since = clock(), None
+        self.last_beat, self.gone_since, self.gap = clock(), None, 0.0
 
     def beat(self) -> None:
-        self.last_beat = self.clock()
+        now = self.clock()
+        self.gap, self.last_beat = now - self.last_beat, now
 
     def __call__(self) -> bool:
         now = self.clock()
-        if now - self.last_beat > self.idle:
+        if now - self.last_beat > max(self.idle, 2 * self.gap):
             return False
         if self.connected(self.session_id):
             self.gone_since = None
