@@ -31,11 +31,56 @@ function atlasSections(root, spec, sources, hooks = {}) {
     block(box, "Click a tile to open its head below; in the head view (click it first), ←/→ step through the heads and ↑/↓ through the layers.", "p").style.color = "gray";
     const head = block(box);
     head.className = "atlas-head-view";
+    if (section.sentences) sentenceFilter(box, head, section.sentences);
     const draw = (extra) =>
       live({ data: { role: "head", group, config, ...section.head, ...extra }, parentElement: head, setStateValue() {} });
     hooks.head?.(index, draw);
     if (section.head.figure) draw({});
     else hooks.pick?.(index, { layer: section.head.open[0], head: section.head.open[1] }); // the live widget's first head
+  };
+  const sentenceFilter = (box, head, sentences) => {
+    // BertViz's filter (sentence_b_start): the head view shows all of it, or one sentence's queries
+    // over one sentence's keys; kept when another head is drawn there.
+    const label = document.createElement("label");
+    label.textContent = `${sentences.label} `;
+    const select = document.createElement("select");
+    select.className = "atlas-sentence-filter";
+    sentences.labels.forEach((text, i) => select.append(new Option(text, String(i))));
+    label.appendChild(select);
+    box.insertBefore(label, head);
+    const ranges = () => {
+      const i = Number(select.value);
+      if (!i) return { "xaxis.autorange": true, "yaxis.autorange": "reversed" };
+      const [q0, q1] = sentences.queries[(i - 1) >> 1], [k0, k1] = sentences.keys[(i - 1) & 1];
+      return { "xaxis.range": [k0 - 0.5, k1 - 0.5], "yaxis.range": [q1 - 0.5, q0 - 0.5] };
+    };
+    let applying = false;
+    const apply = (div) => {
+      if (applying) return;
+      applying = true;
+      window.__atlasPlotly.then((Plotly) => Plotly.relayout(div, ranges())).finally(() => (applying = false));
+    };
+    const plot = () => head.querySelector(".js-plotly-plot");
+    select.addEventListener("change", () => plot() && apply(plot()));
+    // a head drawn afresh comes with its whole range: the filter chosen is put back on it
+    const follow = (div) =>
+      div.on("plotly_afterplot", () => {
+        const want = ranges()["xaxis.range"];
+        const now = div.layout.xaxis?.range;
+        if (want && !(now && now[0] === want[0] && now[1] === want[1])) apply(div);
+      });
+    const found = plot();
+    if (found?.on) follow(found);
+    else {
+      const watch = new MutationObserver(() => {
+        const div = plot();
+        if (div?.on) {
+          watch.disconnect();
+          follow(div);
+        }
+      });
+      watch.observe(head, { childList: true, subtree: true });
+    }
   };
   const zoomable = (div, index) => {
     // A box drawn on a live long-input overview asks the kernel for the tokens under it.

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import plotly.io as pio
 
-from attention_atlas.i18n import language
+from attention_atlas.i18n import _, language
 from attention_atlas.notebook.assets import driver, plotly_js, scripts
 from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_title, head_view
 from attention_atlas.viz_core.layout import SEPARATOR, fit_axes, planned_width
@@ -95,6 +95,14 @@ class Section:
                 out["head"] = {"open": [self.layer, self.head], "id": rid, "single": True}
             else:
                 out["head"] = {**self.head_data(self.layer, self.head, rid), "single": True}
+        if self.sentence_b:  # BertViz's filter of the head view: which sentence attends to which
+            b = self.sentence_b
+            out["sentences"] = {
+                "queries": [[0, b], [b, len(record.query_tokens)]],
+                "keys": [[0, b], [b, len(record.key_tokens)]],
+                "labels": [_("All"), *(_("Sentence {a} → Sentence {b}", a=q, b=k) for q in "AB" for k in "AB")],
+                "label": _("Filter"),
+            }
         if self.line_heads:
             out["line"] = line_data(self.record, self.layer, self.line_heads)
             if self.verbatim:

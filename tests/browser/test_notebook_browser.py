@@ -131,3 +131,34 @@ def test_two_views_on_one_page_each_open_their_own_heads(new_page, files, tmp_pa
         assert titles.nth(0).text_content() == "layer 1, head 5"
         assert page.evaluate("window.Plotly") is None  # the page's own global left as it was
         assert tried == [] and errors == []
+
+
+FILTER_RANGES = """() => { const d = document.querySelector('.atlas-head-view .js-plotly-plot');
+  return [d.layout.xaxis.range, d.layout.yaxis.range, d.layout.title.text]; }"""
+
+
+def test_sentence_b_start_offers_bertvizs_filter_and_it_stays_on_the_next_head(new_page, tmp_path):
+    """Issue 41 item 6: BertViz's filter of a sentence pair (All, Sentence A → Sentence A, A → B,
+    B → A, B → B) on the head view; another head opened keeps it."""
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]", "it", "was", "tired", "[SEP]"]
+    weights = np.random.default_rng(0).random((2, 3, 9, 9)).astype(np.float32)
+    weights /= weights.sum(-1, keepdims=True)
+    path = head_view(weights, tokens, sentence_b_start=5, layer=1, heads=[0, 1]).save(tmp_path / "pair.html")
+    with new_page(1400, 1000) as page:
+        offline(page)
+        page.goto(path.as_uri())
+        page.wait_for_selector(".atlas-head-view .js-plotly-plot", timeout=30_000)
+        select = page.locator("select.atlas-sentence-filter")
+        assert select.locator("option").all_text_contents() == [
+            "All", "Sentence A → Sentence A", "Sentence A → Sentence B", "Sentence B → Sentence A",
+            "Sentence B → Sentence B",
+        ]  # fmt: skip
+        select.select_option(label="Sentence A → Sentence B")
+        page.wait_for_function(f"() => ({FILTER_RANGES})()[0][0] === 4.5")
+        assert page.evaluate(FILTER_RANGES)[:2] == [[4.5, 8.5], [4.5, -0.5]]  # queries 0–4, keys 5–8
+        page.locator(".atlas-head-view .js-plotly-plot").click()
+        page.keyboard.press("ArrowRight")  # the next head, drawn afresh
+        page.wait_for_function(f"() => ({FILTER_RANGES})()[2] === 'layer 1, head 1'")
+        page.wait_for_function(f"() => ({FILTER_RANGES})()[0][0] === 4.5")
+        select.select_option(label="All")
+        page.wait_for_function(f"() => ({FILTER_RANGES})()[0][0] === -0.5")
