@@ -109,11 +109,27 @@ function atlasSections(root, spec, sources, hooks = {}) {
     // BertViz's display_mode: a background and text colour of the view's own (the charts take the text colour)
     Object.assign(root.style, { background: spec.palette.background, color: spec.palette.color, padding: "8px" });
   }
+  const boxes = [];
+  if (spec.choose) {
+    // BertViz's Encoder / Decoder / Cross selector: one section shown at a time
+    const label = block(root, `${spec.choose.label} `, "label");
+    const select = document.createElement("select");
+    select.className = "atlas-section-choice";
+    spec.choose.options.forEach((text, i) => select.append(new Option(text, String(i))));
+    label.appendChild(select);
+    select.addEventListener("change", () => {
+      boxes.forEach((box, i) => (box.style.display = String(i) === select.value ? "" : "none"));
+      const shown = boxes[Number(select.value)];
+      window.__atlasPlotly?.then((Plotly) => shown.querySelectorAll(".js-plotly-plot").forEach((p) => Plotly.Plots.resize(p)));
+    });
+  }
   return Promise.all([load("live"), load("line")])
     .then(([live, line]) => {
       spec.sections.forEach((section, index) => {
         const box = block(root);
         box.className = "atlas-section";
+        boxes.push(box);
+        if (spec.choose && index > 0) box.style.display = "none";
         if (section.title) block(box, section.title, "h3");
         if (section.model) modelView(live, box, section, index);
         if (section.figures) figures(box, section, index);

@@ -175,11 +175,21 @@ class Figures:
         return out
 
 
-def fragment(sections: list[Section | Figures], palette: str | None = None) -> str:
+def chooser(sections: list, choose: bool) -> dict | None:
+    """The selector of a view whose sections show one at a time: its label and each section's name."""
+    return {"label": _("Attention"), "options": [s.title for s in sections]} if choose else None
+
+
+def fragment(sections: list[Section | Figures], palette: str | None = None, choose: bool = False) -> str:
     """The views as an HTML fragment (what a notebook cell shows): a ``<div>``, the data, the
     scripts and Plotly.js inline; ``palette``: BertViz's ``display_mode`` (``PALETTES``)."""
     root = f"atlas-nb-{uuid.uuid4().hex[:12]}"
-    spec = {"root": root, "sections": [s.data() for s in sections], "palette": PALETTES.get(palette)}
+    spec = {
+        "root": root,
+        "sections": [s.data() for s in sections],
+        "palette": PALETTES.get(palette),
+        "choose": chooser(sections, choose),
+    }
     return f"""<div id="{root}" class="atlas-notebook" style="font-family: Arial, sans-serif"></div>
 <script type="application/json" id="{root}-data">{_json(spec)}</script>
 <script type="application/json" id="{root}-js">{_json(scripts())}</script>
@@ -194,12 +204,14 @@ atlasNotebook("{root}");</script>
 """
 
 
-def html(sections: list[Section], title: str = "Attention Atlas", palette: str | None = None) -> str:
+def html(
+    sections: list[Section], title: str = "Attention Atlas", palette: str | None = None, choose: bool = False
+) -> str:
     """The whole file: ``fragment`` in a page of its own."""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title></head>
 <body>
-{fragment(sections, palette)}</body></html>
+{fragment(sections, palette, choose)}</body></html>
 """
 
 
@@ -253,12 +265,13 @@ class View:
     name: str = "model view"
     lang: str = "en"  # the language of titles, hover and captions (``i18n``): "en" or "zh"
     palette: str | None = None  # BertViz's display_mode, "dark" or "light" (``PALETTES``); None: the notebook's
+    choose: bool = False  # the sections one at a time behind a selector (BertViz's Encoder / Decoder / Cross)
     _widget: object = field(default=None, repr=False, compare=False)
     _drawn_in: object = field(default=None, repr=False, compare=False)  # the cell its call drew it in
 
     def to_html(self) -> str:
         with language(self.lang):
-            return html(self.sections, f"Attention Atlas: {self.name}", self.palette)
+            return html(self.sections, f"Attention Atlas: {self.name}", self.palette, self.choose)
 
     def save(self, path) -> Path:
         path = Path(path)
@@ -270,13 +283,15 @@ class View:
         if self._widget is None:
             from attention_atlas.notebook.widget import LiveView
 
-            self._widget = LiveView(self.sections, lang=self.lang, palette=PALETTES.get(self.palette))
+            self._widget = LiveView(
+                self.sections, lang=self.lang, palette=PALETTES.get(self.palette), choose=self.choose
+            )
         return self._widget
 
     def fragment(self) -> str:
         """The HTML a notebook shows when it shows HTML (``fragment``)."""
         with language(self.lang):
-            return fragment(self.sections, self.palette)
+            return fragment(self.sections, self.palette, self.choose)
 
     def draw(self) -> None:
         """Show the view where the call is, as BertViz does (``IPython.display.display``): a call

@@ -122,14 +122,17 @@ def model_view(
     include_heads=None,
     html_action="view",
     lang="en",
+    stacked=False,
 ):
     """Every layer and head as tiles; a click opens the head below, arrow keys step through them.
-    ``lang="zh"``: titles, hover and captions in Chinese."""
+    ``lang="zh"``: titles, hover and captions in Chinese. With the encoder–decoder keywords, one
+    attention at a time behind a selector, as in BertViz (``stacked=True``: all of them, one under
+    another)."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     mode = mode_of(display_mode)
     pairs = _records(attention, tokens, cross, prettify_tokens)
     view = build("model", pairs, sentence_b_start, include_layers, include_heads, lang=lang, verbatim=True)
-    view.palette = mode
+    view.palette, view.choose = mode, len(pairs) > 1 and not stacked
     return finish(view, html_action)
 
 
@@ -149,15 +152,17 @@ def head_view(
     html_action="view",
     lang="en",
     display_mode=None,
+    stacked=False,
 ):
     """BertViz's head view: ``layer``'s ``heads`` as lines (hover a token for its own), above them
     the first head's matrix and every head's tile (click one, or step with the arrow keys).
-    ``layer`` and ``heads`` are the model's numbers, one of ``include_layers`` where it is given."""
+    ``layer`` and ``heads`` are the model's numbers, one of ``include_layers`` where it is given.
+    The encoder–decoder keywords: one attention at a time behind a selector (``stacked=True``: all)."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     mode = mode_of(display_mode)
     pairs = _records(attention, tokens, cross, prettify_tokens)
     view = build("head", pairs, sentence_b_start, include_layers, None, layer, heads, lang=lang, verbatim=True)
-    view.palette = mode
+    view.palette, view.choose = mode, len(pairs) > 1 and not stacked
     return finish(view, html_action)
 
 

@@ -4,6 +4,9 @@ arrow keys step, and the line view isolates a hovered token's lines. No request 
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -162,3 +165,39 @@ def test_sentence_b_start_offers_bertvizs_filter_and_it_stays_on_the_next_head(n
         page.wait_for_function(f"() => ({FILTER_RANGES})()[0][0] === 4.5")
         select.select_option(label="All")
         page.wait_for_function(f"() => ({FILTER_RANGES})()[0][0] === -0.5")
+
+
+SHOWN = """() => [...document.querySelectorAll('.atlas-section')].map(s => [s.style.display !== 'none',
+  Math.round(s.querySelector('.atlas-model-view .js-plotly-plot')?.getBoundingClientRect().width || 0)])"""
+
+
+def test_the_encoder_decoder_keywords_show_one_attention_behind_bertvizs_selector(new_page, tmp_path):
+    """Issue 41 item 7: BertViz draws one view with an Encoder / Decoder / Cross selector; the three
+    sections were stacked. ``stacked=True`` keeps them stacked."""
+    from attention_atlas.notebook import model_view
+
+    rng = np.random.default_rng(0)
+
+    def rows(*shape):
+        w = rng.random(shape).astype(np.float32)
+        return w / w.sum(-1, keepdims=True)
+
+    source, target = ["▁the", "▁cat", "</s>"], ["<s>", "▁le", "▁chat", "</s>"]
+    kwargs = dict(encoder_attention=rows(2, 2, 3, 3), decoder_attention=rows(2, 2, 4, 4))
+    kwargs |= dict(cross_attention=rows(2, 2, 4, 3), encoder_tokens=source, decoder_tokens=target)
+    path = model_view(**kwargs).save(tmp_path / "seq2seq.html")
+    with new_page(1400, 1000) as page:
+        offline(page)
+        page.goto(path.as_uri())
+        page.wait_for_selector(".atlas-model-view .js-plotly-plot", timeout=30_000)
+        choice = page.locator("select.atlas-section-choice")
+        assert choice.locator("option").all_text_contents() == [
+            "encoder self-attention", "decoder self-attention", "cross-attention"
+        ]  # fmt: skip
+        assert [shown for shown, _ in page.evaluate(SHOWN)] == [True, False, False]
+        choice.select_option(label="cross-attention")
+        page.wait_for_function(f"() => ({SHOWN})()[2][0] && ({SHOWN})()[2][1] > 300")
+        assert [shown for shown, _ in page.evaluate(SHOWN)] == [False, False, True]
+    stacked = model_view(**kwargs, stacked=True).to_html()
+    data = re.search(r'<script type="application/json" id="[^"]+-data">(.*?)</script>', stacked, re.S)
+    assert json.loads(data.group(1))["choose"] is None and len(json.loads(data.group(1))["sections"]) == 3

@@ -343,7 +343,7 @@ def long_text_model():
 
     model = tiny_variant("qwen2_no_window", num_hidden_layers=2, max_position_embeddings=4096)
     tokenizer = AutoTokenizer.from_pretrained(model_folder(), model_max_length=4096)
-    return model, tokenizer, " ".join(["the cat sat on the mat ."] * 300)  # 2,102 tokens
+    return model, tokenizer, " ".join(["the cat sat on the mat ."] * 300)  # 2,101 tokens: [CLS], no [SEP]
 
 
 @pytest.mark.slow
@@ -359,10 +359,10 @@ def test_show_past_1024_tokens_draws_the_long_input_view(long_text_model, tmp_pa
     section = carried(show(model, tokenizer, text, layer=1, heads=2).to_html())[0]
     tiles, overview = (json.loads(f) for f in section["figures"])
     cap = cp.capture(adapter_of(model, tokenizer), text)
-    assert cap.n_tokens == 2102 and cap.mapped
+    assert cap.n_tokens == 2101 and cap.mapped  # a causal LM reads no appended [SEP]
     red = bw.reduce_head(cap, 1, 2)
     np.testing.assert_allclose(z_of(overview["data"][0]).astype(float), red.values, rtol=2e-3, atol=1e-6)
-    assert overview["layout"]["title"]["text"].startswith("layer 1, head 2: 2,102 tokens")
+    assert overview["layout"]["title"]["text"].startswith("layer 1, head 2: 2,101 tokens")
     assert len(tiles["data"]) >= 1 and "drag a box" in section["note"]
     with pytest.raises(NotebookError, match="long-input view alone"):
         show(model, tokenizer, text, view="head")
