@@ -74,7 +74,6 @@ def _long_figure(args: argparse.Namespace, adapter):
     from attention_atlas.viz_core import long_figures as lf
 
     cap = cp.capture(adapter, args.text)
-    title = f"{adapter.model_id}, {cap.n_tokens:,} tokens"
     if args.view == "model":  # the long-input page's model view, every layer done, on every core
         return lf.long_model_view(eh.all_heads(cap)[0])
     if not args.head.isdigit():
@@ -82,7 +81,7 @@ def _long_figure(args: argparse.Namespace, adapter):
     args.head = int(args.head)
     check_head(args, cap.n_layers, cap.n_heads)
     red = bw.reduce_head(cap, args.layer, args.head)
-    return lf.overview_figure(red, cap.tokens, f"{title}, layer {args.layer}, head {args.head}")
+    return lf.head_overview(red, cap.tokens, args.layer, args.head)  # the Long inputs page's figure
 
 
 def _save_figure(fig, out: Path) -> int:

@@ -363,14 +363,9 @@ def keep_in_range(key: str, size: int, default: int, kind=int) -> None:
 
 
 def _overview_chart(red: bw.Reduced, cap: bw.QKCapture, layer: int, head: int, sqrt: bool) -> None:
-    n = cap.n_tokens
-    cells = red.values.shape[0]
-    how = _("max-pooled to {cells:,} × {cells:,} cells", cells=cells) if red.reduced else _("every token")
-    title = _("layer {layer}, head {head}: {n:,} tokens, {how}", layer=layer, head=head, n=n, how=how)
-    fig = lf.overview_figure(red, cap.tokens, title, ticks=8)
-    fig.update_layout(height=720, margin=dict(l=10, r=10, b=10))
     key = K + "overview"
-    _box_chart(fig, key, sqrt, functools.partial(_boxed, key, red))
+    fig = lf.head_overview(red, cap.tokens, layer, head, sqrt)  # the command line's figure too
+    _box_chart(fig, key, False, functools.partial(_boxed, key, red))
     st.caption(
         _(
             "Hover: each cell's query and key token ranges and its largest weight. **Draw a box** on the "

@@ -149,6 +149,18 @@ def _title(text: str) -> dict | None:
     )
 
 
+def head_overview(red: Reduced, tokens: list[str], layer: int, head: int, sqrt: bool = True) -> go.Figure:
+    """One head's overview as the Long inputs page and ``atlas figure --text-file`` both draw it: its
+    title (layer, head, tokens, how far pooled), 720 px tall, token ticks at 8 px, √ colours unless
+    ``sqrt`` is false (the page's toggle)."""
+    cells = red.values.shape[0]
+    how = _("max-pooled to {cells:,} × {cells:,} cells", cells=cells) if red.reduced else _("every token")
+    title = _("layer {layer}, head {head}: {n:,} tokens, {how}", layer=layer, head=head, n=len(tokens), how=how)
+    fig = overview_figure(red, tokens, title, ticks=8)
+    fig.update_layout(height=720, margin=dict(l=10, r=10, b=10))
+    return sqrt_colours(fig) if sqrt else fig
+
+
 def sqrt_colours(fig: go.Figure, steps: int = 11) -> go.Figure:
     """Every heatmap of ``fig`` coloured by √(weight / its maximum): the same white → dark blue,
     faint weights (next to a sink that takes almost everything) visible; the colour bar keeps

@@ -128,5 +128,10 @@ def test_smollm2_one_head_at_about_1000_tokens_and_its_long_figure(tmp_path):
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
-    heat = json.loads(fig.read_text())["data"][0]
+    drawn = json.loads(fig.read_text())
+    heat = drawn["data"][0]
     assert len(heat["y"]) == w.shape[0] and heat["y"][3].startswith("3 · ")
+    # the Long inputs page's figure, from one builder (last round's notes: title, height and colours differed)
+    title = f"layer 4, head 7: {w.shape[0]:,} tokens, every token"
+    assert drawn["layout"]["title"]["text"] == title and drawn["layout"]["height"] == 720
+    assert "√" in json.dumps(drawn["data"][0]["colorbar"], ensure_ascii=False)  # √ colours, as the page opens
