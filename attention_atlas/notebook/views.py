@@ -225,7 +225,8 @@ def build(
         layers = from_end(include_layers, record.n_layers, "include_layers")
         head_ids = from_end(include_heads, record.n_heads, "include_heads")
         shown, labels = _subset(record, layers, head_ids)
-        open_layer = len(layers) // 2 if layer is None else among(layer, layers, record.n_layers, "layer")[0]
+        first = 0 if verbatim else len(layers) // 2  # BertViz opens at layer 0; show() as the app does
+        open_layer = first if layer is None else among(layer, layers, record.n_layers, "layer")[0]
         picked = among(heads, head_ids, record.n_heads, "heads")
         n = max(len(shown.query_tokens), len(shown.key_tokens))
         lines = picked[: len(COLOURS)] if name != "model" and n <= MAX_TOKENS else []

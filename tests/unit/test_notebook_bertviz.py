@@ -247,3 +247,11 @@ def test_a_layer_out_of_range_is_said_as_a_reader_writes_it():
     with pytest.raises(NotebookError) as refused:
         head_view(ATT, TOKENS, layer=7)
     assert str(refused.value).endswith(", not 7") and "[" not in str(refused.value)
+
+
+def test_bertvizs_calls_open_at_layer_0():
+    """Issue 41 item 5 (part): BertViz's views open at layer 0 unless layer= says (they opened at the
+    middle layer, as the app's own show() still does)."""
+    assert model_view(ATT, TOKENS).sections[0].layer == 0
+    assert head_view(ATT, TOKENS).sections[0].layer == 0
+    assert head_view(ATT, TOKENS, layer=4).sections[0].layer == 4
