@@ -80,7 +80,7 @@ def headline(result) -> None:
                 _(
                     "Attention and {other} disagree: attention's top input token is **{a}**, {other}'s is **{b}**."
                     " Which one is the explanation? The faithfulness table below measures it.",
-                    other=other,
+                    other=named(other),
                     a=token("attention"),
                     b=token(other),
                 ),
@@ -90,12 +90,34 @@ def headline(result) -> None:
             fact(
                 _(
                     "Attention and {other} agree on the top input token, **{a}**.",
-                    other=other,
+                    other=named(other),
                     a=token("attention"),
                 )
             )
     for method, why in result.refused.items():
-        fact(_("{method} is not shown: {why}", method=method, why=plain(why)))
+        fact(_("{method} is not shown: {why}", method=named(method), why=plain(why)))
+
+
+# each method as the page names it, in the visitor's language (the CSVs keep the ids of the contract)
+METHOD_NAMES = {
+    "attention": N_("attention"),
+    "rollout": N_("rollout"),
+    "value_norms": N_("value norms"),
+    "contributions": N_("contributions"),
+    "saliency": N_("saliency"),
+    "input_x_gradient": N_("input × gradient"),
+    "integrated_gradients": N_("integrated gradients"),
+    "occlusion": N_("occlusion"),
+}
+
+
+def named(method: str) -> str:
+    return _(METHOD_NAMES.get(method, method))
+
+
+def file_name(result, what: str) -> str:
+    """A CSV's name: the model's id and what it holds (``couplet-rnn-additive_attribution_scores``)."""
+    return f"{result.model_id}_attribution_{what}".replace(":", "_")
 
 
 def scores_frame(result) -> pd.DataFrame:
@@ -112,7 +134,7 @@ def scores_frame(result) -> pd.DataFrame:
 
 def heatmap_block(result, signed, key: str) -> None:
     fig = attribution_heatmap(result.scores, result.tokens, signed, title=_("Methods × input tokens"))
-    chart(fig, lambda: scores_frame(result), key, "attribution")
+    chart(fig, lambda: scores_frame(result), key, file_name(result, "scores"))
 
 
 def coloured_text(result, method: str, signed, key: str) -> None:
@@ -122,13 +144,13 @@ def coloured_text(result, method: str, signed, key: str) -> None:
     fig = attribution_heatmap({method: result.scores[method]}, result.tokens, signed)
     fig.update_traces(text=[as_plotly_text(result.tokens)], texttemplate="%{text}", showscale=False)
     fig.update_layout(height=150)
-    chart(fig, lambda: scores_frame(result).query("method == @method"), key, f"attribution_{method}")
+    chart(fig, lambda: scores_frame(result).query("method == @method"), key, file_name(result, method))
 
 
 def faithfulness_frame(result) -> pd.DataFrame:
     rows = []
     for r, method in enumerate(result.methods):
-        row = {_("method"): method}
+        row = {_("method"): named(method)}
         for c, frac in enumerate((10, 20, 50)):
             row[_("comprehensiveness {k}%", k=frac)] = float(result.comprehensiveness[r, c])
         for c, frac in enumerate((10, 20, 50)):
@@ -147,13 +169,13 @@ def faithfulness_block(result, key: str) -> None:
             "Comprehensiveness: how much log p drops when a method's top tokens are replaced by the baseline "
             "token (higher: more faithful); sufficiency: how much it drops when only they are kept (lower: "
             "more faithful). AOPC: the mean drop along the deletion curve. Most faithful here by AOPC: **{best}**.",
-            best=best,
+            best=named(best),
         )
     )
     ks = np.flatnonzero(~np.isnan(result.deletion[0]))  # where the curve was evaluated
-    curves = {m: result.deletion[r, ks] for r, m in enumerate(result.methods)}
+    curves = {named(m): result.deletion[r, ks] for r, m in enumerate(result.methods)}
     fig = lines(ks, curves, _("top tokens replaced"), "log p", title=_("Deletion curves"))
-    chart(fig, lambda: pd.DataFrame(curves).assign(removed=ks), key + "_deletion", "deletion")
+    chart(fig, lambda: pd.DataFrame(curves).assign(removed=ks), key + "_deletion", file_name(result, "deletion"))
 
 
 def agreement_block(result, key: str) -> None:
@@ -172,4 +194,4 @@ def agreement_block(result, key: str) -> None:
             for m, kind in ((rho, "spearman"), (tau, "kendall"))
         )
 
-    chart(fig, frame, key, "agreement")
+    chart(fig, frame, key, file_name(result, "agreement"))

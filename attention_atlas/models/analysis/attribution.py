@@ -54,6 +54,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from attention_atlas.i18n import later, shown
+
 METHODS = (
     "attention",
     "rollout",
@@ -389,7 +391,7 @@ def seq2seq_subject(
     outputs = batch.tgt_out.shape[1]
     written = len(target)
     if written == 0 and eos is None:
-        raise AttributionError("the output is empty: there is no output token to explain")
+        raise AttributionError(later("the output is empty: there is no output token to explain"))
     if position is None:
         position = max(written - 1, 0)
     if not 0 <= position < outputs:
@@ -418,8 +420,11 @@ def seq2seq_subject(
         _, weights = run(None)
     refused = dict.fromkeys(
         ROWS,
-        f"{model_id} is a seq2seq model: value norms and contributions are read here from a causal LM's"
-        " self-attention only",
+        later(
+            "{model} is a seq2seq model: value norms and contributions are read here from a causal LM's"
+            " self-attention only",
+            model=model_id,
+        ),
     )
     if transformer:
         cross = weights["cross"][0, -1, :, position].float().mean(0).cpu().numpy()  # [n]
@@ -427,9 +432,10 @@ def seq2seq_subject(
         attention, rolled = cross, cross @ rollout(encoder)
     else:
         attention, rolled = weights[0, position].float().cpu().numpy(), None
-        refused["rollout"] = (
-            f"{model_id} is an RNN: its one attention reads encoder states that mixed the input through"
-            " recurrence, not through layers of attention, so there is nothing to roll out"
+        refused["rollout"] = later(
+            "{model} is an RNN: its one attention reads encoder states that mixed the input through"
+            " recurrence, not through layers of attention, so there is nothing to roll out",
+            model=model_id,
         )
     labels = [*source, *([runner.src_vocab.tokens[runner.src_vocab.eos_id]] if runner.end_with_eos else [])]
     return Subject(
@@ -487,7 +493,11 @@ def causal_subject(
     try:
         weights = _self_attention(adapter, ids, tokens)
     except (RuntimeError, ValueError) as err:
-        weights = f"{adapter.model_id}: its attention weights cannot be read ({' '.join(str(err).split())})"
+        weights = later(
+            "{model}: its attention weights cannot be read ({error})",
+            model=adapter.model_id,
+            error=" ".join(str(err).split()),
+        )
     found = lm_subject(
         adapter.model,
         ids,
@@ -504,7 +514,7 @@ def causal_subject(
 
 
 def _one_line(model_id: str, err: Exception) -> str:
-    return f"{model_id}: {' '.join(str(err).split())}"
+    return later("{model}: {error}", model=model_id, error=" ".join(shown(err).split()))
 
 
 def _rows(adapter, text: str, ids: torch.Tensor, weights) -> tuple[dict, dict]:
@@ -520,8 +530,8 @@ def _rows(adapter, text: str, ids: torch.Tensor, weights) -> tuple[dict, dict]:
     if isinstance(weights, str):
         refused["value_norms"] = weights
     elif not vn.supports(adapter):
-        refused["value_norms"] = (
-            f"{adapter.model_id}: value vectors are read from BERT- and Llama-style self-attention only"
+        refused["value_norms"] = later(
+            "{model}: value vectors are read from BERT- and Llama-style self-attention only", model=adapter.model_id
         )
     else:  # a causal model's value vectors at the first n tokens are those of the first n alone
         rows["value_norms"] = lambda: vn.weighted(weights, vn.value_norms(adapter, text)[:, :, :n])[-1].mean(
@@ -569,7 +579,9 @@ def lm_subject(
     table = model.get_input_embeddings()
     refused: dict[str, str] = {}
     if baseline is None:
-        why = f"{model_id}'s tokenizer has no pad, unknown or end-of-text token to make a baseline input of"
+        why = later(
+            "{model}'s tokenizer has no pad, unknown or end-of-text token to make a baseline input of", model=model_id
+        )
         refused.update(integrated_gradients=why, occlusion=why)
         baseline = (0, NO_BASELINE)
     base_id, base_name = baseline
@@ -593,7 +605,9 @@ def lm_subject(
         weights = torch.cat([a.float().cpu() for a in out.attentions]).numpy()
     attention = rolled = None
     refused.update(
-        dict.fromkeys(ROWS, f"{model_id}: value norms and contributions are read through a registry adapter")
+        dict.fromkeys(
+            ROWS, later("{model}: value norms and contributions are read through a registry adapter", model=model_id)
+        )
     )
     if isinstance(weights, str):
         refused.update(attention=weights, rollout=weights)
@@ -691,10 +705,15 @@ def subject_of(
     if family == "causal" and isinstance(getattr(adapter, "model", None), torch.nn.Module):
         return causal_subject(adapter, text, target_text, target_position)
     if family == "encoder":
-        raise AttributionError(f"{adapter.model_id} is an encoder: it writes no output token to explain")
+        raise AttributionError(
+            later("{model} is an encoder: it writes no output token to explain", model=adapter.model_id)
+        )
     raise AttributionError(
-        f"{adapter.model_id} is a {family or 'model'} model: attribution serves couplet, translation and"
-        " causal language models"
+        later(
+            "{model} is a {family} model: attribution serves couplet, translation and causal language models",
+            model=adapter.model_id,
+            family=family or "other",
+        )
     )
 
 
