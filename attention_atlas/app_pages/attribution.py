@@ -8,7 +8,7 @@ from attention_atlas.i18n import _
 from attention_atlas.models.analysis.attribution import METHODS, SIGNED
 from attention_atlas.ui import attribution_views as views
 from attention_atlas.ui import cached
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, section
 from attention_atlas.ui.widgets import intro, text_box
 
 K = "attribution_"
@@ -77,9 +77,7 @@ method = (
     or shown[-1]
 )
 views.coloured_text(result, method, SIGNED, K + "text_chart")
-st.subheader(
-    _("Faithfulness: does removing what a method points at change the output?"), anchor="faithfulness"
-)
+section(_("Faithfulness: does removing what a method points at change the output?"), "faithfulness")
 views.faithfulness_block(result, K + "faith")
 st.subheader(_("Do the methods agree?"))
 views.agreement_block(result, K + "agree")

@@ -12,7 +12,11 @@ from harness.browser import EXCEPTION_BOX
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]  # Couplets loads its models on a busy machine
 
-LESSONS = [("The couplet seq2seq", "step-through"), ("Scoring functions and √d", "why-divide-by-sqrt-d")]
+LESSONS = [
+    ("The couplet seq2seq", "step-through"),
+    ("Scoring functions and √d", "why-divide-by-sqrt-d"),
+    (r"Is attention an explanation\? \(1\)", "faithfulness"),
+]
 # the heading's place in the window once the scrolling is over: [top, bottom, window height]
 PLACE = """id => { const el = document.getElementById(id); if (!el) return null;
   const r = el.getBoundingClientRect(); return [r.top, r.bottom, innerHeight]; }"""
