@@ -290,9 +290,9 @@ def test_refusals_are_one_line(tiny_rnn, tiny_hf_folders):
 
 
 def test_the_command_line_names_the_methods_as_the_module_does():
-    from attention_atlas.cli import analysis
+    from attention_atlas.cli import attribution
 
-    assert analysis.METHODS == at.METHODS and analysis.STEPS == at.STEPS
+    assert attribution.METHODS == at.METHODS and attribution.STEPS == at.STEPS
 
 
 # -- the notebook ------------------------------------------------------------------------------------
