@@ -24,6 +24,7 @@ PAGES = [
     "long-input",
     "corpus",
     "prediction",
+    "attribution",
     "couplets",
     "translation",
     "watch-learn",
@@ -66,7 +67,7 @@ ALLOWED = {
     # names and abbreviations a Chinese text keeps as they are (docs/GLOSSARY-zh.md)
     *("BERT", "GPT", "RNN", "CNN", "GRU", "LSTM", "BLEU", "CSV", "URL", "UTF"),
     *("CPU", "GPU", "CUDA", "MPS", "Transformer", "Bahdanau", "Nadaraya", "Watson"),
-    *("logit", "Logit", "lens", "Ray", "Adam", "ALiBi", "JSON", "TXT", "SHA"),
+    *("logit", "Logit", "lens", "Ray", "Adam", "ALiBi", "JSON", "TXT", "SHA", "AOPC"),
     # the math's functions and a dtype
     *("softmax", "argmax", "tanh", "exp", "max", "min", "log", "sin", "cos", "float"),
     "English",  # the language switch names each language in itself
@@ -177,6 +178,9 @@ def check_projected(page, path: str, chinese: bool) -> None:
         assert all(ticks == list("两个黄鹂鸣翠柳") for ticks in page.evaluate(X_TICKS))
     if path in CHARTED:
         check_figure_text(page, chinese=path == "couplets")
+    if path == "transformer":  # the line view's tokens too (issue 40 item 6: 14 px)
+        sizes = page.evaluate("() => [...document.querySelectorAll('svg.atlas-line-view')].map(s => s.style.fontSize)")
+        assert sizes and all(float(size.removesuffix("px")) >= 20 for size in sizes), sizes
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
