@@ -283,9 +283,9 @@ class View:
         if self._widget is None:
             from attention_atlas.notebook.widget import LiveView
 
-            self._widget = LiveView(
-                self.sections, lang=self.lang, palette=PALETTES.get(self.palette), choose=self.choose
-            )
+            with language(self.lang):
+                choose = chooser(self.sections, self.choose)
+            self._widget = LiveView(self.sections, lang=self.lang, palette=PALETTES.get(self.palette), choose=choose)
         return self._widget
 
     def fragment(self) -> str:

@@ -26,7 +26,6 @@ import traitlets
 
 from attention_atlas.i18n import language
 from attention_atlas.notebook.assets import esm, plotly_js, scripts
-from attention_atlas.notebook.page import chooser
 
 
 class LiveView(anywidget.AnyWidget):
@@ -36,12 +35,12 @@ class LiveView(anywidget.AnyWidget):
     spec = traitlets.Dict().tag(sync=True)
     scripts = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, sections: list, lang: str = "en", palette: dict | None = None, choose: bool = False, **kwargs):
+    def __init__(self, sections: list, lang: str = "en", palette: dict | None = None, choose: dict | None = None, **kwargs):
         """``sections``: ``page.Section``s (and ``page.Figures``); ``lang``: their titles' language;
         ``palette``: the background and text colour of BertViz's ``display_mode`` (``page.PALETTES``)."""
         with language(lang):
             data = [s.data(live=True) for s in sections]
-            spec = {"sections": data, "palette": palette, "choose": chooser(sections, choose)}
+            spec = {"sections": data, "palette": palette, "choose": choose}  # choose: ``page.chooser``'s
         super().__init__(spec=spec, scripts=scripts(), **kwargs)
         self._sections, self._lang = sections, lang
         # the record id each model view's head keys carry (``shown``), by section
