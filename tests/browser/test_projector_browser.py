@@ -72,7 +72,7 @@ ALLOWED = {
     *("softmax", "argmax", "tanh", "exp", "max", "min", "log", "sin", "cos", "float"),
     "English",  # the language switch names each language in itself
 }
-NAMES = ["Attention Atlas", "Hugging Face"]  # the app's name, a company's
+NAMES = ["Attention Atlas", "Hugging Face", "SmolLM2"]  # the app's name, a company's, a model's
 UNITS = {"ms", "MB", "GB", "KB", "kB", "px", "GiB", "MiB", "KiB"}
 LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 NOT_WORDS = [  # removed from a line before its words are counted
