@@ -72,7 +72,10 @@ views.heatmap_block(result, SIGNED, K + "heat")
 shown = [m for m in METHODS if m in result.methods]
 method = (
     st.segmented_control(
-        _("colour the input by"), shown, key=link.choice("method", K + "method", shown, shown[-1])
+        _("colour the input by"),
+        shown,
+        format_func=views.named,
+        key=link.choice("method", K + "method", shown, shown[-1]),
     )
     or shown[-1]
 )
