@@ -19,7 +19,7 @@ def expected(folder) -> dict:
     """The definition built in full, on the model and ids transformers loads from the folder itself."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"]
+    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"][:, :-1]  # no [SEP]: a causal LM's text
     model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
     return naive(model, ARCHS["gpt2"][2], ids)
 

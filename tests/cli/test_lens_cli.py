@@ -17,7 +17,7 @@ def own_probs(folder) -> tuple[np.ndarray, list[int]]:
     """The model's own next-token probabilities [positions, vocab], from transformers directly."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"]
+    ids = AutoTokenizer.from_pretrained(folder)(TEXT, return_tensors="pt")["input_ids"][:, :-1]  # no [SEP]: a causal LM's text
     model = AutoModelForCausalLM.from_pretrained(folder).eval()
     with torch.no_grad():
         return torch.softmax(model(input_ids=ids).logits[0], -1).numpy(), ids[0].tolist()

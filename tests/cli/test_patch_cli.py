@@ -93,4 +93,7 @@ def test_smollm2_names_the_subject_token(tmp_path):
     assert float(saved["metric_clean"]) > 0 > float(saved["metric_corrupt"])
     differ = [i for i, (a, b) in enumerate(zip(saved["tokens_clean"], saved["tokens_corrupt"], strict=True)) if a != b]
     assert saved["resid"][0, differ].sum() > 0.9  # the subject's tokens, at the input, carry the answer
-    assert abs(saved["resid"][-1, -1] - 1) < 0.05  # the last position's stream before the last block: all of it
+    # the last token (" of") is the same in both prompts: its stream entering block 0 is the same
+    # embedding, a patch that changes nothing (exactly 0); entering the last block it carries most of
+    # the answer (0.81 once: that block's attention still reads the other positions' corrupted streams)
+    assert saved["resid"][0, -1] == 0 and saved["resid"][-1, -1] > 0.5

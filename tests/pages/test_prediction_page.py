@@ -196,7 +196,7 @@ def test_every_causal_model_is_offered_and_a_refused_one_is_one_line(tiny_models
 
     at = opened(model="tiny-gpt2-lens", text="the cat sat on the mat")
     z = values(chart(at, K + "grid")["data"][0]["z"])
-    assert z.shape == (2, 8)  # 2 blocks × [CLS] the cat sat on the mat [SEP]
+    assert z.shape == (2, 7)  # 2 blocks × [CLS] the cat sat on the mat (no [SEP] appended to a causal LM's text)
 
     at = opened(model="tiny-cohere-lens")
     assert not at.get("plotly_chart")

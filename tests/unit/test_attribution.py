@@ -314,7 +314,7 @@ def test_attribution_view_of_an_sdpa_model_in_a_notebook(tiny_hf_folders):
     text = "the cat sat on the mat"
     view = attribution_view(sdpa, tokenizer, text, target=" dog", methods=["attention", "occlusion"])
     result = view.attribution
-    ids = tokenizer(text, return_tensors="pt")["input_ids"]
+    ids = tokenizer(text, return_tensors="pt")["input_ids"][:, :-1]  # a causal LM's text: no [SEP] appended
     with torch.no_grad():
         weights = torch.cat(eager(input_ids=ids, output_attentions=True).attentions).numpy()
     np.testing.assert_allclose(result.scores["attention"], weights[-1].mean(0)[-1], atol=1e-6)

@@ -33,7 +33,7 @@ def long(tmp_path_factory):
     # minilm's WordPiece (one token a word here; transformers would give a Qwen2 folder its
     # byte-level class over that vocabulary, one token a letter), its 512-token limit lifted
     adapter.tokenizer = AutoTokenizer.from_pretrained(model_folder(), model_max_length=N)
-    words = " ".join(SENTENCES[i % 3] for i in range(N // 7)).split()[: N - 2]  # + [CLS], [SEP]
+    words = " ".join(SENTENCES[i % 3] for i in range(N // 7 + 1)).split()[: N - 1]  # + [CLS] (no [SEP]: a causal LM)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ATLAS_CACHE", str(folder / "cache"))
         cap = cp.capture(adapter, " ".join(words))

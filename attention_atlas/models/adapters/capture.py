@@ -573,13 +573,13 @@ def encode_long(adapter, text: str):
     ids = enc["input_ids"]
     if ids.shape[1] == 0:
         raise InputError(later("the tokenizer produced no tokens for this text"))
-    check_fits(adapter, ids.shape[1])
     try:
         word_ids = list(enc.word_ids(0))
     except (ValueError, AttributeError):
         word_ids = list(range(ids.shape[1]))
     special = [bool(s) for s in enc["special_tokens_mask"][0].tolist()]
     out = encoded(adapter, *as_prompt(getattr(adapter, "family", ""), ids, special, word_ids))
+    check_fits(adapter, out.ids.shape[1])  # the tokens read: a causal LM's appended separator is not
     out.notices.extend(fixed)
     return out
 
