@@ -341,6 +341,13 @@ def page_runner(page: str, timeout: float) -> Callable[[AppTest | None], AppTest
     return run
 
 
+def chart(at: AppTest, key: str) -> dict:
+    """The figure drawn by ``ui.widgets.chart`` with key ``key`` (its element's id ends ``-{key}_chart``)."""
+    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
+    assert found, f"no chart {key}"
+    return json.loads(found[0].proto.spec)
+
+
 def charts(at: AppTest) -> list[dict]:
     """Every figure on the page: first those drawn by ui.live_heads (model view, head view), then
     the ``st.plotly_chart`` ones, each in page order."""

@@ -1,14 +1,13 @@
 """The Transformer page's 'Compare two inputs' and 'Mask a token' tabs under AppTest, with minilm:
 charts drawn, their numbers those of the adapter run directly, bad input a one-line message."""
 
-import json
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_atlas.ui.compare import align, aligned_difference, mean_abs, row_change
-from tests.support import PACKAGE, page_runner, z_of
+from tests.support import PACKAGE, chart, page_runner, z_of
 
 PAGE = "app_pages/transformer.py"
 TEXT = "The cat sat on the mat because it was tired."
@@ -25,12 +24,6 @@ def run(at: AppTest | None = None, tab: str | None = None) -> AppTest:
         at.query_params["tab"] = tab
     return run_page(at)
 
-
-def chart(at: AppTest, key: str) -> dict:
-    """The Plotly figure drawn with key ``key`` (``ui.widgets.chart`` adds ``_chart``)."""
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
 @pytest.fixture(scope="module")

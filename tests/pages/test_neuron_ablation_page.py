@@ -3,7 +3,6 @@ SmolLM2 for the next token, slow): the charts' numbers are those of the model ru
 copy of it built by hand without the head, and bad input is a one-line message."""
 
 import copy
-import json
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_atlas.ui.compare import row_change
-from tests.support import PACKAGE, page_runner, qk_weights, values, z_of
+from tests.support import PACKAGE, chart, page_runner, qk_weights, values, z_of
 
 PAGE = "app_pages/transformer.py"
 TEXT = "The cat sat on the mat because it was tired."
@@ -25,11 +24,6 @@ def run(tab: str, at: AppTest | None = None, **params) -> AppTest:
         at.query_params.update({"tab": tab, **params})
     return run_page(at)
 
-
-def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
 def has_chart(at: AppTest, key: str) -> bool:

@@ -1,7 +1,6 @@
 """The Contributions tab of "Inside a prediction" (issue 24, item 3) under AppTest with SmolLM2: the
 routes, the heads of an edge and a head's maps are those ``models.analysis.contributions`` computes on its own."""
 
-import json
 
 import numpy as np
 import pytest
@@ -10,17 +9,12 @@ from streamlit.testing.v1 import AppTest
 
 from attention_atlas.models import registry
 from attention_atlas.models.analysis import contributions as cb
-from tests.support import PACKAGE, page_runner, values, z_of
+from tests.support import PACKAGE, chart, page_runner, values, z_of
 
 PAGE = "app_pages/prediction.py"
 run = page_runner(PAGE, 300)
 TEXT = "The capital of France is"
 
-
-def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_atlas.models import registry
 from attention_atlas.models.analysis.generate import generate
-from tests.support import PACKAGE, page_runner, z_of
+from tests.support import PACKAGE, chart, page_runner, z_of
 
 PAGE = "app_pages/prediction.py"
 run = page_runner(PAGE, 300)
@@ -25,11 +25,6 @@ def opened(**params) -> AppTest:
     at.query_params.update({"tab": "Generate", **params})
     return run(at)
 
-
-def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ maps), each map is what ``models.analysis.patching`` computes on its own, the ki
 travel in the URL, the ranked heads link to the Transformer page, and a pair of different lengths is
 one line. Each test runs SmolLM2's patching (tens of seconds on a busy 2-core machine): slow."""
 
-import json
 
 import numpy as np
 import pytest
@@ -14,17 +13,12 @@ from streamlit.testing.v1 import AppTest
 from attention_atlas.models import registry
 from attention_atlas.models.analysis import patching as pt
 from attention_atlas.ui.patching_views import EXAMPLE
-from tests.support import PACKAGE, page_runner, z_of
+from tests.support import PACKAGE, chart, page_runner, z_of
 
 PAGE = "app_pages/prediction.py"
 run = page_runner(PAGE, 600)
 pytestmark = pytest.mark.slow
 
-
-def chart(at: AppTest, key: str) -> dict:
-    found = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}_chart")]
-    assert found, f"no chart {key}"
-    return json.loads(found[0].proto.spec)
 
 
 @pytest.fixture(scope="module")
