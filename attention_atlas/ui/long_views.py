@@ -41,6 +41,7 @@ from attention_atlas.ui.widgets import (
     for_screen,
     hold,
     keep_held,
+    last_poll,
     plain,
     whole_number,
 )
@@ -304,6 +305,7 @@ def progress(long: lc.LongInput, polling: bool) -> None:
         )
         st.progress(done / layers, text=text)
     elif polling:
+        last_poll()
         st.rerun()
 
 

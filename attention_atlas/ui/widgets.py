@@ -270,3 +270,11 @@ def keep_held(group: str, polling: bool = True) -> None:
         st.session_state[group + HELD] = (values, False)
     else:
         del st.session_state[group + HELD]
+
+
+def last_poll() -> None:
+    """In the timed run that ends a page's polling, before its ``st.rerun()``: that run may have
+    brought a widget's old value from a browser that had not yet drawn a callback's run, and the
+    full rerun after it (which no longer polls) lets held values go, so every held group wins here."""
+    for key in [k for k in st.session_state if isinstance(k, str) and k.endswith(HELD)]:
+        keep_held(key.removesuffix(HELD), polling=True)

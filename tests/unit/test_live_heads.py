@@ -99,9 +99,13 @@ def held_app():
     that polls (its fragments rerun on a timer) unless the session says not."""
     import streamlit as st
 
-    from attention_atlas.ui.widgets import hold, keep_held
+    from attention_atlas.ui.widgets import hold, keep_held, last_poll
 
     st.button("pick layer 5", on_click=lambda: hold("g", {"layer": 5}))
+    if st.button("last poll"):  # the timed run that finds the work done, as the long-input page's progress
+        last_poll()
+        st.session_state["polling"] = False
+        st.rerun()
     keep_held("g", st.session_state.get("polling", True))
     st.slider("layer", 0, 9, key="layer")
 
@@ -119,6 +123,21 @@ def test_a_held_value_outlives_a_rerun_that_brings_the_old_one_back():
     assert at.slider(key="layer").value == 5
     at.run()  # the browser reports 5 back: no longer held
     at.slider(key="layer").set_value(7).run()  # the user's own move stands
+    assert at.slider(key="layer").value == 7
+
+
+def test_the_poll_that_ends_polling_keeps_a_held_value_against_the_old_one():
+    """The last timed rerun (its work done, it reruns the page once to stop polling) may carry the
+    old value too; the page that no longer polls opens with the held value, then lets it go."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(held_app).run()
+    at.slider(key="layer").set_value(2).run()
+    at.button[0].click().run()
+    at.slider(key="layer").set_value(2)  # the browser has not drawn the click's run yet
+    at.button[1].click().run()
+    assert at.slider(key="layer").value == 5 and at.session_state["polling"] is False
+    at.slider(key="layer").set_value(7).run()  # no longer held: the user's own move stands
     assert at.slider(key="layer").value == 7
 
 
