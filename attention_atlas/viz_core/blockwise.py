@@ -10,7 +10,7 @@ capture from the model's own attention module and what transformers' attention i
 it): a sliding window (each query reads its last ``window`` keys), logit softcapping
 (``cap · tanh(s / cap)``), a learned sink logit per head (one more logit in the softmax's
 denominator that takes mass and no key: a row then sums to 1 − the sink's mass, ``sink_mass``) and
-an ALiBi slope per head (``slope · key position`` added to the scores). The default is plain.
+ALiBi (a bias per head and key added to the scores, as the model computed it). The default is plain.
 
 Reductions for the views, each block-wise:
 
@@ -56,11 +56,11 @@ class Variant:
     window: int | None = None  # each query reads keys (query − window, query]
     softcap: float | None = None  # scores become softcap · tanh(scores / softcap) (before any mask)
     sinks: np.ndarray | None = None  # [heads] a learned logit per head, in the softmax's denominator
-    slopes: np.ndarray | None = None  # [heads] ALiBi: slope · key position added to the scores
+    alibi: np.ndarray | None = None  # [heads, keys] ALiBi: each key's bias, added to the scaled scores
 
     @property
     def plain(self) -> bool:
-        return all(f is None for f in (self.window, self.softcap, self.sinks, self.slopes))
+        return all(f is None for f in (self.window, self.softcap, self.sinks, self.alibi))
 
     def head(self, head: int) -> dict:
         """``rows``' keywords for query head ``head``."""
@@ -68,7 +68,7 @@ class Variant:
             "window": self.window,
             "softcap": self.softcap,
             "sink": None if self.sinks is None else float(self.sinks[head]),
-            "slope": None if self.slopes is None else float(self.slopes[head]),
+            "alibi": None if self.alibi is None else self.alibi[head],
         }
 
     def describe(self) -> str:
@@ -77,7 +77,7 @@ class Variant:
             f"a window of {self.window} keys" if self.window else "",
             f"logits softcapped at {self.softcap}" if self.softcap else "",
         ]
-        parts += ["sink logits" if self.sinks is not None else "", "ALiBi" if self.slopes is not None else ""]
+        parts += ["sink logits" if self.sinks is not None else "", "ALiBi" if self.alibi is not None else ""]
         return ", ".join(p for p in parts if p) or "plain"
 
 
@@ -186,12 +186,12 @@ def narrow_rows(
     window: int | None = None,
     softcap: float | None = None,
     sink: float | None = None,
-    slope: float | None = None,
+    alibi: np.ndarray | None = None,
 ) -> tuple[int, np.ndarray]:
     """Weights of query rows ``start:stop`` over the keys they may read, ``(first key, weights
     [rows, keys first:first + width])`` float32 (every other key weighs 0): the softmax of
     ``_logits``; a ``sink`` logit joins the denominator (the row then sums to 1 − its mass)."""
-    first, scores = _logits(q, k, scaling, causal, start, stop, window, softcap, slope)
+    first, scores = _logits(q, k, scaling, causal, start, stop, window, softcap, alibi)
     top = _top(scores.max(-1, keepdims=True), sink)
     scores /= _exp_rows(scores, top, sink)
     return first, scores
@@ -209,12 +209,12 @@ def pooled_rows(
     window: int | None = None,
     softcap: float | None = None,
     sink: float | None = None,
-    slope: float | None = None,
+    alibi: np.ndarray | None = None,
 ) -> np.ndarray:
     """``narrow_rows`` pooled into the key cells between ``edges``, ``[rows, cells]`` (cells the
     rows do not read hold 0), with no weights written out: a cell's max weight is exp(its max logit
     − the row's top) / Z, exp and dividing by Z being increasing; its mean is Σexp / Z / its width."""
-    first, scores = _logits(q, k, scaling, causal, start, stop, window, softcap, slope)
+    first, scores = _logits(q, k, scaling, causal, start, stop, window, softcap, alibi)
     lo, hi, starts = _cells(edges, first, first + scores.shape[1])
     peaks = np.maximum.reduceat(scores, starts, axis=1) if how == "max" else scores
     top = _top(peaks.max(-1, keepdims=True), sink)
@@ -227,17 +227,17 @@ def pooled_rows(
     return out
 
 
-def _logits(q, k, scaling, causal, start, stop, window, softcap, slope) -> tuple[int, np.ndarray]:
+def _logits(q, k, scaling, causal, start, stop, window, softcap, alibi) -> tuple[int, np.ndarray]:
     """``(first key, [rows, keys first:width] logits)`` of query rows ``start:stop``: ``q·k ·
-    scaling`` (softcapped, plus ``slope`` · key position), −inf where a query may not read a key
+    scaling`` (softcapped, plus each key's ``alibi`` bias), −inf where a query may not read a key
     (after it when ``causal``, ``window`` or more before it)."""
     first, width = _span(k.shape[0], causal, window, start, stop)
     scores = q[start:stop] @ k[first:width].T
     scores *= np.float32(scaling)
     if softcap:
         scores = np.tanh(scores / np.float32(softcap)) * np.float32(softcap)
-    if slope is not None:
-        scores += np.float32(slope) * np.arange(first, width, dtype=np.float32)[None, :]
+    if alibi is not None:
+        scores += np.asarray(alibi, dtype=np.float32)[None, first:width]
     _mask(scores, first, width, start, stop, causal, window)
     return first, scores
 
@@ -485,9 +485,9 @@ class _KeyGroup:
         self.exp, self.unit = BASE_2 if self.fused else _exponential()
         self.scaling, variant = cap.scaling[layer], cap.variant(layer)
         self.window, self.softcap = variant.window, variant.softcap
-        self.sinks, self.slopes = (
+        self.sinks, self.alibi = (
             None if a is None else np.float32(np.asarray(a)[heads] * self.unit)
-            for a in (variant.sinks, variant.slopes)
+            for a in (variant.sinks, variant.alibi)
         )
         special, keys = np.asarray(cap.special, dtype=bool), np.arange(cap.n_tokens)
         self.f = [  # each key statistic's f over every key, and the keys where it is not 0
@@ -542,8 +542,8 @@ class _KeyGroup:
         if self.softcap:
             np.tanh(s, out=s)
             s *= np.float32(self.softcap * self.unit)
-        if self.slopes is not None:
-            s += (self.slopes[:, None] * np.arange(first, width, dtype=np.float32))[:, None, :]
+        if self.alibi is not None:
+            s += self.alibi[:, None, first:width]
         return s
 
     def _passes(self, start: int, stop: int, first: int, width: int, s: np.ndarray) -> tuple:

@@ -200,23 +200,68 @@ def test_the_record_rule_names_the_sink_and_holds_plain_rows_to_1():
         AttentionRecord(np.zeros((1, 1, 2, 2)), toks, toks, "self", "m", sink=np.full((1, 1, 2), 1.5))
 
 
-def test_falcon_with_alibi_is_refused_in_one_line_naming_alibi(tmp_path):
-    from transformers import FalconConfig, FalconForCausalLM
+def sdpa_falcon(folder, ids: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+    """Falcon as SDPA runs it: the folder loaded with SDPA, its logits for ``ids``, and each layer's
+    weights ``[layers, heads, query, key]`` computed directly from SDPA's formula, softmax(q·k/√d +
+    mask), in float64 from the queries, keys and mask (it holds ALiBi / √d) its modules are handed."""
+    from transformers import AutoModelForCausalLM
 
-    config = FalconConfig(
-        vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, alibi=True
-    )
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="sdpa", local_files_only=True)
+    weights = []
+
+    def weigh(module, args, kwargs):
+        q, k, _ = module._split_heads(module.query_key_value(args[0]))
+        q, k = q.transpose(1, 2).double(), k.transpose(1, 2).double()
+        s = q @ k.transpose(-1, -2) / module.head_dim**0.5 + kwargs["attention_mask"].double()
+        weights.append(torch.softmax(s, -1)[0])
+
+    for module in model.modules():
+        if type(module).__name__ == "FalconAttention":
+            module.register_forward_pre_hook(weigh, with_kwargs=True)
+    with torch.no_grad():
+        logits = model.eval()(input_ids=ids).logits
+    return logits, torch.stack(weights).numpy()
+
+
+def test_falcon_with_alibi_shows_the_attention_sdpa_computes_at_any_length(tmp_path):
+    """Falcon's eager path (transformers 5) adds ALiBi twice: from its argument and again in the mask
+    its model makes for SDPA. The adapter and the long capture show what SDPA (and Falcon's own
+    code) compute, at 1e-5 against that formula, past 512 tokens, where ALiBi in bfloat16 is not a
+    line; the model's logits are SDPA's too, while plain eager's weights are not."""
+    from transformers import AutoModelForCausalLM, FalconConfig, FalconForCausalLM
+
+    config = FalconConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, alibi=True)
     torch.manual_seed(0)
-    adapter = HFAdapter("tiny-falcon", hf_folder(FalconForCausalLM(config), tmp_path), CPU)
-    with pytest.raises(cp.CaptureError) as err:
-        cp.capture(adapter, TEXT)
-    assert "\n" not in str(err.value)
-    assert str(err.value).startswith("tiny-falcon: ALiBi position biases are not captured")
+    folder = hf_folder(FalconForCausalLM(config), tmp_path)
+    adapter = HFAdapter("tiny-falcon", folder, CPU)
+    adapter.tokenizer.model_max_length = 2048  # minilm's tokenizer says 512; Falcon's context is 2,048
+    assert cp.supports(adapter) is None
+    text = " ".join([TEXT] * 12)
+    ids = cp.encode_long(adapter, text).ids
+    assert ids.shape[1] > 512
+    logits, want = sdpa_falcon(folder, ids)
+    with torch.no_grad():
+        assert torch.allclose(adapter.model(input_ids=ids).logits, logits, atol=1e-5, rtol=0)
+    cap = cp.capture(adapter, text)
+    assert cap.n_tokens == ids.shape[1] and cap.variant(0).describe() == "ALiBi"
+    for layer in range(cap.n_layers):
+        for head in range(cap.n_heads):
+            assert np.abs(bw.head_weights(cap, layer, head, block=64) - want[layer, head]).max() < 1e-5
+    short = adapter.run(TEXT).records["self"].weights
+    n = short.shape[-1]
+    assert np.abs(short - sdpa_falcon(folder, ids[:, :n])[1]).max() < 1e-5
+    plain = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", local_files_only=True)
+    with torch.no_grad():
+        twice = torch.cat(plain.eval()(input_ids=ids[:, :n], output_attentions=True).attentions).numpy()
+    assert np.abs(twice - short).max() > 1e-2  # what the fix changes
+    mine = cp.capture(HFAdapter.loaded(plain, adapter.tokenizer, "mine"), text)  # a notebook's own model
+    assert np.abs(bw.head_weights(mine, 1, 3) - want[1, 3]).max() < 1e-5
+    assert not any(m._forward_pre_hooks for m in plain.modules())  # the twin is hooked, not the caller's model
 
 
 def test_bloom_alibi_added_in_its_attention_modules_is_captured_and_equals_eager(tmp_path):
     """BLOOM adds its ALiBi tensor to q·k in its own attention modules (not through transformers'
-    attention interface): the capture reads their queries, keys and slopes, and the weights from
+    attention interface): the capture reads their queries, keys and ALiBi, and the weights from
     them equal BLOOM's own eager attention on every layer and head at a few hundred tokens."""
     adapter = build("bloom", tmp_path)
     assert cp.supports(adapter) is None
@@ -225,15 +270,16 @@ def test_bloom_alibi_added_in_its_attention_modules_is_captured_and_equals_eager
     assert cap.n_tokens > 200 and cap.causal
     assert cap.keys[0].shape == cap.queries[0].shape == (8, cap.n_tokens, 8)  # no grouped key heads
     assert cap.scaling[0] == pytest.approx(8**-0.5)
+    slopes = 2.0 ** -np.arange(1, 9, dtype=np.float32)
     for layer in range(cap.n_layers):  # BLOOM's slopes for 8 heads: 2^-1 … 2^-8, times the key position
-        assert np.array_equal(cap.variant(layer).slopes, 2.0 ** -np.arange(1, 9, dtype=np.float32))
+        assert np.array_equal(cap.variant(layer).alibi, slopes[:, None] * np.arange(cap.n_tokens, dtype=np.float32))
         assert cap.variant(layer).describe() == "ALiBi"
     want = eager(adapter, cap, text)
     for layer in range(cap.n_layers):
         for head in range(cap.n_heads):
             got = bw.head_weights(cap, layer, head, block=7)
             assert np.abs(got - want[layer, head]).max() < 1e-5, (layer, head)
-    plain = dataclasses.replace(cap, variants=None)  # the slopes carry BLOOM's position bias
+    plain = dataclasses.replace(cap, variants=None)  # the ALiBi carries BLOOM's position bias
     assert np.abs(bw.head_weights(plain, 0, 0) - want[0, 0]).max() > 1e-2
     assert not adapter.model.transformer.h[0].self_attention._forward_pre_hooks  # hooks on the twin only
 

@@ -23,14 +23,16 @@ that shares every parameter tensor with it (no second copy of the weights) and d
 attention implementation. Nothing per request is kept on either model: the recording is a local
 of each call, and per thread.
 
-BLOOM adds its ALiBi tensor to q·k in its own attention modules, outside the interface: its twin
-runs BLOOM's own eager attention, and a hook before each such module (``FUSED_ALIBI``: found by
-its fused ``query_key_value`` and its ``alibi`` argument, split as the module splits it) reports
-the same points, the variant holding each head's slope (BLOOM's ALiBi is slope × key position).
+BLOOM and Falcon add their ALiBi tensor to q·k in their own attention modules, outside the
+interface: their twin runs the module's own eager attention, and a hook before each such module
+(``FUSED_ALIBI``: found by its fused ``query_key_value`` and its ``alibi`` argument, split as the
+module splits it) reports the same points, the variant holding the bias each head adds to every
+key (as the model computed it: Falcon's is rounded to bfloat16). Falcon's eager path adds ALiBi
+twice (once from its argument, once folded into the mask meant for SDPA); ``single_alibi`` hands
+it the causal mask alone, so the adapter and the twin compute what SDPA and Falcon's own code do.
 
 Architectures whose attention layers do not call the interface and are not hooked (the check:
-every layer must have reported), Falcon with ALiBi (its eager path adds the bias twice),
-encoder–decoders, and models with an attention bias or mask that q·k and the variant do not hold
+every layer must have reported), encoder–decoders, and models with an attention bias or mask that q·k and the variant do not hold
 are refused by name.
 """
 
@@ -101,7 +103,7 @@ def _variant(module, kwargs: dict, heads: int) -> Variant:
     )
 
 
-# -- ALiBi added inside the attention module (BLOOM) --------------------------------------------------
+# -- ALiBi added inside the attention module (BLOOM, Falcon) ------------------------------------------
 
 
 def _bloom_split(module, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float, float]:
@@ -111,10 +113,24 @@ def _bloom_split(module, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     return query, key, float(module.inv_norm_factor), float(module.beta)
 
 
+def _falcon_split(module, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float, float]:
+    """Falcon's, split and laid out as its attention module does (no rotary embedding with ALiBi):
+    once ``_single_alibi`` has run, its eager scores are ``(q·k + alibi) · inv_norm_factor``."""
+    query, key, _ = module._split_heads(module.query_key_value(hidden))
+    batch, n = query.shape[:2]
+    kv = module.num_heads if module.new_decoder_architecture else module.num_kv_heads
+    query = query.transpose(1, 2).reshape(batch, module.num_heads, n, module.head_dim)
+    key = key.transpose(1, 2).reshape(batch, kv, n, module.head_dim)
+    factor = float(module.inv_norm_factor)
+    return query, key, factor, factor
+
+
 # The one place keyed on a module class: attention modules that take a fused ``query_key_value``
 # and add the ``alibi`` tensor they are handed to q·k themselves, outside the attention interface.
-# Falcon's is not here: its eager path adds ALiBi twice (``supports`` refuses it by its config).
-FUSED_ALIBI = {"BloomAttention": _bloom_split}
+FUSED_ALIBI = {"BloomAttention": _bloom_split, "FalconAttention": _falcon_split}
+# Of those, the ones whose model also folds ALiBi into the mask it hands them (for SDPA, which adds
+# the mask to q·k once): their eager path, which adds both, needs ``_single_alibi``.
+ALIBI_IN_MASK = {"FalconAttention"}
 
 
 def _fused_alibi(module):
@@ -123,6 +139,30 @@ def _fused_alibi(module):
     if split is None or not hasattr(module, "query_key_value"):
         return None
     return split if "alibi" in inspect.signature(module.forward).parameters else None
+
+
+def single_alibi(model: torch.nn.Module) -> None:
+    """Put ``_single_alibi`` before each attention module of ``model`` (an eager one: the adapter's,
+    or a capture twin of a notebook's model) whose model folds ALiBi into the mask as well
+    (``ALIBI_IN_MASK``: Falcon), once."""
+    for module in model.modules():
+        hooked = _single_alibi in module._forward_pre_hooks.values()
+        if type(module).__name__ in ALIBI_IN_MASK and _fused_alibi(module) and not hooked:
+            module.register_forward_pre_hook(_single_alibi, with_kwargs=True)
+
+
+def _single_alibi(module, args, kwargs):
+    """Falcon's model hands its attention modules ALiBi twice: as ``alibi``, and folded into the
+    additive mask (``alibi / √d``, for SDPA, which adds that mask to q·k/√d). Its eager path adds
+    both (transformers 5), so eager weights are not what SDPA or Falcon's original code compute.
+    Handed the mask without the folded copy (the causal order alone), eager computes ALiBi once."""
+    mask = kwargs.get("attention_mask")
+    sdpa = module.config._attn_implementation == "sdpa" and not kwargs.get("output_attentions")
+    if sdpa or kwargs.get("alibi") is None or not isinstance(mask, torch.Tensor) or mask.dtype == torch.bool:
+        return None  # (the module's own test for its SDPA path, which adds the mask alone)
+    lowest = torch.finfo(mask.dtype).min
+    kwargs["attention_mask"] = torch.where(mask > lowest / 2, 0.0, lowest).to(mask.dtype)
+    return args, kwargs
 
 
 def _hook_alibi(model: torch.nn.Module) -> bool:
@@ -134,32 +174,23 @@ def _hook_alibi(model: torch.nn.Module) -> bool:
 
 
 def _report_alibi(split, module, args, kwargs) -> None:
-    """Report the layer's queries, keys, scaling and ALiBi slopes (batch item 0) to the thread's
+    """Report the layer's queries, keys, scaling and ALiBi bias (batch item 0) to the thread's
     recording, as ``_capture_attention`` does; the module's own eager attention then runs."""
     rec, alibi = points.active(), kwargs.get("alibi")
     if rec is None or alibi is None:
         return
     query, key, alpha, beta = split(module, args[0] if args else kwargs["hidden_states"])
     heads, n, mask = query.shape[1], query.shape[-2], kwargs.get("attention_mask")
-    slopes = _slopes(alibi[:heads, 0], beta)
+    bias = alibi.reshape(-1, heads, alibi.shape[-1])[0].float() * beta  # [heads, keys]: the same every query
     causal = n == 1 or (mask is not None and _explained(mask, n, None, True, rec.memo))  # it adds its mask
     rec.report(
         getattr(module, "layer_idx", len(rec.get(points.QUERIES))),
         queries=query[0],
         keys=key[0],
         scaling=alpha,
-        variant=Variant(slopes=slopes),
-        masked=slopes is None or not causal,
+        variant=Variant(alibi=_numpy(bias)),
+        masked=not causal,
     )
-
-
-def _slopes(alibi: torch.Tensor, beta: float) -> np.ndarray | None:
-    """Each head's slope (times ``beta``) where ``alibi`` ``[heads, keys]`` is slope × key position
-    (BLOOM's without padding: with the softmax's row invariance, −slope × distance), else None."""
-    rows = alibi.float()
-    slopes = rows[:, min(1, rows.shape[1] - 1)]
-    line = slopes[:, None] * torch.arange(rows.shape[1], device=rows.device)
-    return _numpy(slopes * beta) if torch.allclose(rows, line, rtol=1e-2, atol=0) else None
 
 
 def _allowed_rows(start: int, stop: int, n: int, window: int | None, causal: bool) -> torch.Tensor:
@@ -355,8 +386,9 @@ def _twin(model: torch.nn.Module, device: torch.device, attention: str = ATTENTI
             same = next(model.parameters()).device == device
             memo = {id(p): p for p in model.parameters()} if same else {}
             twin = copy.deepcopy(model, memo).to(device).eval()
+            single_alibi(twin)  # a notebook's Falcon: ALiBi once, before the hooks below report
             if attention == ATTENTION and _hook_alibi(twin):
-                attention = "eager"  # ALiBi in the module (BLOOM): its layers report from the hooks
+                attention = "eager"  # ALiBi in the module (BLOOM, Falcon): its layers report from the hooks
             for name, module in twin.named_modules():
                 if name.rsplit(".", 1)[-1] == "mlp":
                     _in_rows(module)
@@ -461,20 +493,27 @@ def estimate_bytes(adapter, n: int, block: int = BLOCK) -> int:
     where they go to mapped files, ``spills``), the forward's activations (a dozen hidden-size
     and three feed-forward-size tensors of n rows), and the largest weight block computed
     afterwards (a few copies of ``block × n``); a model that adds ALiBi in its attention modules
-    (BLOOM) computes its own ``[heads, n, n]`` scores eagerly (three copies at once)."""
+    (BLOOM, Falcon) computes its own ``[heads, n, n]`` scores eagerly (``_alibi_copies``)."""
     layers, heads, _, dim, hidden = _shape(adapter)
     ffn = getattr(adapter.config, "intermediate_size", None) or 4 * hidden
     qk = qk_bytes(adapter, n)
     qk //= layers if spills(n) and _disk_holds(qk) else 1
     forward = 4 * n * (12 * hidden + 3 * ffn + 2 * heads * dim)
-    if _adds_alibi(getattr(adapter, "model", None)):
-        forward += 3 * 4 * heads * n * n
+    forward += _alibi_copies(getattr(adapter, "model", None)) * 4 * heads * n * n
     rows = 4 * 3 * min(block, n) * n
     return qk + forward + rows
 
 
 def _adds_alibi(model) -> bool:
     return isinstance(model, torch.nn.Module) and any(_fused_alibi(m) for m in model.modules())
+
+
+def _alibi_copies(model) -> int:
+    """``[heads, n, n]`` tensors a forward holds at once where its modules add ALiBi themselves:
+    eager's scores, weights and their product (three); Falcon's mask and ``_single_alibi``'s two more."""
+    if not _adds_alibi(model):
+        return 0
+    return 5 if any(type(m).__name__ in ALIBI_IN_MASK for m in model.modules()) else 3
 
 
 def _disk_holds(nbytes: int) -> bool:
@@ -542,7 +581,7 @@ def supports(adapter) -> str | None:
             f"{adapter.model_id}: an encoder–decoder; long-context capture reads encoders and causal models"
         )
     cfg = adapter.config
-    if getattr(cfg, "alibi", False):
+    if getattr(cfg, "alibi", False) and not _adds_alibi(getattr(adapter, "model", None)):
         return (
             f"{adapter.model_id}: ALiBi position biases are not captured (this model adds them outside "
             "transformers' attention interface)"

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from attention_atlas.i18n import later
-from attention_atlas.models.adapters.capture import capture
+from attention_atlas.models.adapters.capture import capture, single_alibi
 from attention_atlas.models.adapters.hf_common import Encoded, InputError, as_prompt, family_of
 from attention_atlas.models.registry import RunResult
 from attention_atlas.models.uploads.hf_folder import HFFamily, register_hf_family
@@ -76,6 +76,7 @@ class HFAdapter:
             dtype=torch.float32,
         )
         self.model.to(device).eval()
+        single_alibi(self.model)  # Falcon's eager path would add ALiBi twice
         self.tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
         self._read_tokenizer(max_tokens)
 
