@@ -1,7 +1,8 @@
 """Inside a prediction: what a causal language model's residual stream predicts after each block (the
 logit lens, ``ui.lens_views``) and the text it goes on to write with each new token's attention
-(``ui.generate_views``), and where the prediction came from (the contribution graph,
-``ui.contribution_views``), for every causal LM the app offers."""
+(``ui.generate_views``), where the prediction came from (the contribution graph,
+``ui.contribution_views``) and which parts cause it (activation patching, ``ui.patching_views``), for
+every causal LM the app offers."""
 
 import streamlit as st
 
@@ -20,7 +21,8 @@ st.title("🔬 " + _("Inside a prediction"))
 intro(
     _(
         "{about} **Generate** lets the model continue the text and shows what each new token "
-        "looked at; **Contributions** traces where a prediction came from, head by head and token by token.",
+        "looked at; **Contributions** traces where a prediction came from, head by head and token by token; "
+        "**Patching** copies one part of a run on another prompt into this one, to test which parts cause the answer.",
         about=_(lens_views.ABOUT),
     )
 )
