@@ -563,3 +563,26 @@ def minilm_loaded(text: str) -> dict:
         "attentions": out.attentions,
         "tokens": tokens,
     }
+
+
+# -- Ray ------------------------------------------------------------------------------------------
+
+
+def ray_running() -> bool:
+    """Whether a Ray runs on this machine (a raylet process). Ray's own ``find_gcs_addresses`` keeps
+    an address it found for the life of the process, so a stopped Ray would still count: the
+    cache is cleared first."""
+    from ray._private import services
+
+    services._cached_find_gcs_addresses.cache_clear()
+    return bool(services.find_gcs_addresses())
+
+
+def stop_ray() -> None:
+    """Stop the Ray on this machine (a test's, where none ran before it) and wait until it is gone."""
+    subprocess.run([Path(sys.executable).with_name("ray"), "stop", "--force"], capture_output=True, timeout=120)
+    deadline = time.monotonic() + 60
+    while ray_running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not ray_running(), "Ray still runs after ray stop"
+

@@ -4,15 +4,10 @@ Transformer page."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
 
 from harness.browser import EXCEPTION_BOX, PLOT_DRAWN
-from tests.support import SHOTS
+from tests.support import SHOTS, ray_running, stop_ray
 
 pytestmark = pytest.mark.browser
 
@@ -59,9 +54,7 @@ def test_two_corpus_runs_in_a_row_on_ray(own_server, new_page, tmp_path):
     used to stay at 0 of 1,000: the Ray the first run's thread had started died with that thread
     (issue 27, item 10)."""
     ray = pytest.importorskip("ray")
-    from ray._private.services import find_gcs_addresses
-
-    if ray.is_initialized() or find_gcs_addresses():
+    if ray.is_initialized() or ray_running():
         pytest.skip("a Ray is running on this machine already: the server must start its own")
     env = {"ATLAS_CACHE": str(tmp_path / "cache"), "ATLAS_RAY_ADDRESS": "auto", "ATLAS_RAY_WORKERS": "2"}
     url = own_server(**env)
@@ -69,22 +62,13 @@ def test_two_corpus_runs_in_a_row_on_ray(own_server, new_page, tmp_path):
         with new_page(height=900) as page:
             page.goto(f"{url}/corpus")
             page.get_by_text("100 texts × 6 layers × 12 heads").wait_for(timeout=300_000)
-            assert find_gcs_addresses(), "the first run did not start Ray"
+            assert ray_running(), "the first run did not start Ray"
             page.get_by_text("1,000", exact=True).click()
             page.get_by_role("button", name="Run minilm over 1,000 texts").click()
             page.get_by_text("on Ray (auto)").first.wait_for(timeout=60_000)
             page.get_by_text("1,000 texts × 6 layers × 12 heads").wait_for(timeout=240_000)
             assert page.locator(EXCEPTION_BOX).count() == 0
-            assert find_gcs_addresses(), "Ray is gone"
-    finally:
-        stop_ray(find_gcs_addresses)
+            assert ray_running(), "Ray is gone"
+    finally:  # the server's Ray outlives the server; the Ray integration test, on this worker, starts its own
+        stop_ray()
 
-
-def stop_ray(find_gcs_addresses) -> None:
-    """Stop the Ray the server started (none ran before the test): it outlives the server, and the
-    Ray integration test, on the same worker, needs to start its own (it skipped in full runs)."""
-    subprocess.run([Path(sys.executable).with_name("ray"), "stop", "--force"], capture_output=True, timeout=120)
-    deadline = time.monotonic() + 60
-    while find_gcs_addresses() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not find_gcs_addresses(), "Ray still runs after ray stop"

@@ -11,6 +11,7 @@ from attention_atlas.models.corpus import ray_run
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.inputs import sample
 from attention_atlas.models.corpus.run import run_corpus
+from tests.support import ray_running
 
 # Starting Ray and two pools of actors: ~60 s here. One Ray at a time on the machine: these run on the
 # browser tier's worker (tests/conftest.py: group_of), beside the browser test that starts one.
@@ -34,13 +35,6 @@ def rows(store) -> dict:
 def same_rows(scaled, expected: dict) -> None:
     for name, frame in rows(scaled).items():
         assert frame.equals(expected[name]), name
-
-
-def ray_running() -> bool:
-    """Whether a Ray is running on this machine (``auto`` would join it instead of starting one)."""
-    from ray._private.services import find_gcs_addresses
-
-    return bool(find_gcs_addresses())
 
 
 def in_thread(work, seconds: float) -> None:
