@@ -135,9 +135,9 @@ def dense_variant(q, k, scaling, window, softcap, sink, alibi):
 
 
 def alibi(slopes) -> np.ndarray:
-    """A bias per head and key (for up to 130 keys): a slope per head times the key position, and a
+    """A bias per head and key (for up to 512 keys): a slope per head times the key position, and a
     wobble, since the bias is the model's own tensor (Falcon's is rounded to bfloat16), not a line."""
-    keys = np.arange(130)
+    keys = np.arange(512)
     return (np.asarray(slopes)[:, None] * keys + np.sin(keys)).astype(np.float32)
 
 
