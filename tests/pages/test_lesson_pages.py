@@ -153,6 +153,7 @@ def test_scoring_pages_scaled_dot_panel_is_the_real_heads_own_weights(model_id, 
     np.testing.assert_allclose(drawn, record.head(layer, head), atol=1e-3)
 
 
+@pytest.mark.slow  # about 3 s
 def test_switching_the_source_to_a_causal_model_switches_the_mask_with_the_caption():
     """Picking smollm2 after minilm shows its causal mask, as its caption says; leaving it drops it."""
     at = run("app_pages/scoring.py")

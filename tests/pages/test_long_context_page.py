@@ -150,6 +150,7 @@ def test_the_transformer_pages_switch_opens_this_page_with_its_model_and_typed_t
     assert at.toggle(key="tf_long").value is False and not at.exception
 
 
+@pytest.mark.slow  # about 3 s
 def test_a_link_opens_its_model_text_head_and_tab_and_the_url_follows_the_page():
     at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
     text = "One line.\u2028Another line."  # a typed line break, as the URL holds it
@@ -198,6 +199,7 @@ def test_a_link_to_an_uploaded_file_says_it_cannot_carry_the_file():
     assert any("not in the link" in i.value for i in at.info) and model_view(at)
 
 
+@pytest.mark.slow  # about 3 s
 def test_by_sentence_is_each_sentences_rows_averaged_and_a_one_paragraph_text_says_so():
     import numpy as np
     import torch

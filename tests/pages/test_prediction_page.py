@@ -124,6 +124,7 @@ def test_a_new_prompt_starts_at_its_last_position():
     assert run(at).slider(key=K + "pos").value == 6
 
 
+@pytest.mark.slow  # about 3 s
 def test_a_window_of_a_longer_text_from_the_link():
     text = " ".join(["one two three four five six seven eight nine ten"] * 4)  # 40 tokens
     at = opened(text=text, width="16", **{"from": "8"})

@@ -101,6 +101,7 @@ def test_a_layer_whose_worker_dies_is_summarised_here(capture, monkeypatch):
     assert not children()
 
 
+@pytest.mark.slow  # about 3 s
 def test_cancelled_work_and_a_closed_iterator_end_their_workers(capture):
     assert list(eh.layer_summaries(capture, range(5), n_workers=2, cancelled=lambda: True)) == []
     pairs = eh.layer_summaries(capture, range(5), n_workers=2)
