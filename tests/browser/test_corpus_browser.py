@@ -69,6 +69,6 @@ def test_two_corpus_runs_in_a_row_on_ray(own_server, new_page, tmp_path):
             page.get_by_text("1,000 texts × 6 layers × 12 heads").wait_for(timeout=240_000)
             assert page.locator(EXCEPTION_BOX).count() == 0
             assert ray_running(), "Ray is gone"
-    finally:  # the server's Ray outlives the server; the Ray integration test, on this worker, starts its own
+    finally:  # gone before the Ray integration test on this worker starts its own (not left to the server's stop)
         stop_ray()
 
