@@ -117,7 +117,7 @@ def named(method: str) -> str:
 
 def file_name(result, what: str) -> str:
     """A CSV's name: the model's id and what it holds (``couplet-rnn-additive_attribution_scores``)."""
-    return f"{result.model_id}_attribution_{what}".replace(":", "_")
+    return f"{result.model_id}_attribution_{what}"
 
 
 def scores_frame(result) -> pd.DataFrame:

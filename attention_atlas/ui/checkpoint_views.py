@@ -106,4 +106,4 @@ def beside_bundled(
         with col:
             said = f"**{plain(label)}**" if out is None else f"**{plain(label)}:** {plain(out)}"
             st.markdown(said, help=None if ident == label else ident)
-            chart(fig, record_frame(r), K + "side_" + ident, ident.replace(":", "_"))
+            chart(fig, record_frame(r), K + "side_" + ident, ident)

@@ -54,5 +54,5 @@ def line_view_block(record: AttentionRecord, layer: int, open_head: str, key: st
     csv_button(
         lambda: record_frame(record).query(f"layer == {layer} and head in {heads}"),
         key + "_lines",
-        f"{record.model_id}_layer{layer}_heads_{drawn}".replace(":", "_"),
+        f"{record.model_id}_layer{layer}_heads_{drawn}",
     )

@@ -172,7 +172,9 @@ def csv_button(
 ) -> None:
     """A download of ``frame`` (or of what ``frame()`` returns) as ``filename``.csv (the numbers
     behind a chart), named ``label``. The CSV is written when the button is pressed, not on every
-    run: a 200-token head's is 1.2 MB and ~0.1 s, which each click on a head used to pay."""
+    run: a 200-token head's is 1.2 MB and ~0.1 s, which each click on a head used to pay. An upload's
+    id (``upload:…``) in ``filename`` is written with ``_``: no colon in a file name."""
+    filename = filename.replace(":", "_")
     make = frame if callable(frame) else (lambda: frame)
     st.download_button(
         _("⬇ CSV: {name}", name=label or filename),
