@@ -155,13 +155,14 @@ def _single_alibi(module, args, kwargs):
     """Falcon's model hands its attention modules ALiBi twice: as ``alibi``, and folded into the
     additive mask (``alibi / √d``, for SDPA, which adds that mask to q·k/√d). Its eager path adds
     both (transformers 5), so eager weights are not what SDPA or Falcon's original code compute.
-    Handed the mask without the folded copy (the causal order alone), eager computes ALiBi once."""
+    Handed the mask without the folded copy (the causal order alone, one for every head), eager
+    computes ALiBi once."""
     mask = kwargs.get("attention_mask")
     sdpa = module.config._attn_implementation == "sdpa" and not kwargs.get("output_attentions")
     if sdpa or kwargs.get("alibi") is None or not isinstance(mask, torch.Tensor) or mask.dtype == torch.bool:
         return None  # (the module's own test for its SDPA path, which adds the mask alone)
     lowest = torch.finfo(mask.dtype).min
-    kwargs["attention_mask"] = torch.where(mask > lowest / 2, 0.0, lowest).to(mask.dtype)
+    kwargs["attention_mask"] = torch.where(mask[:, :1] > lowest / 2, 0.0, lowest).to(mask.dtype)
     return args, kwargs
 
 
@@ -510,10 +511,10 @@ def _adds_alibi(model) -> bool:
 
 def _alibi_copies(model) -> int:
     """``[heads, n, n]`` tensors a forward holds at once where its modules add ALiBi themselves:
-    eager's scores, weights and their product (three); Falcon's mask and ``_single_alibi``'s two more."""
+    eager's scores, weights and their product (three), and Falcon's mask with ALiBi in it."""
     if not _adds_alibi(model):
         return 0
-    return 5 if any(type(m).__name__ in ALIBI_IN_MASK for m in model.modules()) else 3
+    return 4 if any(type(m).__name__ in ALIBI_IN_MASK for m in model.modules()) else 3
 
 
 def _disk_holds(nbytes: int) -> bool:
