@@ -6,7 +6,6 @@ continuation with each new token's attention), ``contributions`` (the contributi
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from attention_atlas.cli.common import (
     check_out,
     from_argv,
     load_adapter,
+    print_json,
     prompt,
     save_npz,
     write_arrays,
@@ -219,6 +219,5 @@ def cmd_patch(args: argparse.Namespace) -> int:
     if args.out:
         save_npz(Path(args.out), arrays, f"resid {list(result.resid.shape)}, heads {list(result.heads.shape)}")
     if args.json:
-        obj = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in arrays.items()}
-        print(json.dumps(obj, ensure_ascii=False))
+        print_json(arrays)
     return 0

@@ -5,7 +5,6 @@ printed, as one JSON object or saved as ``.npz``."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from attention_atlas.cli.common import (
     add_source,
     from_argv,
     load_adapter,
+    print_json,
     print_notices,
     prompt,
     save_npz,
@@ -88,19 +88,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
             Path(args.out), arrays, f"{len(result.methods)} methods over {len(result.tokens)} input tokens"
         )
     if args.json:
-        print(json.dumps({k: _plain(v) for k, v in arrays.items()}, ensure_ascii=False))
+        print_json(arrays)
     if not (args.out or args.json):
         _print_attribution(result)
     return 0
-
-
-def _plain(value):
-    """An array or number as JSON takes it: NaN (a method not run) as null."""
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value] if value.ndim else _plain(value.item())
-    if isinstance(value, float | np.floating):
-        return None if np.isnan(value) else float(value)
-    return value
 
 
 def _print_attribution(result) -> None:

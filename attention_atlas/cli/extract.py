@@ -4,7 +4,6 @@ full weights at any length up to the context; printed as a table, as JSON or sav
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import unicodedata
 from pathlib import Path
@@ -19,7 +18,9 @@ from attention_atlas.cli.common import (
     check_head,
     check_out,
     input_text,
+    json_text,
     load_adapter,
+    print_json,
     print_notices,
     save_npz,
 )
@@ -57,7 +58,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.out:
         _write_npz(Path(args.out), adapter, result)
     elif args.json:
-        print(json.dumps(result.to_json(adapter), ensure_ascii=False))
+        print_json(result.to_json(adapter))
     else:
         _print_text(adapter, result)
     return 0
@@ -133,7 +134,7 @@ def _extract_lines(adapter, items: list[tuple[str, str | None]], beam: int, chun
         lines = []
         for r in results:
             obj = {"error": str(r)} if isinstance(r, Exception) else r.to_json(adapter)
-            lines.append(json.dumps(obj, ensure_ascii=False))
+            lines.append(json_text(obj))
         sys.stdout.write("\n".join(lines) + "\n")
     sys.stdout.flush()
     return 0

@@ -34,7 +34,8 @@ class RunResult:
     notices: list[str] = field(default_factory=list)  # e.g. "2 characters were not in the vocabulary"
 
     def to_json(self, adapter: Adapter) -> dict:
-        """What ``atlas extract --json`` prints: weights token-level and exact, as computed."""
+        """What ``atlas extract --json`` prints: weights token-level and exact, as computed (the arrays
+        themselves: ``cli.common.json_text`` writes them)."""
         return {
             "model": adapter.model_id,
             "device": str(getattr(adapter, "device", "")),
@@ -44,8 +45,8 @@ class RunResult:
                     "kind": r.kind,
                     "query_tokens": r.query_tokens,
                     "key_tokens": r.key_tokens,
-                    "weights": r.weights.tolist(),  # [layers][heads][query][key]
-                    **({} if r.sink is None else {"sink": r.sink.tolist()}),  # [layers][heads][query]
+                    "weights": r.weights,  # [layers][heads][query][key]
+                    **({} if r.sink is None else {"sink": r.sink}),  # [layers][heads][query]
                 }
                 for r in self.records.values()
             ],

@@ -12,11 +12,10 @@ slow tests (5 × 1,500 bundled seq2seq models, 3 × 1,000 tiny Hugging Face mode
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
+from attention_atlas.cli.common import json_text
 from attention_atlas.models.registry import RunResult
 from attention_atlas.viz_core.record import AttentionRecord
 from tests.support import fuzz_examples, one_line
@@ -96,7 +95,7 @@ def test_seq2seq_adapters_take_any_text(model_id, one_thread):
                 check_refusal(result, text)
             else:
                 check_result(result, text)
-                json.dumps(result.to_json(adapter), ensure_ascii=False)
+                json_text(result.to_json(adapter))
 
 
 @pytest.fixture(scope="module")
