@@ -77,4 +77,14 @@ function draw(parent, data) {
 export default function (component) {
   const { data, parentElement } = component;
   draw(parentElement, data);
+  // Drawn again at the column's new width when it changes (a browser's zoom, the window resized, the
+  // sidebar opened): the labels keep their size, and the lines never reach past the page's edge.
+  parentElement.atlasResize?.disconnect();
+  let drawnAt = parentElement.clientWidth;
+  parentElement.atlasResize = new ResizeObserver(() => {
+    if (parentElement.clientWidth === drawnAt) return;
+    drawnAt = parentElement.clientWidth;
+    draw(parentElement, data);
+  });
+  parentElement.atlasResize.observe(parentElement);
 }
