@@ -123,10 +123,14 @@ class CoupletTransformerAdapter(CoupletAdapter):
         }
 
     def queries_keys(self, text: str, layer: int, head: int):
-        """One encoder self-attention head's queries and keys ``[upper chars, d]`` and the chars."""
+        """One encoder self-attention head's queries and keys ``[upper chars, d]`` and the chars: the
+        encoder alone, on the upper line as ``run`` reads it (no lower line is searched for)."""
         import torch
 
-        layers, heads = len(self.bundle.model.encoder_layers), self.bundle.model.config.num_heads
+        from attention_atlas.models.capture_points import KEYS, QUERIES, recording
+
+        model = self.bundle.model
+        layers, heads = len(model.encoder_layers), model.config.num_heads
         if not (0 <= layer < layers and 0 <= head < heads):
             raise ValueError(
                 later(
@@ -136,10 +140,13 @@ class CoupletTransformerAdapter(CoupletAdapter):
                     last_head=heads - 1,
                 )
             )
-        result, qk = self.capture(text)
-        q, k = qk["encoder_self"][layer]
-        chars = list(result.records["encoder_self"].query_tokens)
-        return torch.from_numpy(q[head]), torch.from_numpy(k[head]), chars
+        upper = self.prepare(text, self.source_name)
+        src, lens = self.runner._src([upper.tokens])
+        module = model.encoder_layers[layer].attn
+        with torch.no_grad(), recording(QUERIES, KEYS) as rec:
+            model.encode(src, lens)
+        q, k = rec[QUERIES][module], rec[KEYS][module]
+        return q[head].float().cpu(), k[head].float().cpu(), list(upper.chars)
 
     def replacements(self) -> dict[str, str]:
         """What may stand in for a masked character: the vocabulary has no mask, so ``<unk>``
