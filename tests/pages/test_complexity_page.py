@@ -3,6 +3,8 @@ defaults measure and draw, changing n or d measures again, a range of one size s
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support import charts, page_runner
 
 run = page_runner("app_pages/complexity.py", 240)
@@ -12,6 +14,7 @@ def _names(fig: dict) -> list[str]:
     return [t.get("name", "") for t in fig["data"]]
 
 
+@pytest.mark.slow  # over 3.5 s here: make test runs it, make check does not
 def test_defaults_measure_and_draw_time_memory_and_paths():
     at = run()
     time_chart, memory_chart, paths = charts(at)

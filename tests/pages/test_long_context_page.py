@@ -192,6 +192,7 @@ def test_a_short_texts_capture_is_said_in_kilobytes_not_zero_megabytes():
     assert size and int(size[1].replace(",", "")) >= 1 and "MB" not in caption, caption
 
 
+@pytest.mark.slow  # over 3.5 s here: make test runs it, make check does not
 def test_a_link_to_an_uploaded_file_says_it_cannot_carry_the_file():
     at = AppTest.from_file(PACKAGE / "app_pages" / "long_input.py", default_timeout=300)
     at.query_params.update({"source": "file"})

@@ -64,7 +64,7 @@ def test_projector_mode_folds_the_introduction_and_hides_captions():
 EVERY_PAGE = sorted(p.stem for p in (PACKAGE / "app_pages").glob("*.py"))  # home, scoring, …
 
 
-@pytest.mark.parametrize("page", quick(EVERY_PAGE, {"watch_learn", "prediction", "long_input"}))
+@pytest.mark.parametrize("page", quick(EVERY_PAGE, {"watch_learn", "prediction", "long_input", "attribution", "transformer", "complexity"}))
 def test_every_page_folds_its_introduction_in_projector_mode(page):
     at = app({"present": "1"}, None if page == "home" else page)
     assert at.expander and at.expander[0].label == "About this page"

@@ -84,6 +84,7 @@ def test_workers_map_the_files_and_give_every_layer_as_here(capture, monkeypatch
     assert not children()
 
 
+@pytest.mark.slow  # over 3.5 s here: make test runs it, make check does not
 def test_a_layer_whose_worker_dies_is_summarised_here(capture, monkeypatch):
     started = eh._start
 
@@ -118,6 +119,7 @@ def test_a_capture_held_in_memory_is_summarised_here(monkeypatch):
     assert [layer for layer, _ in eh.layer_summaries(cap, range(2), n_workers=4)] == [0, 1]
 
 
+@pytest.mark.slow  # over 3.5 s here: make test runs it, make check does not
 def test_background_summaries_of_a_capture_in_files_come_from_workers(capture, monkeypatch):
     want = eh.all_heads(capture, n_workers=1)
     no_summaries_here(monkeypatch)
