@@ -44,6 +44,7 @@ transformers, plotly) are imported inside the commands, so ``atlas --help`` stay
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from attention_atlas.cli import (
@@ -77,6 +78,7 @@ SUBCOMMANDS = (
 )
 
 
+@functools.cache  # built once a process (35 ms a build): a caller of main() in-process may call it often
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="atlas", description="See attention from the command line.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
