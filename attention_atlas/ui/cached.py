@@ -134,7 +134,40 @@ def ensure_loaded(model_id: str) -> None:
         else load_hint(model_id)
     )
     with st.spinner(why):
-        adapter(model_id)
+        load_showing_stages(model_id)
+
+
+def load_showing_stages(model_id: str, poll: float = 0.5) -> None:
+    """``adapter(model_id)``, in a thread of its own while this page run shows the stage of any
+    conversion the load waits on (Gemma 3's first load: a minute or more) as a progress bar."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import TimeoutError as Pending
+
+    from attention_atlas.models.adapters import gguf
+
+    bar = st.empty()
+    with ThreadPoolExecutor(1, thread_name_prefix="atlas-load") as pool:
+        job = pool.submit(adapter, model_id)
+        while True:
+            try:
+                job.result(timeout=poll)
+                break
+            except Pending:
+                now = gguf.stage(model_id)
+                if now is not None:
+                    bar.progress((now.step - 1) / now.steps, text=stage_text(model_id, now))
+    bar.empty()
+
+
+def stage_text(model_id: str, now) -> str:
+    """A conversion's stage as the progress bar says it."""
+    return _(
+        "Converting {model}'s GGUF file, once on this machine: step {step} of {steps}, {what}…",
+        model=model_id,
+        step=now.step,
+        steps=now.steps,
+        what=_(now.what),
+    )
 
 
 def load_hint(model_id: str) -> str:

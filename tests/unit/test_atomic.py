@@ -245,8 +245,10 @@ smollm2.converted()
 @pytest.mark.slow
 def test_smollm2_truncated_cache_is_rebuilt_by_a_real_conversion(tmp_path, monkeypatch):
     """A copy of the real converted cache with its weights cut short: found, converted again
-    from the GGUF file (~30 s), and the new weights equal the good cache's byte for byte."""
-    from attention_atlas.models.adapters import smollm2
+    from the GGUF file (~30 s), and the new weights equal the good cache's byte for byte. The
+    conversion says each of its stages as it starts (what a page shows while a first load waits
+    on it: ``ui.cached.load_showing_stages``), and nothing once it is done."""
+    from attention_atlas.models.adapters import gguf, smollm2
 
     good, _ = smollm2.converted()
     cache = tmp_path / "cache"
@@ -258,7 +260,16 @@ def test_smollm2_truncated_cache_is_rebuilt_by_a_real_conversion(tmp_path, monke
     with open(good / "model.safetensors", "rb") as src, open(copy / "model.safetensors", "wb") as dst:
         dst.write(src.read(50 << 20))  # a cut-off copy: 50 MB of 538
     monkeypatch.setenv("ATLAS_CACHE", str(cache))
+    seen, at = [], gguf.Progress.at
+
+    def recorded(progress, what):
+        at(progress, what)
+        seen.append(gguf.stage("smollm2"))
+
+    monkeypatch.setattr(gguf.Progress, "at", recorded)
     folder, notices = smollm2.converted()
+    assert seen == [gguf.Stage(i + 1, 3, what) for i, what in enumerate(gguf.STAGES)]
+    assert gguf.stage("smollm2") is None
     assert folder == copy and len(notices) == 1 and "model.safetensors is 52,428,800 bytes" in notices[0]
     assert atomic.folder_problem(copy) is None
     assert atomic.sha256_of(copy / "model.safetensors") == atomic.sha256_of(good / "model.safetensors")

