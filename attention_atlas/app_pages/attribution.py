@@ -83,6 +83,15 @@ views.coloured_text(result, method, SIGNED, K + "text_chart")
 section(_("Faithfulness: does removing what a method points at change the output?"), "faithfulness")
 views.faithfulness_block(result, K + "faith")
 st.subheader(_("Do the methods agree?"))
-views.agreement_block(result, K + "agree")
+rank = (
+    st.segmented_control(
+        _("rank agreement"),
+        views.RANKS,
+        format_func=lambda r: _(views.RANK_NAMES[r]),
+        key=link.choice("rank", K + "rank", views.RANKS, views.RANKS[0]),
+    )
+    or views.RANKS[0]
+)
+views.agreement_block(result, rank, K + "agree")
 
 link.done()

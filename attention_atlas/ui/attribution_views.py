@@ -175,16 +175,30 @@ def faithfulness_block(result, key: str) -> None:
     ks = np.flatnonzero(~np.isnan(result.deletion[0]))  # where the curve was evaluated
     curves = {named(m): result.deletion[r, ks] for r, m in enumerate(result.methods)}
     fig = lines(ks, curves, _("top tokens replaced"), "log p", title=_("Deletion curves"))
-    chart(fig, lambda: pd.DataFrame(curves).assign(removed=ks), key + "_deletion", file_name(result, "deletion"))
+    chart(
+        fig, lambda: pd.DataFrame(curves).assign(removed=ks), key + "_deletion", file_name(result, "deletion")
+    )
 
 
-def agreement_block(result, key: str) -> None:
+RANKS = ("spearman", "kendall")  # the rank agreement the matrix shows (its CSV holds both)
+RANK_NAMES = {"spearman": N_("Spearman ρ"), "kendall": N_("Kendall τ")}
+
+
+def agreement_block(result, rank: str, key: str) -> None:
+    """Every two methods' rank agreement as a matrix, ``rank`` one of ``RANKS``."""
     from attention_atlas.models.analysis.attribution import agreement
 
     rho, tau = agreement(result)
     names = list(result.methods)
+    title = _("Rank agreement ({name})", name=_(RANK_NAMES[rank]))
     fig = matrix_heatmap(
-        rho, _("method"), _("method"), _("Rank agreement (Spearman ρ)"), x=names, y=names, label="ρ"
+        rho if rank == "spearman" else tau,
+        _("method"),
+        _("method"),
+        title,
+        x=names,
+        y=names,
+        label="ρ" if rank == "spearman" else "τ",
     )
     fig.update_traces(zmin=-1, zmax=1)
 

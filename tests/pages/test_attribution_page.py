@@ -41,6 +41,16 @@ def test_first_load_explains_a_couplet_by_every_method():
         if m.value.startswith("Attention and occlusion")
     ]
     assert said and ("disagree" in said[0]) == (top[0] != top[1])  # the first load's lesson, whichever it is
+    rho, tau = at.agreement(want)
+    assert not np.allclose(rho, tau, atol=1e-2)  # so the matrix shown says which it is
+    for rank, matrix in (("spearman", rho), ("kendall", tau)):  # the matrix of the rank agreement chosen
+        if rank != "spearman":
+            page.segmented_control(key=K + "rank").set_value(rank)
+            page = run(page)
+            assert page.query_params["rank"] == rank
+        (agree,) = [c for c in charts(page) if c["layout"].get("title", {}).get("text", "").startswith("Rank agr")]
+        assert ("τ" in agree["layout"]["title"]["text"]) == (rank == "kendall")
+        np.testing.assert_allclose(z_of(agree["data"][0]), matrix, atol=1e-3)  # sent as float16
 
 
 def test_a_link_picks_the_transformer_a_position_and_a_bad_position_is_one_line():
