@@ -58,12 +58,19 @@ position = c1.number_input(
     key=link.number("position", K + "position", -1, 255, -1),
 )
 steps = c1.slider(_("integrated gradients' steps"), 4, 128, key=link.number("steps", K + "steps", 4, 128, 32))
+layer, head = views.head_choice(link, K, model_id, info, c1)
 
 if not text.strip():
     st.info(_("Type an input, e.g. {example}.", example=info.example))
     st.stop()
 result = views.attribution(
-    model_id, text, target if target.strip() else None, None if position < 0 else int(position), steps
+    model_id,
+    text,
+    target if target.strip() else None,
+    None if position < 0 else int(position),
+    steps,
+    layer,
+    head,
 )
 if result is None:
     st.stop()

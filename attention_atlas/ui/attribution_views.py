@@ -36,16 +36,62 @@ def _attribution(model_id: str, text: str, target: str | None, position: int | N
         )
 
 
-def attribution(model_id: str, text: str, target: str | None, position: int | None, steps: int):
-    """The attribution of one output (cached, in the model's lane), or None after a one-line notice."""
+@st.cache_data(show_spinner=cached.Said(N_("Reading that head's attention…")), max_entries=16, ttl=cached.TTL)
+def _attention_at(model_id: str, text: str, target: str | None, position: int | None, layer, head):
+    from attention_atlas.models.analysis.attribution import at_head, attribute, subject_of
+
+    with cached.lane_for(model_id, text).turn():
+        subject = at_head(subject_of(cached.adapter(model_id), text, target, position), layer, head)
+        return attribute(subject, ("attention",), points=POINTS)
+
+
+def attribution(
+    model_id: str, text: str, target: str | None, position: int | None, steps: int, layer=None, head=None
+):
+    """The attribution of one output (cached, in the model's lane), its attention row that of ``layer``
+    and ``head`` where given (``at_head``), or None after a one-line notice."""
     key = ("attribution", model_id, text, target, position, steps)
     try:
-        return cached.queued(
+        result = cached.queued(
             model_id, text, key, lambda: _attribution(model_id, text, target, position, steps)
         )
+        if (layer is None and head is None) or "attention" not in result.methods:
+            return result
+        part = cached.queued(
+            model_id,
+            text,
+            (*key, layer, head),
+            lambda: _attention_at(model_id, text, target, position, layer, head),
+        )
+        return result.with_row(part, "attention")
     except (ValueError, FileNotFoundError) as err:
         st.info(plain(" ".join(str(err).split())))
         return None
+
+
+LAST, MEAN = "last", "mean"
+
+
+def head_choice(link, key: str, model_id: str, info, col) -> tuple[int | None, int | None]:
+    """The layer and head whose row the attention method is (a Transformer's; default the last layer, its
+    heads averaged), both in the page's link; ``(None, None)`` for a model of one attention."""
+    if info.layers * info.heads <= 1:
+        return None, None
+    layers, heads = [LAST, *range(info.layers)], [MEAN, *range(info.heads)]
+    a, b = col.columns(2)
+    layer = a.selectbox(
+        _("attention: layer"),
+        layers,
+        format_func=lambda v: _("last") if v == LAST else str(v),
+        key=link.choice("layer", f"{key}layer_{model_id}", layers, LAST),  # per model: their layers differ
+    )
+    head = b.selectbox(
+        _("head"),
+        heads,
+        format_func=lambda v: _("mean") if v == MEAN else str(v),
+        key=link.choice("head", f"{key}head_{model_id}", heads, MEAN),
+    )
+    return (None if layer == LAST else layer), (None if head == MEAN else head)
 
 
 def headline(result) -> None:

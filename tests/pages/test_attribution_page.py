@@ -61,6 +61,21 @@ def test_a_link_picks_the_transformer_a_position_and_a_bad_position_is_one_line(
     heat = charts(page)[0]["data"][0]
     assert "rollout" in heat["y"]
     assert any("'白'" in m.value or "**白**" in m.value for m in [*page.caption, *page.markdown])
+    # the attention row of one layer and head (the last layer's heads averaged until one is picked)
+    from attention_atlas.models.registry import load
+
+    subject = at.subject_of(load("couplet-transformer", "cpu"), "两个黄鹂鸣翠柳", "一行白鹭上青天", 2)
+    row = at.attribute(at.at_head(subject, 0, 3), ["attention"])
+    assert not np.allclose(row.scores["attention"], subject.attention, atol=1e-3)
+    page.selectbox(key=K + "layer_couplet-transformer").set_value(0)
+    page.selectbox(key=K + "head_couplet-transformer").set_value(3)
+    page = run(page)
+    assert (page.query_params["layer"], page.query_params["head"]) == ("0", "3")
+    heat = charts(page)[0]["data"][0]
+    at_row = [y.removesuffix(" ±") for y in heat["y"]].index("attention")
+    np.testing.assert_allclose(z_of({"z": heat["customdata"]})[at_row], row.scores["attention"], atol=1e-4)
+    table = page.dataframe[0].value
+    assert table["AOPC"].to_numpy()[at_row] == pytest.approx(float(row.aopc[0]), abs=1e-4)
     page.number_input(key=K + "position").set_value(20)
     page = run(page)
     assert any("--target-position 20 is out of range" in i.value for i in page.info)

@@ -208,6 +208,7 @@ def test_couplet_rnn_attention_is_the_records_row_and_rollout_is_refused(tiny_rn
     assert "rollout" in subject.refused and "\n" not in subject.refused["rollout"]
     with pytest.raises(at.AttributionError, match="RNN"):
         at.attribute(subject, ["rollout"])
+    assert at.at_head(subject, 0, 0) is subject  # one attention: no layer or head to pick
 
 
 def test_couplet_transformer_attention_and_rollout_rows(tiny_transformer_checkpoint):
@@ -219,6 +220,13 @@ def test_couplet_transformer_attention_and_rollout_rows(tiny_transformer_checkpo
     row = records["cross"].weights[-1].mean(0)[2]
     np.testing.assert_allclose(subject.attention, row, atol=1e-6)
     np.testing.assert_allclose(subject.rollout, row @ rollout(records["encoder_self"].weights), atol=1e-6)
+    cross = records["cross"].weights
+    for layer, head in ((0, 1), (cross.shape[0] - 1, 0)):  # any layer and head's row at that output
+        np.testing.assert_allclose(at.at_head(subject, layer, head).attention, cross[layer, head, 2], atol=1e-6)
+    np.testing.assert_allclose(at.at_head(subject, 0).attention, cross[0].mean(0)[2], atol=1e-6)
+    with pytest.raises(at.AttributionError) as err:
+        at.at_head(subject, cross.shape[0], 0)
+    assert "\n" not in str(err.value) and f"layers 0–{cross.shape[0] - 1}" in str(err.value)
 
 
 def test_causal_lm_attention_and_rollout_rows(tiny_hf_folders):
@@ -230,6 +238,7 @@ def test_causal_lm_attention_and_rollout_rows(tiny_hf_folders):
     subject = at.subject_of(adapter, text)
     np.testing.assert_allclose(subject.attention, weights[-1].mean(0)[-1], atol=1e-6)
     np.testing.assert_allclose(subject.rollout, rollout(weights)[-1], atol=1e-6)
+    np.testing.assert_allclose(at.at_head(subject, 0, 1).attention, weights[0, 1, -1], atol=1e-6)
     assert subject.baseline_token == "pad [PAD]"  # minilm's tokenizer has a pad token
     forced = at.subject_of(adapter, text, target_text=" dog")
     assert (

@@ -19,7 +19,8 @@ Methods, each a score per input token (``METHODS``):
 
 - ``attention``: the attention the model used for that output: an RNN's attention row at that step;
   a Transformer's last layer, heads averaged, at the output's query row (the cross attention of our
-  couplet Transformer, the self-attention of a causal LM at its last position);
+  couplet Transformer, the self-attention of a causal LM at its last position), or any layer and
+  head's row there (``at_head``);
 - ``rollout``: ``viz_core.stats.rollout`` of a causal LM's self-attention, its last row; for our
   couplet Transformer the cross row above times the rollout of the encoder's self-attention (what
   each encoder state holds of each input character). An RNN has no layers of attention to roll out:
@@ -102,9 +103,32 @@ class Subject:
     rows: dict = field(
         default_factory=dict
     )  # ROWS' methods where the model has them: [n], or made when asked
+    heads: np.ndarray | None = None  # [layers, heads, n]: each head's row at the output's query
 
     def available(self) -> tuple[str, ...]:
         return tuple(m for m in METHODS if m not in self.refused)
+
+
+def at_head(subject: Subject, layer: int | None = None, head: int | None = None) -> Subject:
+    """``subject`` whose attention row is layer ``layer``'s (default the last), head ``head``'s (default
+    the heads averaged), as the Transformer page shows that head; an RNN has its one row only."""
+    if subject.heads is None or (layer is None and head is None):
+        return subject
+    layers, heads = subject.heads.shape[:2]
+    layer = layers - 1 if layer is None else layer
+    if not (0 <= layer < layers and (head is None or 0 <= head < heads)):
+        raise AttributionError(
+            later(
+                "{model} has layers 0–{last_layer} and heads 0–{last_head}: layer {layer}, head {head} is not one",
+                model=subject.model_id,
+                last_layer=layers - 1,
+                last_head=heads - 1,
+                layer=layer,
+                head="mean" if head is None else head,
+            )
+        )
+    rows = subject.heads[layer]
+    return replace(subject, attention=(rows.mean(0) if head is None else rows[head]).astype(np.float32))
 
 
 @dataclass(frozen=True)
@@ -127,6 +151,25 @@ class Attribution:
     aopc: np.ndarray  # [methods]
     refused: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
+
+    def with_row(self, part: Attribution, method: str) -> Attribution:
+        """This attribution with ``method``'s scores and faithfulness taken from ``part``, an attribution
+        of the same output (the attention row of another layer or head: ``at_head``)."""
+        i, j = self.methods.index(method), part.methods.index(method)
+
+        def put(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+            out = mine.copy()
+            out[i] = theirs[j]
+            return out
+
+        return replace(
+            self,
+            scores={**self.scores, method: part.scores[method]},
+            comprehensiveness=put(self.comprehensiveness, part.comprehensiveness),
+            sufficiency=put(self.sufficiency, part.sufficiency),
+            deletion=put(self.deletion, part.deletion),
+            aopc=put(self.aopc, part.aopc),
+        )
 
     @property
     def ig_relative_gap(self) -> float:
@@ -429,11 +472,12 @@ def seq2seq_subject(
         ),
     )
     if transformer:
-        cross = weights["cross"][0, -1, :, position].float().mean(0).cpu().numpy()  # [n]
+        heads = weights["cross"][0, :, :, position].float().cpu().numpy()  # [layers, heads, n]
+        cross = heads[-1].mean(0)
         encoder = weights["encoder_self"][0].float().cpu().numpy()  # [layers, heads, n, n]
         attention, rolled = cross, cross @ rollout(encoder)
     else:
-        attention, rolled = weights[0, position].float().cpu().numpy(), None
+        attention, rolled, heads = weights[0, position].float().cpu().numpy(), None, None
         refused["rollout"] = later(
             "{model} is an RNN: its one attention reads encoder states that mixed the input through"
             " recurrence, not through layers of attention, so there is nothing to roll out",
@@ -452,6 +496,7 @@ def seq2seq_subject(
         None if rolled is None else rolled.astype(np.float32),
         refused,
         batch=64,
+        heads=heads,
     )
 
 
@@ -605,7 +650,7 @@ def lm_subject(
         with torch.no_grad():
             out = model(input_ids=ids, output_attentions=True, use_cache=False)
         weights = torch.cat([a.float().cpu() for a in out.attentions]).numpy()
-    attention = rolled = None
+    attention = rolled = heads = None
     refused.update(
         dict.fromkeys(
             ROWS, later("{model}: value norms and contributions are read through a registry adapter", model=model_id)
@@ -614,7 +659,8 @@ def lm_subject(
     if isinstance(weights, str):
         refused.update(attention=weights, rollout=weights)
     else:
-        attention, rolled = weights[-1].mean(0)[-1], rollout(weights)[-1]
+        heads = np.asarray(weights[:, :, -1], np.float32)  # [layers, heads, n]: the last position's rows
+        attention, rolled = heads[-1].mean(0), rollout(weights)[-1]
     n = ids.shape[1]
     return Subject(
         model_id,
@@ -629,6 +675,7 @@ def lm_subject(
         refused,
         batch=16,
         occlude=None if "occlusion" in refused or n < 2 else (lambda: occlude_cached(model, e, base, gold)),
+        heads=heads,
     )
 
 
