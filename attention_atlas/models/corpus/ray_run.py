@@ -110,6 +110,9 @@ def _own(address: str, ready: threading.Event, failed: list) -> None:
         time.sleep(1.0)
 
 
+START_TRIES = 3  # a Ray started here: its raylet must register within Ray's fixed 30 s
+
+
 def _init(address: str) -> None:
     import ray
 
@@ -117,9 +120,24 @@ def _init(address: str) -> None:
         try:
             ray.init(address="auto", log_to_driver=False, logging_level=logging.WARNING)
         except ConnectionError:
-            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            _start_local()
     else:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+
+
+def _start_local() -> None:
+    """A Ray of this machine's own, started again (after a shutdown of what the try left) when it
+    times out: on a saturated 2-core server its raylet can miss Ray's 30 s to register."""
+    import ray
+
+    for attempt in range(1, START_TRIES + 1):
+        try:
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+            return
+        except Exception as err:
+            if attempt == START_TRIES or "timed out during startup" not in str(err):
+                raise
+            ray.shutdown()
 
 
 def _quiet() -> None:
