@@ -179,7 +179,10 @@ def scores_frame(result) -> pd.DataFrame:
 
 
 def heatmap_block(result, signed, key: str) -> None:
-    fig = attribution_heatmap(result.scores, result.tokens, signed, title=_("Methods × input tokens"))
+    labels = {m: named(m) for m in result.scores}
+    fig = attribution_heatmap(
+        result.scores, result.tokens, signed, title=_("Methods × input tokens"), labels=labels
+    )
     chart(fig, lambda: scores_frame(result), key, file_name(result, "scores"))
 
 
@@ -187,7 +190,9 @@ def coloured_text(result, method: str, signed, key: str) -> None:
     """The input, each token on a cell as strong as its share of the method's largest |score|."""
     from attention_atlas.viz_core.tokens import as_plotly_text
 
-    fig = attribution_heatmap({method: result.scores[method]}, result.tokens, signed)
+    fig = attribution_heatmap(
+        {method: result.scores[method]}, result.tokens, signed, labels={method: named(method)}
+    )
     fig.update_traces(text=[as_plotly_text(result.tokens)], texttemplate="%{text}", showscale=False)
     fig.update_layout(height=150)
     chart(fig, lambda: scores_frame(result).query("method == @method"), key, file_name(result, method))
@@ -242,8 +247,8 @@ def agreement_block(result, rank: str, key: str) -> None:
         _("method"),
         _("method"),
         title,
-        x=names,
-        y=names,
+        x=[named(m) for m in names],  # in the visitor's language; the CSV keeps the ids
+        y=[named(m) for m in names],
         label="ρ" if rank == "spearman" else "τ",
     )
     fig.update_traces(zmin=-1, zmax=1)

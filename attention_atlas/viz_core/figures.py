@@ -504,17 +504,20 @@ def attribution_heatmap(
     signed: set[str] | frozenset[str] = frozenset(),
     title: str = "",
     width: int = PLOT_WIDTH,
+    labels: dict[str, str] | None = None,
 ) -> go.Figure:
     """Methods × input tokens (``models.analysis.attribution``): each row divided by its largest |score|,
     on one diverging scale from −1 to 1, so a signed method's evidence against the output shows blue
-    and an unsigned method (attention, saliency) uses the red half; the hover keeps each raw score."""
+    and an unsigned method (attention, saliency) uses the red half; the hover keeps each raw score.
+    Rows are named by ``labels`` (method → name shown; default the method's id), a signed one with ±."""
     names = list(scores)
     raw = (
         np.stack([np.asarray(scores[m], np.float64) for m in names]) if names else np.zeros((0, len(tokens)))
     )
     largest = np.abs(raw).max(1, keepdims=True)
     normed = np.divide(raw, largest, out=np.zeros_like(raw), where=largest > 0).astype(np.float32)
-    rows = [f"{m} ±" if m in signed else m for m in names]
+    shown = labels or {}
+    rows = [f"{shown.get(m, m)} ±" if m in signed else shown.get(m, m) for m in names]
     x = as_plotly_text(hover_labels(tokens))
     trace = go.Heatmap(
         z=display_precision(normed),

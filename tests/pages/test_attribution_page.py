@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from attention_atlas.models.analysis import attribution as at
+from attention_atlas.ui import attribution_views as views
 from tests.support import charts, page_runner, z_of
 
 pytestmark = pytest.mark.slow  # loads the bundled weights
@@ -26,7 +27,7 @@ def test_first_load_explains_a_couplet_by_every_method():
     assert heat["type"] == "heatmap"
     adapter = load(page.selectbox(key=K + "model").value, "cpu")
     want = at.attribute(at.subject_of(adapter, "两个黄鹂鸣翠柳", "一行白鹭上青天"))
-    assert [y.removesuffix(" ±") for y in heat["y"]] == list(want.methods)
+    assert [y.removesuffix(" ±") for y in heat["y"]] == [views.named(m) for m in want.methods]  # named
     assert [x.split(" · ")[1] for x in heat["x"]] == list("两个黄鹂鸣翠柳")
     np.testing.assert_allclose(
         z_of({"z": heat["customdata"]}), np.stack([want.scores[m] for m in want.methods]), atol=1e-4
