@@ -10,7 +10,7 @@ import streamlit as st
 from attention_atlas.i18n import N_, _
 from attention_atlas.models.training import classroom as cr
 from attention_atlas.ui import watch_learn as wl
-from attention_atlas.ui.url_state import Link
+from attention_atlas.ui.url_state import Link, rerun_page
 from attention_atlas.ui.widgets import intro
 
 K = "learn_"
@@ -83,7 +83,7 @@ def show(was_live: bool) -> None:
     watch.beat()
     snap = run.snapshot()
     if was_live and not snap.live:
-        st.rerun()  # the whole page: buttons back, and no more timer
+        rerun_page()  # the whole page: buttons back, and no more timer
     wl.status(snap)
     if not snap.probes:
         return

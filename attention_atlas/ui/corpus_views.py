@@ -23,6 +23,7 @@ from attention_atlas.models.corpus.run import Cancelled, Progress, finished, pat
 from attention_atlas.models.corpus.store import Store, StoreError, cached_stores, remove_store, store_folder
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
+from attention_atlas.ui.url_state import rerun_page
 from attention_atlas.ui.watch_learn import SessionWatch, session_id
 from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, for_screen, plain
 from attention_atlas.viz_core.head_stats import label_of  # a statistic's or a pattern's name for people
@@ -221,13 +222,13 @@ def follow(run: CorpusRun, key: str) -> None:
     whole page reruns once the run has ended (its results, or Continue after a Cancel)."""
     run.watch.beat()
     if not run.job.live:
-        st.rerun()
+        rerun_page()
     p = run.progress
     text = starting() if p is None else p.line() + on_ray()
     st.progress(0.0 if p is None else p.done / max(p.total, 1), text=text)
     if st.button(_("Cancel"), key=key + "cancel", help=_("stop now; Continue picks up where it stopped")):
         run.job.stop()
-        st.rerun()
+        rerun_page()
 
 
 def done_count(model_id: str, corpus: inputs.Corpus, options: Options) -> int:

@@ -15,7 +15,7 @@ import streamlit as st
 from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.ui import lens_cached as lc
 from attention_atlas.ui.cached import Source
-from attention_atlas.ui.url_state import Link, Unlinked
+from attention_atlas.ui.url_state import Link, Unlinked, rerun_page
 from attention_atlas.ui.views import show_notices
 from attention_atlas.ui.widgets import PLOTLY_CONFIG, chart, csv_button, fact, for_screen, plain
 from attention_atlas.viz_core import lens_figures as lf
@@ -106,7 +106,7 @@ def grid_view(source: Source, got: lc.LensInput, a: int, b: int) -> None:
         )
     elif st.session_state.get(K + "polling"):
         st.session_state[K + "polling"] = False
-        st.rerun()
+        rerun_page()
     st.session_state[K + "polling"] = done < run.n
     shown = run.window(a, b)
     if shown is None:
@@ -138,7 +138,7 @@ def grid_view(source: Source, got: lc.LensInput, a: int, b: int) -> None:
         )
     )
     if st.session_state.pop(K + "clicked", False):
-        st.rerun()  # the position view lies outside this fragment
+        rerun_page()  # the position view lies outside this fragment
 
 
 def _clicked_cell(key: str, blocks: int, a: int, b: int) -> None:

@@ -33,7 +33,7 @@ from attention_atlas.paths import page
 from attention_atlas.ui import cached
 from attention_atlas.ui import long_cached as lc
 from attention_atlas.ui.live_heads import model_view_chart
-from attention_atlas.ui.url_state import Link, kept
+from attention_atlas.ui.url_state import Link, kept, rerun_page
 from attention_atlas.ui.views import head_stats_block
 from attention_atlas.ui.widgets import (
     PLOTLY_CONFIG,
@@ -306,7 +306,7 @@ def progress(long: lc.LongInput, polling: bool) -> None:
         st.progress(done / layers, text=text)
     elif polling:
         last_poll()
-        st.rerun()
+        rerun_page()
 
 
 def _so_far(long: lc.LongInput) -> tuple[np.ndarray, pd.DataFrame, int]:

@@ -47,7 +47,7 @@ import os
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlencode
 
 import streamlit as st
@@ -56,6 +56,7 @@ from attention_atlas.i18n import LANGUAGES, N_, _, language, ngettext, normalise
 
 WRITTEN = "_url_written"  # session state: {scope: {name: text}} what this session last put in the URL
 SEEN = "_url_names"  # session state: {scope: set of names} every setting a page has declared
+SCOPE = "_url_scope"  # session state: the scope of the page that made the latest Link
 APP = "app"  # the scope of the app-wide flags
 LANG = "lang"  # the interface's language (?lang=zh), app-wide
 KEPT = {"present", "contrast", LANG}  # app-wide names: kept across pages, never dropped by a page
@@ -205,6 +206,7 @@ class Link:
     def __init__(self, page: str):
         self.page = page
         self.scope = page or "home"
+        st.session_state[SCOPE] = self.scope
         self.declared: dict[str, tuple[str, Any, _Kind]] = {}
         self.problems: list[str] = []
         self._notice = st.empty()
@@ -354,6 +356,20 @@ class Link:
 
     def _show(self) -> None:
         self._url.code(self.url(), language=None, wrap_lines=True)
+
+
+def rerun_page() -> NoReturn:
+    """``st.rerun()`` of the whole page from a fragment's run (a timer's, above all). Streamlit gives
+    that rerun the query string the fragment's run came with: the URL the browser had when its timer
+    fired, which may predate a setting written since (a click's run moved the layer). The full rerun
+    would take that older URL for a link that speaks and undo the setting, so the URL this session
+    last wrote is put back first."""
+    scope = st.session_state.get(SCOPE)
+    if scope is not None:
+        written = _written(scope)
+        for name in sorted(st.session_state.get(SEEN, {}).get(scope, ())):
+            _put(scope, name, written.get(name))
+    st.rerun()
 
 
 def section(title: str, anchor: str) -> None:

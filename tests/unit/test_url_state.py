@@ -94,6 +94,37 @@ def test_a_typed_text_the_link_cannot_hold_stays_in_the_session_and_out_of_the_u
     assert at.query_params["text"] == "短"
 
 
+def timed_page():
+    import streamlit as st
+
+    from attention_atlas.ui.url_state import rerun_page
+    from tests.unit.test_url_state import tiny_page
+
+    if st.session_state.pop("timer", False):  # stands for a timer's fragment run that ends the polling
+        rerun_page()
+    tiny_page()
+
+
+def test_a_rerun_from_a_timed_run_keeps_the_settings_written_since_the_browser_asked():
+    """Found in CI: a click on the Long inputs page's model view opened layer 5, head 1, and the full
+    rerun that ends the page's polling drew layer 15, head 0 again. That rerun came from a timed run
+    the browser had asked for with its URL of before the click, and the page took that URL for a link
+    that speaks."""
+    at = AppTest.from_function(timed_page, default_timeout=30)
+    at.query_params["layer"] = "2"
+    at = run(at=at)
+    at.slider(key="t_layer").set_value(3)
+    at.toggle(key="t_on").set_value(True)
+    at = run(at=at)
+    assert dict(at.query_params) == {"layer": "3", "on": "1"}
+    at.query_params.clear()
+    at.query_params["layer"] = "2"  # the URL the browser had when its timer fired
+    at.session_state["timer"] = True
+    at = run(at=at)
+    assert at.slider(key="t_layer").value == 3 and at.toggle(key="t_on").value is True
+    assert dict(at.query_params) == {"layer": "3", "on": "1"} and not at.warning
+
+
 def test_the_sidebar_shows_the_link_to_this_view():
     at = run({"layer": "2", "text": "a b"})
     code = [c.value for c in at.sidebar.code]
