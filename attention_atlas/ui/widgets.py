@@ -89,12 +89,15 @@ _CONTROLS = (
     '[data-testid="stPageLink"], [data-testid="stSliderThumbValue"], [data-testid="stSliderTickBar"], '
     "button, label, input, textarea, summary"
 )
+# A slider's value sits in a box as narrow as its thumb: it stays on one line ("32", not "3" over "2").
+_SLIDER_VALUES = '[data-testid="stSliderThumbValue"], [data-testid="stSliderTickBar"]'
 _MAIN = '[data-testid="stMain"]'
 _PROJECTOR_CSS = f"""<style>
 {_MAIN} [data-testid="stCaptionContainer"] {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ padding-top: 2rem; }}
 {_MAIN} :is({_CONTROLS}), {_MAIN} :is({_CONTROLS}) :not([data-testid="stIconMaterial"]) {{ font-size: 1.2rem; }}
 {_MAIN} :is({_CONTROLS}) * {{ white-space: normal; overflow: visible; text-overflow: clip; }}
+{_MAIN} :is({_SLIDER_VALUES}), {_MAIN} :is({_SLIDER_VALUES}) * {{ white-space: nowrap; }}
 {_MAIN} [role="tablist"] {{ flex-wrap: wrap; }}
 {_MAIN} [data-testid="stHorizontalBlock"] {{ flex-wrap: wrap; }}
 {_MAIN} [data-testid="stColumn"] {{ min-width: min(11rem, 100%); }}
