@@ -47,7 +47,8 @@ def _layout(fig: go.Figure, rows: int, title: str) -> go.Figure:
         height=150 + ROW_PX * max(rows, MIN_ROWS),
         font=dict(family=FONT, size=TICK_FONT),
         margin=dict(l=10, r=10, t=60, b=10),
-        title=dict(text=title, x=0.01, xanchor="left"),
+        # above the top axis's ticks and title, which automargin grows (rotated tokens overlapped it)
+        title=dict(text=title, x=0.01, xanchor="left", yref="container", y=1, yanchor="top", automargin=True, pad=dict(t=8)),
     )
     return fig
 

@@ -3,7 +3,8 @@ the top-right cell reads ' Paris', hovering it lists the top 10 tokens with thei
 click on a cell follows its position;
 a longer text's grid fills in under a progress bar (screenshots at 1400 × 900). Generate: three new
 tokens of SmolLM2's continuation and the attention of the last one, drawn. Contributions: the routes
-graph drawn, and a higher threshold keeps fewer edges (screenshots at 1280 × 720)."""
+graph drawn, and a higher threshold keeps fewer edges. Patching: its maps drawn, and a ranked head's
+link opens that head on the Transformer page (screenshots at 1280 × 720)."""
 
 import re
 
@@ -14,6 +15,11 @@ from tests.support import SHOTS
 
 pytestmark = pytest.mark.browser
 IDLE = '[data-test-script-state="notRunning"]'
+# A figure's tick labels and axis titles that cross its title's box.
+CROSSING = """div => { const t = div.querySelector('.gtitle').getBoundingClientRect();
+  return [...div.querySelectorAll('.xtick text, .g-xtitle text')].filter(e => { const r = e.getBoundingClientRect();
+    return r.width && r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom; })
+  .map(e => e.textContent); }"""
 
 
 def test_the_grid_is_drawn_and_its_hover_lists_the_top_tokens(app_url, new_page):
@@ -114,3 +120,31 @@ def test_contributions_draw_the_routes_and_a_higher_threshold_keeps_fewer(app_ur
         assert 0 < after < before, (before, after)
         assert routes.locator(".scatterlayer .trace").count() >= 1  # redrawn with what is left
         page.screenshot(path=SHOTS / "prediction-contributions-0.50.png")
+
+
+def test_patching_draws_its_maps_and_a_ranked_head_opens_on_the_transformer_page(app_url, new_page):
+    """The Patching tab's first load with the heads kind: the layer × head map, one layer's heads by
+    position with both prompts' tokens along x (▸ where they differ), the ranked heads; the first
+    one's link opens that head of SmolLM2 on the Transformer page, on the clean prompt."""
+    with new_page(1280, 720) as page:
+        page.goto(f"{app_url}/prediction?tab=Patching&kind=heads", timeout=120_000)
+        heads = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="each head's output, at every"))
+        heads.locator(".heatmaplayer").wait_for(timeout=300_000)
+        by_position = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="at one position"))
+        by_position.locator(".heatmaplayer").wait_for(timeout=300_000)
+        settled(page)
+        z = heads.evaluate("div => div._fullData[0].z")  # decoded from the figure's base64
+        assert [len(z), len(z[0])] == [30, 9]
+        ticks = by_position.locator(".xtick text").all_text_contents()
+        assert len([t for t in ticks if "▸" in t]) == 3, ticks  # " Eiffel Tower" ▸ " Colosseum": tokens 1–3
+        for plot in (heads, by_position):  # the title stands clear of the top axis (the tokens crossed it)
+            assert plot.evaluate(CROSSING) == [], plot.evaluate(CROSSING)
+        link = page.get_by_role("link", name=re.compile(r"layer \d+, head \d+: effect")).first
+        layer, head = map(int, re.search(r"layer (\d+), head (\d+)", link.text_content()).groups())
+        link.scroll_into_view_if_needed()
+        SHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=SHOTS / "prediction-patching.png")
+        page.goto(link.get_attribute("href").replace("./", f"{app_url}/", 1), timeout=120_000)
+        page.locator(".gtitle", has_text=f"layer {layer}, head {head}").first.wait_for(timeout=240_000)
+        assert page.get_by_label("text").input_value().startswith("The Eiffel Tower")
+        assert page.locator(EXCEPTION_BOX).count() == 0
