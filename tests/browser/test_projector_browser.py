@@ -7,6 +7,7 @@ all pass through ``ui.widgets.chart`` every figure text is drawn at 20 px or mor
 24 px). Screenshots go to /tmp/atlas-projector/ (the visible screen; the whole page too with
 ``ATLAS_FULL_SHOTS=1``)."""
 
+import base64
 import os
 import re
 import weakref
@@ -156,9 +157,7 @@ def resize(page, screen: str, height: int | None = None) -> None:
     """The window as ``SCREENS[screen]`` (``height``: that many CSS px tall instead)."""
     viewport, scale = SCREENS[screen]
     size = {"width": viewport["width"], "height": height or viewport["height"]}
-    if page not in DEVTOOLS:
-        DEVTOOLS[page] = page.context.new_cdp_session(page)
-    DEVTOOLS[page].send(METRICS, {**size, "deviceScaleFactor": scale, "mobile": False})
+    devtools(page).send(METRICS, {**size, "deviceScaleFactor": scale, "mobile": False})
     page.wait_for_function(
         "([w, h, s]) => innerWidth === w && innerHeight === h && devicePixelRatio === s",
         arg=[*size.values(), scale],
@@ -171,13 +170,26 @@ def shoot(page, name: str, screen: str) -> None:
     area, not the document, so the window is made as tall as the content (the width, and so the
     layout, stays; two more redraws of every figure, a second a page)."""
     SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=SHOTS / f"{name}.png")
+    capture(page, SHOTS / f"{name}.png")
     if not os.environ.get("ATLAS_FULL_SHOTS"):
         return
     tall = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     resize(page, screen, height=min(max(tall, SCREENS[screen][0]["height"]), 8000))
-    page.screenshot(path=SHOTS / f"{name}-full.png")
+    capture(page, SHOTS / f"{name}-full.png")
     resize(page, screen)
+
+
+def devtools(page):
+    """The page's DevTools session (one a page: an override lasts as long as the session that set it)."""
+    if page not in DEVTOOLS:
+        DEVTOOLS[page] = page.context.new_cdp_session(page)
+    return DEVTOOLS[page]
+
+
+def capture(page, path: Path) -> None:
+    """The window as drawn now. Playwright's own screenshot sets the context's viewport first, which
+    undoes ``resize``: the "150 %" shots showed the 1280 × 720 layout."""
+    path.write_bytes(base64.b64decode(devtools(page).send("Page.captureScreenshot", {"format": "png"})["data"]))
 
 
 def check_figure_text(page, chinese: bool) -> None:
@@ -228,6 +240,7 @@ def check_language(page, path: str, screen: str, chinese: bool) -> None:
 def visit(page, url: str, path: str, screen: str, chinese: bool) -> None:
     page.goto(f"{url}/{path}?present=1" + ("&lang=zh" if chinese else ""), timeout=120_000)
     settle(page, plots=path not in NO_PLOTS)
+    resize(page, screen)  # the size holds across a page load; this waits until it does
     check_language(page, path, screen, chinese)
 
 
