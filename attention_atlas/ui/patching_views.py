@@ -73,6 +73,7 @@ def patching_tab(source: cached.Source, link: Link | Unlinked) -> None:
     corrupt = text_box(
         c2, _("corrupted prompt (as many tokens)"), link.text("corrupt", K + "corrupt", LIMIT, EXAMPLE[1]), LIMIT
     )
+    _swap_row(source)
     c1, c2, c3 = st.columns([1, 1, 2])
     answer = c1.text_input(_("answer (one token)"), key=link.text("answer", K + "answer", ANSWER_LIMIT, EXAMPLE[2]))
     wrong = c2.text_input(_("wrong answer (one token)"), key=link.text("wrong", K + "wrong", ANSWER_LIMIT, EXAMPLE[3]))
@@ -119,6 +120,30 @@ def patching_tab(source: cached.Source, link: Link | Unlinked) -> None:
     if kind == "heads":
         inputs = (clean, corrupt, answer, wrong, direction)
         _heads_by_position(source, inputs, result, link, int(pf.ranked_heads(effect, 1)[0][0]))
+
+
+def _swap_row(source: cached.Source) -> None:
+    """Folded under the prompts: the corrupted prompt made from the clean one, one word swapped for
+    another of as many tokens (a pair of different lengths cannot be patched)."""
+    with st.expander(_("Make the corrupted prompt: swap one word of the clean prompt")):
+        c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
+        c1.text_input(_("a word of the clean prompt"), key=K + "old")
+        c2.text_input(_("swapped for"), key=K + "new")
+        c3.button(_("Swap"), key=K + "swap", on_click=_swap, args=(source,))
+        problem = st.session_state.pop(K + "swap_problem", None)
+        if problem is not None:
+            st.warning(plain(problem))
+
+
+def _swap(source: cached.Source) -> None:
+    from attention_atlas.models.analysis.patching import PatchError, swap
+
+    state = st.session_state
+    try:
+        source.ready()
+        state[K + "corrupt"] = swap(source.adapter, state.get(K + "clean", ""), state.get(K + "old", ""), state.get(K + "new", ""))
+    except PatchError as err:
+        state[K + "swap_problem"] = err
 
 
 def _heads_by_position(source: cached.Source, inputs: tuple, result, link: Link | Unlinked, top: int) -> None:

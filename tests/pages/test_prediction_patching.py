@@ -75,3 +75,25 @@ def test_prompts_of_different_lengths_are_one_line(opened):
     at = run(at)
     said = [w.value for w in at.warning]
     assert len(said) == 1 and "first differ at token" in said[0] and "\n" not in said[0]
+
+
+def test_a_swapped_word_makes_the_corrupted_prompt_or_says_why_not(opened):
+    """The helper under the prompts: a word of the clean prompt swapped for one of as many tokens
+    becomes the corrupted prompt (and is patched); one of other length is refused in one line and
+    the corrupted prompt stays as it was."""
+    at = opened
+    odd = "The big old Colosseum is in the city of"  # one token more: nothing is patched
+    at.text_input(key="patch_corrupt").set_value(odd)
+    at = run(at)
+    at.text_input(key="patch_old").set_value("Eiffel Tower")
+    at.text_input(key="patch_new").set_value("Big Ben")  # 3 tokens for 4
+    at.button(key="patch_swap").click()
+    at = run(at)
+    said = [w.value for w in at.warning]
+    assert "'Eiffel Tower' → 'Big Ben' makes 8 tokens of 9" in said[0] and all("\n" not in w for w in said)
+    assert at.text_input(key="patch_corrupt").value == odd
+    at.text_input(key="patch_new").set_value("Colosseum")
+    at.button(key="patch_swap").click()
+    at = run(at)
+    assert at.text_input(key="patch_corrupt").value == EXAMPLE[1] and not at.warning
+    assert chart(at, "patch_map")  # patched again (the first load's pair: shared, not recomputed)

@@ -326,7 +326,7 @@ def test_the_swap_helper_and_single_tokens_on_a_real_tokenizer():
     assert pt.swap(words, "the cat sat on the mat", "cat", "dog") == "the dog sat on the mat"
     with pytest.raises(pt.PatchError, match="makes 9 tokens of 8"):
         pt.swap(words, "the cat sat on the mat", "cat", "big dog")
-    with pytest.raises(pt.PatchError, match="not in the text"):
+    with pytest.raises(pt.PatchError, match="not in the clean prompt"):
         pt.swap(words, "the cat sat on the mat", "cow", "dog")
     assert pt.single_token(words, "mat") == words.tokenizer.convert_tokens_to_ids("mat")
     with pytest.raises(pt.PatchError, match=r"'mat cat' is 2 tokens for this model \('mat', 'cat'\)"):

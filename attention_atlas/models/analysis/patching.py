@@ -613,24 +613,40 @@ def check_pair(tokens_clean: list[str], tokens_corrupt: list[str]) -> None:
         min(len(tokens_clean), len(tokens_corrupt)),
     )
     if len(tokens_clean) != len(tokens_corrupt):
-        here = lambda t: repr(t[first]) if first < len(t) else "the end"  # noqa: E731
+        here = lambda t: repr(t[first]) if first < len(t) else later("the end")  # noqa: E731
         raise PatchError(
-            f"the clean prompt is {len(tokens_clean)} tokens and the corrupted one {len(tokens_corrupt)}:"
-            f" patching needs the same number; they first differ at token {first}"
-            f" ({here(tokens_clean)} / {here(tokens_corrupt)}): swap that word for one of as many tokens"
+            later(
+                "the clean prompt is {a} tokens and the corrupted one {b}: patching needs the same number; they"
+                " first differ at token {first} ({x} / {y}): swap that word for one of as many tokens",
+                a=len(tokens_clean),
+                b=len(tokens_corrupt),
+                first=first,
+                x=here(tokens_clean),
+                y=here(tokens_corrupt),
+            )
         )
     if first == len(tokens_clean):
-        raise PatchError("the clean and corrupted prompts are the same tokens: change a word in the corrupted one")
+        raise PatchError(
+            later("the clean and corrupted prompts are the same tokens: change a word in the corrupted one")
+        )
 
 
 def swap(adapter, text: str, old: str, new: str) -> str:
     """``text`` with its word ``old`` replaced by ``new``, refused unless the token count is unchanged."""
-    if old not in text:
-        raise PatchError(f"{old!r} is not in the text")
+    if not old or old not in text:
+        raise PatchError(later("{old} is not in the clean prompt", old=repr(old)))
     swapped = text.replace(old, new, 1)
     a, b = (len(adapter.tokenizer(t)["input_ids"]) for t in (text, swapped))
     if a != b:
-        raise PatchError(f"{old!r} → {new!r} makes {b} tokens of {a}: pick a word of as many tokens")
+        raise PatchError(
+            later(
+                "{old} → {new} makes {b} tokens of {a}: pick a word of as many tokens",
+                old=repr(old),
+                new=repr(new),
+                a=a,
+                b=b,
+            )
+        )
     return swapped
 
 
