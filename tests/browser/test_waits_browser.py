@@ -33,9 +33,14 @@ def test_a_600_word_paragraph_keeps_the_tabs_on_screen_and_names_its_waits(app_u
         samples = watch(page, start, settled())
     blank = [round(t, 1) for t, s in samples if s["tabs"] == 0]
     assert not blank, f"the tabs left the screen at {blank} s"
-    if samples[-1][0] > SHOWN:
+    # The script's run: from the first sample with elements it has not redrawn yet (Streamlit marks
+    # the page stale when a run starts) to the last. A run that long names what it waits for; the
+    # time after it is chromium drawing the charts, which no spinner of the app's can cover (a busy
+    # machine's took the whole wait past SHOWN while the run itself was shorter).
+    running = [t for t, s in samples if s["stale"]]
+    if running and running[-1] - running[0] > SHOWN:
         named = [s for s in signs(samples) if "Running the model" in s or "Building the views" in s]
-        assert named, signs(samples)
+        assert named, (round(running[-1] - running[0], 1), round(samples[-1][0], 1), signs(samples))
 
 
 def test_a_fresh_servers_first_visit_says_it_is_starting(own_server, new_page):
