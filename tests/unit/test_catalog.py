@@ -5,7 +5,9 @@ keeps its source's ``{placeholders}``, and the ``atlas.mo`` the app reads is tha
 from __future__ import annotations
 
 import gettext
+import re
 import string
+import unicodedata
 
 import pytest
 from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
@@ -62,6 +64,35 @@ def test_every_translation_keeps_its_placeholders(catalog):
 def test_the_placeholder_check_can_fail():
     assert placeholder_problems(("{n:,} tokens",), ("{n} 个词元",)) == []
     assert placeholder_problems(("{n} of {model}",), ("{model} 的 {count}",))
+
+
+def unbold(text: str) -> list[str]:
+    """Where ``text``'s ``**`` pairs do not make bold under CommonMark's flanking rules (which count
+    full-width punctuation as punctuation): "**汇点（sink）**占" shows its asterisks, since a closing
+    ``**`` after "）" must be followed by a space or punctuation."""
+
+    def kind(c: str) -> str:
+        return "space" if c.isspace() else "punct" if unicodedata.category(c)[0] in "PS" else "other"
+
+    found = []
+    for i, m in enumerate(re.finditer(r"(?<!\*)\*\*(?!\*)", text)):
+        before = kind(text[m.start() - 1]) if m.start() else "space"
+        after = kind(text[m.end()]) if m.end() < len(text) else "space"
+        opening = after != "space" and (after != "punct" or before != "other")
+        closing = before != "space" and (before != "punct" or after != "other")
+        if not (closing if i % 2 else opening):
+            found.append(text[max(0, m.start() - 12) : m.end() + 12])
+    return found
+
+
+def test_every_bold_translation_is_bold(catalog):
+    problems = [(m.id, p) for m in catalog if m.id for t in texts(m.string) for p in unbold(t)]
+    assert not problems, problems[:10]
+
+
+def test_the_bold_check_can_fail():
+    assert unbold("**汇点（sink）**占去") and unbold("**logit lens（逻辑透镜）**在")
+    assert not unbold("**汇点**（sink）占去") and not unbold("这个**头**的 **weights** here.")
 
 
 def test_the_compiled_catalog_is_the_source_compiled(catalog):
