@@ -226,4 +226,4 @@ def test_the_page_speaks_chinese():
     )
     assert any(c.value.startswith("5 个词元 × 30 个块；") for c in at.caption)
     assert at.text_input(key=K + "follow").label.startswith("要追踪的词元")
-    assert "logit lens（逻辑透镜）" in at.markdown[0].value
+    assert "**logit lens**（逻辑透镜）" in at.markdown[0].value
