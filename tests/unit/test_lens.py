@@ -229,3 +229,17 @@ def test_another_sessions_forward_meanwhile_is_not_recorded():
         hook.remove()
     assert fired and (shared.top_ids == alone.top_ids).all()
     assert np.allclose(shared.top_probs, alone.top_probs, atol=1e-6)
+
+
+def test_vocabulary_blocks_change_nothing(arch):
+    """Blocks of the vocabulary, uneven and smaller than top, give the one-block grid: the same ids,
+    ranks and changes, the same probabilities."""
+    _, model = arch
+    stream = ln.residuals(model, IDS)
+    whole = ln.top_tokens(stream, top=6, token=40, changes=True, block=64)
+    for block in (7, 16):
+        part = ln.top_tokens(stream, top=6, token=40, changes=True, block=block)
+        for field in ("top_ids", "token_ranks", "promoted_ids", "suppressed_ids"):
+            assert (getattr(part, field) == getattr(whole, field)).all()
+        for field in ("top_probs", "token_probs", "promoted_by", "suppressed_by"):
+            assert np.allclose(getattr(part, field), getattr(whole, field), atol=1e-6)

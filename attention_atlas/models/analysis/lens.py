@@ -22,9 +22,10 @@ per model, by one short probe forward (``readout``):
   (logits scaled after the head, a second module in between) is refused in one line, as is a model
   with no output head or no causal LM at all.
 
-Logits exist a chunk of positions at a time (all layers of ``chunk`` positions, at most
-``MAX_FLOATS`` floats): a full tensor for SmolLM2 at 512 tokens would be 30 × 512 × 49,152 floats.
-Per chunk: top-K ids and probabilities, optionally a chosen token's probability and rank, and what
+Logits exist a chunk of positions and a block of the vocabulary at a time (all layers of ``chunk``
+positions, ``VOCAB_BLOCK`` entries: small enough to stay in the CPU's cache while they are read, which
+makes the lens as fast as the head's matrix product alone): a full tensor for SmolLM2 at 512 tokens
+would be 30 × 512 × 49,152 floats. Per chunk: top-K ids and probabilities, optionally a chosen token's probability and rank, and what
 each block promoted and suppressed (the tokens whose logit rose or fell most from the block's
 input to its output, both read through the same norm and head).
 """
@@ -40,7 +41,8 @@ import torch
 
 from attention_atlas.i18n import later
 
-MAX_FLOATS = 1 << 25  # logits held at once (128 MB of float32); positions per chunk follow from it
+ROWS = 704  # states put through the head together (SmolLM2: 22 positions × 31 rows)
+VOCAB_BLOCK = 2048  # logits of a chunk made at a time: ROWS × VOCAB_BLOCK floats (5.5 MB) stay in cache
 MAX_TOP = (
     100  # tokens kept per cell: more is no longer a lens, and the grid would grow toward the full tensor
 )
@@ -62,9 +64,25 @@ class Readout:
     softcap: float | None
     vocab: int
 
-    def logits(self, h: torch.Tensor) -> torch.Tensor:
-        x = self.head(self.norm(h) if self.norm is not None else h).float()
+    @property
+    def blockwise(self) -> bool:
+        """Whether the head is a plain linear layer, whose rows can make a block of the logits."""
+        return type(self.head) is torch.nn.Linear
+
+    def normed(self, h: torch.Tensor) -> torch.Tensor:
+        return self.norm(h) if self.norm is not None else h
+
+    def project(self, x: torch.Tensor, lo: int = 0, hi: int | None = None) -> torch.Tensor:
+        """Logits ``lo:hi`` (default all) of normed states ``x``, softcapped where the model caps."""
+        if hi is None or (lo, hi) == (0, self.vocab) or not self.blockwise:
+            x = self.head(x).float()
+        else:
+            bias = None if self.head.bias is None else self.head.bias[lo:hi]
+            x = torch.nn.functional.linear(x, self.head.weight[lo:hi], bias).float()
         return torch.tanh(x / self.softcap) * self.softcap if self.softcap else x
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        return self.project(self.normed(h))
 
 
 @dataclass(frozen=True)
@@ -262,9 +280,9 @@ def check_request(stream: Stream, top: int, token: int | None) -> None:
 
 
 def chunk_size(stream: Stream, changes: bool) -> int:
-    """Positions per chunk: all layers' logits of a chunk (twice with ``changes``) within MAX_FLOATS."""
-    rows = (stream.layers + 1) * stream.readout.vocab * (2 if changes else 1)
-    return max(1, MAX_FLOATS // rows)
+    """Positions per chunk: about ``ROWS`` rows of states (every layer's, one more with ``changes``)
+    go through the head together, a vocabulary block at a time."""
+    return max(1, ROWS // (stream.layers + (1 if changes else 0)))
 
 
 def top_tokens(
@@ -274,56 +292,106 @@ def top_tokens(
     token: int | None = None,
     changes: bool = False,
     chunk: int | None = None,
+    block: int = VOCAB_BLOCK,
 ) -> Grid:
-    """Top-``top`` tokens after every block at ``positions`` (default all), ``chunk`` positions at a time;
-    with ``token``, its probability and rank everywhere; with ``changes``, what each block promoted
-    and suppressed."""
+    """Top-``top`` tokens after every block at ``positions`` (default all), ``chunk`` positions and
+    ``block`` vocabulary entries at a time; with ``token``, its probability and rank everywhere; with
+    ``changes``, what each block promoted and suppressed."""
     check_request(stream, top, token)
     cols = np.arange(stream.positions)[positions if positions is not None else slice(None)]
     if cols.size == 0:
         raise LensError("no positions to read")
     step = chunk or chunk_size(stream, changes)
     parts = [
-        _chunk(stream, torch.as_tensor(cols[i : i + step]), top, token, changes)
+        _chunk(stream, torch.as_tensor(cols[i : i + step]), _Reading(top, token, changes), block)
         for i in range(0, cols.size, step)
     ]
     joined = {k: np.concatenate([p[k] for p in parts], axis=1) for k in parts[0]}
     return Grid(positions=cols, token=token, **joined)
 
 
-def _chunk(stream: Stream, cols: torch.Tensor, top: int, token: int | None, changes: bool) -> dict:
+def _chunk(stream: Stream, cols: torch.Tensor, reading: _Reading, block: int) -> dict:
+    """One chunk of positions, its logits a vocabulary block at a time, each block read while it is
+    still in the CPU's cache: the chunk's whole ``[rows, vocab]`` logits never exist."""
+    found = stream.readout
     with torch.no_grad():
-        states = stream.states[:, cols] if changes else stream.states[1:, cols]
-        logits = stream.readout.logits(states)  # [layers (+1), c, vocab]
-        after = logits[1:] if changes else logits
-        values, ids = after.topk(top, -1)
-        out = {"top_ids": ids.cpu().numpy()}
-        if token is not None:
-            own = after[..., token : token + 1].clone()
-            out["token_ranks"] = (after > own).sum(-1).cpu().numpy()
-        if changes:
-            out |= _changes(logits[1:] - logits[:-1], top)
-        lse = _logsumexp_(after)  # the logits are spent from here on
-        out["top_probs"] = (values - lse).exp().cpu().numpy()
-        if token is not None:
-            out["token_probs"] = (own - lse)[..., 0].exp().cpu().numpy()
-    return out
+        states = stream.states[:, cols] if reading.changes else stream.states[1:, cols]
+        normed = found.normed(states)
+        for lo, hi in _spans(found, reading.token, block):
+            reading.add(found.project(normed, lo, hi), lo)
+        return reading.result()
 
 
-def _changes(delta: torch.Tensor, top: int) -> dict:
-    up, down = delta.topk(top, -1), delta.topk(top, -1, largest=False)
-    return {
-        "promoted_ids": up.indices.cpu().numpy(),
-        "promoted_by": up.values.cpu().numpy(),
-        "suppressed_ids": down.indices.cpu().numpy(),
-        "suppressed_by": down.values.cpu().numpy(),
-    }
+def _spans(found: Readout, token: int | None, block: int) -> list[tuple[int, int]]:
+    """The vocabulary's blocks, the followed token's first (its logit ranks the others); the whole
+    vocabulary at once where the head is not a plain linear layer."""
+    size = block if found.blockwise else found.vocab
+    spans = [(lo, min(lo + size, found.vocab)) for lo in range(0, found.vocab, size)]
+    if token is not None:
+        spans.sort(key=lambda span: not span[0] <= token < span[1])
+    return spans
 
 
-def _logsumexp_(x: torch.Tensor) -> torch.Tensor:
-    """``logsumexp(x, -1)`` without a second tensor of x's size: x is overwritten."""
-    high = x.amax(-1, keepdim=True)
-    return x.sub_(high).exp_().sum(-1, keepdim=True).log_().add_(high)
+class _Best:
+    """The ``k`` largest (or smallest) values over vocabulary blocks seen one at a time, with their ids."""
+
+    def __init__(self, k: int, largest: bool = True) -> None:
+        self.k, self.largest = k, largest
+        self.values: list[torch.Tensor] = []
+        self.ids: list[torch.Tensor] = []
+
+    def add(self, x: torch.Tensor, lo: int) -> None:
+        values, ids = x.topk(min(self.k, x.shape[-1]), -1, largest=self.largest)
+        self.values.append(values)
+        self.ids.append(ids + lo)
+
+    def result(self) -> tuple[torch.Tensor, torch.Tensor]:
+        values, at = torch.cat(self.values, -1).topk(self.k, -1, largest=self.largest)
+        return values, torch.cat(self.ids, -1).gather(-1, at)
+
+
+class _Reading:
+    """What a chunk's logits leave behind, block by block: the top tokens and the log-sum-exp, and
+    optionally the followed token's logit and rank and each block's largest changes."""
+
+    def __init__(self, top: int, token: int | None, changes: bool) -> None:
+        self.token, self.changes = token, changes
+        self.best = _Best(top)
+        self.up, self.down = _Best(top), _Best(top, largest=False)
+        self.lse: list[torch.Tensor] = []
+        self.own: torch.Tensor | None = None  # the followed token's logit [rows..., 1]
+        self.rank: torch.Tensor | None = None
+
+    def add(self, logits: torch.Tensor, lo: int) -> None:
+        after = logits[1:] if self.changes else logits
+        self.best.add(after, lo)
+        self.lse.append(torch.logsumexp(after, -1, keepdim=True))
+        if self.token is not None:
+            if self.own is None:  # its block comes first
+                self.own = after[..., self.token - lo : self.token - lo + 1].clone()
+                self.rank = torch.zeros(self.own.shape[:-1], dtype=torch.int64)
+            self.rank += (after > self.own).sum(-1)
+        if self.changes:
+            delta = logits[1:] - logits[:-1]
+            self.up.add(delta, lo)
+            self.down.add(delta, lo)
+
+    def result(self) -> dict:
+        values, ids = self.best.result()
+        lse = torch.logsumexp(torch.cat(self.lse, -1), -1, keepdim=True)
+        out = {"top_ids": ids.cpu().numpy(), "top_probs": (values - lse).exp().cpu().numpy()}
+        if self.token is not None:
+            out["token_ranks"] = self.rank.cpu().numpy()
+            out["token_probs"] = (self.own - lse)[..., 0].exp().cpu().numpy()
+        if self.changes:
+            (up, up_ids), (down, down_ids) = self.up.result(), self.down.result()
+            out |= {
+                "promoted_ids": up_ids.cpu().numpy(),
+                "promoted_by": up.cpu().numpy(),
+                "suppressed_ids": down_ids.cpu().numpy(),
+                "suppressed_by": down.cpu().numpy(),
+            }
+        return out
 
 
 # -- from text --------------------------------------------------------------------------------------
