@@ -2,7 +2,8 @@
 
 Every check and the loading live in ``models.uploads`` (no code from an upload ever runs),
 the upload flow (asking what a bare state dict lacks) in ``ui.uploads``, its model view and
-the bundled model beside it in ``ui.checkpoint_views``; this page is
+the bundled model beside it in ``ui.checkpoint_views``, an uploaded decoder's or seq2seq
+model's output explained in ``ui.attribution_views.upload_panel``; this page is
 widgets → cached call → figure. Tests drive it with AppTest's
 ``file_uploader(key="ckpt_file").upload(...)`` and the demo button ``ckpt_demo``.
 """
@@ -10,6 +11,7 @@ widgets → cached call → figure. Tests drive it with AppTest's
 import streamlit as st
 
 from attention_atlas.i18n import _
+from attention_atlas.ui.attribution_views import upload_panel
 from attention_atlas.ui.cached import Source, first_index, model_choices
 from attention_atlas.ui.checkpoint_views import beside_bundled, model_view_block
 from attention_atlas.ui.neuron import upload_neuron
@@ -88,6 +90,7 @@ if s.view == "alignment":
 else:
     layer, head = model_view_block(rec, kind, s, cache_key, text, target)
 upload_neuron(cache_key, s.model_id, upload.adapter, text, kind, rec)
+source = Source.of_upload(cache_key, s.model_id, upload.adapter)
 if getattr(upload.adapter, "family", None) == "causal":
     panel = st.expander(
         _("Inside a prediction: the logit lens, generation and contributions"),
@@ -96,7 +99,7 @@ if getattr(upload.adapter, "family", None) == "causal":
     )
     if panel.open:  # each tab runs the model again: only when opened
         with panel:
-            source = Source.of_upload(cache_key, s.model_id, upload.adapter)
             prediction_tabs(source, text, text_key, Unlinked(), K + "inside_tab")
+upload_panel(source, text, target, s.seq2seq, result.records, K + "attr_")
 
 beside_bundled(s, rec, result, kind, text, target, (layer, head), BIG, AXES)

@@ -1,9 +1,12 @@
 """The Does attention explain? page's parts: one output's attribution by every method, computed once
-per model, text, output and steps and shared (``models.analysis.attribution``), and its blocks: the
-methods × tokens heatmap, the input coloured by one method, the faithfulness table with the deletion
-curves, the methods' rank agreement."""
+per model (a bundled one, or an upload by its key), text, output and steps and shared
+(``models.analysis.attribution``), and its blocks: the methods × tokens heatmap, the input coloured by
+one method, the faithfulness table with the deletion curves, the methods' rank agreement; the same for
+an uploaded decoder or seq2seq model in a folded panel of the Checkpoint inspector (``upload_panel``)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -12,6 +15,7 @@ import streamlit as st
 from attention_atlas.i18n import N_, _
 from attention_atlas.ui import cached
 from attention_atlas.ui.plain_text import plain
+from attention_atlas.ui.url_state import Unlinked, section
 from attention_atlas.ui.widgets import chart, fact
 from attention_atlas.viz_core.figures import attribution_heatmap, lines, matrix_heatmap
 
@@ -27,44 +31,55 @@ def models() -> list[str]:
 
 
 @st.cache_data(show_spinner=cached.Said(N_("Computing every attribution…")), max_entries=16, ttl=cached.TTL)
-def _attribution(model_id: str, text: str, target: str | None, position: int | None, steps: int):
+def _attribution(key: str, text: str, target: str | None, position: int | None, steps: int, _source):
     from attention_atlas.models.analysis.attribution import attribute, subject_of
 
-    with cached.lane_for(model_id, text).turn():
-        return attribute(
-            subject_of(cached.adapter(model_id), text, target, position), steps=steps, points=POINTS
-        )
+    with cached.lane_for(key, text).turn():
+        return attribute(subject_of(_source.adapter, text, target, position), steps=steps, points=POINTS)
 
 
 @st.cache_data(show_spinner=cached.Said(N_("Reading that head's attention…")), max_entries=16, ttl=cached.TTL)
-def _attention_at(model_id: str, text: str, target: str | None, position: int | None, layer, head):
+def _attention_at(key: str, text: str, target: str | None, position: int | None, layer, head, _source):
     from attention_atlas.models.analysis.attribution import at_head, attribute, subject_of
 
-    with cached.lane_for(model_id, text).turn():
-        subject = at_head(subject_of(cached.adapter(model_id), text, target, position), layer, head)
+    with cached.lane_for(key, text).turn():
+        subject = at_head(subject_of(_source.adapter, text, target, position), layer, head)
         return attribute(subject, ("attention",), points=POINTS)
 
 
+def _queued(source: cached.Source, text: str, key: tuple, call):
+    """``call()``: a bundled model's after its turn in the line (``cached.queued``, which loads it); an
+    upload, loaded already, takes its lane inside the call."""
+    return cached.queued(source.key, text, key, call) if source.bundled else call()
+
+
 def attribution(
-    model_id: str, text: str, target: str | None, position: int | None, steps: int, layer=None, head=None
+    source: cached.Source,
+    text: str,
+    target: str | None,
+    position: int | None,
+    steps: int,
+    layer=None,
+    head=None,
 ):
-    """The attribution of one output (cached, in the model's lane), its attention row that of ``layer``
-    and ``head`` where given (``at_head``), or None after a one-line notice."""
-    key = ("attribution", model_id, text, target, position, steps)
+    """The attribution of one output of ``source`` (a bundled model or an upload; cached by its key, in
+    its lane), its attention row that of ``layer`` and ``head`` where given (``at_head``), or None after
+    a one-line notice."""
+    key = ("attribution", source.key, text, target, position, steps)
     try:
-        result = cached.queued(
-            model_id, text, key, lambda: _attribution(model_id, text, target, position, steps)
+        result = _queued(
+            source, text, key, lambda: _attribution(source.key, text, target, position, steps, source)
         )
         if (layer is None and head is None) or "attention" not in result.methods:
             return result
-        part = cached.queued(
-            model_id,
+        part = _queued(
+            source,
             text,
             (*key, layer, head),
-            lambda: _attention_at(model_id, text, target, position, layer, head),
+            lambda: _attention_at(source.key, text, target, position, layer, head, source),
         )
         return result.with_row(part, "attention")
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError, RuntimeError) as err:  # RuntimeError: an upload that cannot run
         st.info(plain(" ".join(str(err).split())))
         return None
 
@@ -92,6 +107,90 @@ def head_choice(link, key: str, model_id: str, info, col) -> tuple[int | None, i
         key=link.choice("head", f"{key}head_{model_id}", heads, MEAN),
     )
     return (None if layer == LAST else layer), (None if head == MEAN else head)
+
+
+def output_settings(link, key: str, col) -> tuple[int | None, int]:
+    """The output position (None: the last) and integrated gradients' steps, both in ``link``."""
+    position = col.number_input(
+        _("output position (−1: the last)"),
+        min_value=-1,
+        max_value=255,
+        step=1,
+        key=link.number("position", key + "position", -1, 255, -1),
+    )
+    steps = col.slider(
+        _("integrated gradients' steps"), 4, 128, key=link.number("steps", key + "steps", 4, 128, 32)
+    )
+    return (None if position < 0 else int(position)), steps
+
+
+def explained(result, link, key: str) -> None:
+    """One attribution drawn: the headline, the methods × tokens heatmap, the input coloured by a method
+    picked, the faithfulness table and curves, the methods' rank agreement (the choices in ``link``)."""
+    from attention_atlas.models.analysis.attribution import METHODS, SIGNED
+
+    headline(result)
+    heatmap_block(result, SIGNED, key + "heat")
+    shown = [m for m in METHODS if m in result.methods]
+    method = (
+        st.segmented_control(
+            _("colour the input by"),
+            shown,
+            format_func=named,
+            key=link.choice("method", key + "method", shown, shown[-1]),
+        )
+        or shown[-1]
+    )
+    coloured_text(result, method, SIGNED, key + "text_chart")
+    section(_("Faithfulness: does removing what a method points at change the output?"), "faithfulness")
+    faithfulness_block(result, key + "faith")
+    st.subheader(_("Do the methods agree?"))
+    rank = (
+        st.segmented_control(
+            _("rank agreement"),
+            RANKS,
+            format_func=lambda r: _(RANK_NAMES[r]),
+            key=link.choice("rank", key + "rank", RANKS, RANKS[0]),
+        )
+        or RANKS[0]
+    )
+    agreement_block(result, rank, key + "agree")
+
+
+PANEL = N_("Does attention explain? Attention beside gradients and occlusion for one output")
+
+
+def upload_panel(
+    source: cached.Source, text: str, target: str, seq2seq: bool, records: dict, key: str
+) -> None:
+    """The Checkpoint inspector's folded panel: one output of an uploaded decoder or seq2seq model explained
+    as on the Does attention explain? page (a seq2seq model's output the one ``target`` forces, else its
+    own; a causal LM's next token asked here), its settings out of the URL (``Unlinked``); an upload that
+    writes no output (an encoder) is said in one line instead."""
+    from attention_atlas.models.analysis.attribution import refusal
+
+    why = refusal(source.adapter)
+    if why is not None:
+        st.caption("🔍 " + _("Does attention explain?") + " " + plain(" ".join(str(why).split())))
+        return
+    panel = st.expander(_(PANEL), key=key + "open", on_change="rerun")
+    if not panel.open:  # every method runs the model: only when opened
+        return
+    with panel:
+        link = Unlinked()
+        c1, c2 = st.columns([1, 3])
+        if seq2seq:
+            c2.caption(_("The output explained is the one forced above, else the model's own."))
+        else:
+            label = _("next token to explain (empty: the model's own)")  # " Paris" keeps its space
+            target = c2.text_input(label, key=link.text("target", key + "target", 2_000))
+        position, steps = output_settings(link, key, c1)
+        rec = records.get("cross", records.get("self"))
+        grid = SimpleNamespace(layers=getattr(rec, "n_layers", 1), heads=getattr(rec, "n_heads", 1))
+        layer, head = head_choice(link, key, source.key, grid, c1)
+        result = attribution(source, text, target if target.strip() else None, position, steps, layer, head)
+        if result is not None:
+            explained(result, link, key)
 
 
 def headline(result) -> None:

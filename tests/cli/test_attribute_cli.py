@@ -1,6 +1,6 @@
 """``cli.py attribute`` as a user runs it (subprocess): the npz and JSON contract (tokens, target, one
 array per method [input tokens], ig_completeness_gap, comprehensiveness and sufficiency [methods, 3],
-methods) on the tiny couplet RNN and a tiny GPT-2 uploaded as a zipped folder, equal to the module's
+methods) on the tiny couplet RNN, a tiny GPT-2 and a tiny BART uploaded as zipped folders, equal to the module's
 own answer in this process; bad input refused in one line, never a traceback."""
 
 import json
@@ -76,6 +76,44 @@ def test_causal_lm_next_token_and_forced_target(gpt2_zip, tiny_hf_folders, tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert "saliency" in done.stdout and "dog" in done.stdout  # the table names the forced token
+
+
+def test_hf_seq2seq_forced_output_at_a_position(tiny_hf_folders, tmp_path):
+    """A tiny BART uploaded as a zipped folder: --target-text forces the output, --target-position picks
+    its token; without them the model's own output's last word. Equal to the module's answer here."""
+    from attention_atlas.models.adapters.hf import HFAdapter
+    from tests.support import folder_zip
+
+    bart = tmp_path / "tiny-bart.zip"
+    bart.write_bytes(folder_zip(tiny_hf_folders["seq2seq"], "tiny-bart"))
+    out = tmp_path / "b.npz"
+    forced = ("--target-text", "le chat", "--target-position", "1")
+    done = cli("attribute", "--checkpoint", bart, "--text", TEXT, *forced, "--steps", "8", "--out", out)
+    assert done.returncode == 0, done.stderr
+    saved = np.load(out)
+    adapter = HFAdapter("tiny", tiny_hf_folders["seq2seq"], torch.device("cpu"))
+    want = at.attribute(at.subject_of(adapter, TEXT, "le chat", 1), steps=8)
+    assert list(saved["methods"]) == list(want.methods) == [m for m in at.METHODS if m not in at.ROWS]
+    assert list(saved["tokens"]) == want.tokens and str(saved["target"]) == want.target == "le"
+    for m in want.methods:
+        np.testing.assert_allclose(saved[m], want.scores[m], atol=1e-5)
+    np.testing.assert_allclose(saved["sufficiency"], want.sufficiency, atol=1e-5)
+    done = cli("attribute", "--checkpoint", bart, "--text", TEXT, "--methods", "attention", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["target"] == at.subject_of(adapter, TEXT).target
+    done = cli(
+        "attribute",
+        "--checkpoint",
+        bart,
+        "--text",
+        TEXT,
+        "--target-text",
+        "le chat",
+        "--target-position",
+        "9",
+    )
+    assert done.returncode != 0 and "--target-position 9 is out of range" in done.stderr
+    assert one_line(done.stderr.strip()) and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(

@@ -222,7 +222,9 @@ def test_couplet_transformer_attention_and_rollout_rows(tiny_transformer_checkpo
     np.testing.assert_allclose(subject.rollout, row @ rollout(records["encoder_self"].weights), atol=1e-6)
     cross = records["cross"].weights
     for layer, head in ((0, 1), (cross.shape[0] - 1, 0)):  # any layer and head's row at that output
-        np.testing.assert_allclose(at.at_head(subject, layer, head).attention, cross[layer, head, 2], atol=1e-6)
+        np.testing.assert_allclose(
+            at.at_head(subject, layer, head).attention, cross[layer, head, 2], atol=1e-6
+        )
     np.testing.assert_allclose(at.at_head(subject, 0).attention, cross[0].mean(0)[2], atol=1e-6)
     with pytest.raises(at.AttributionError) as err:
         at.at_head(subject, cross.shape[0], 0)
@@ -247,6 +249,53 @@ def test_causal_lm_attention_and_rollout_rows(tiny_hf_folders):
     )
     inside = at.subject_of(adapter, text, target_position=3)
     assert inside.tokens == subject.tokens[:3] and inside.target == subject.tokens[3]
+
+
+def test_hf_seq2seq_equals_autograd_and_its_rows_are_the_records(tiny_hf_folders):
+    """An uploaded BART: the source embeddings swapped in at the encoder's lookup give what the model's
+    own ``inputs_embeds`` path gives; attention and rollout are the adapter's cross record's rows."""
+    from attention_atlas.models.adapters.hf import HFAdapter
+
+    adapter = HFAdapter("tiny-bart", tiny_hf_folders["seq2seq"], torch.device("cpu"))
+    model, text, target = adapter.model, "the cat sat on the mat", "le chat"
+    labels = adapter.encode(target).ids
+    subject = at.subject_of(adapter, text, target, 2)
+    assert (
+        subject.tokens == adapter.encode(text).tokens
+        and subject.target == adapter.labels([int(labels[0, 2])])[0]
+    )
+    decoder_in = model.prepare_decoder_input_ids_from_labels(labels=labels)
+
+    def f(embedded):  # the model's plain forward from input embeddings
+        logits = model(
+            inputs_embeds=embedded, decoder_input_ids=decoder_in.expand(embedded.shape[0], -1)
+        ).logits
+        return torch.log_softmax(logits[:, 2].float(), -1)[:, int(labels[0, 2])]
+
+    table = model.get_encoder().get_input_embeddings()
+    with torch.no_grad():
+        e, base = table(adapter.encode(text).ids)[0], table(torch.tensor([[0]]))[0, 0]
+    result = at.attribute(subject, ["saliency", "input_x_gradient", "occlusion"], faithfulness=False)
+    check_equal(result, direct(f, e, base))
+    records = adapter.run(text, target=target).records
+    row = records["cross"].weights[-1].mean(0)[2]
+    np.testing.assert_allclose(subject.attention, row, atol=1e-6)
+    np.testing.assert_allclose(subject.rollout, row @ rollout(records["encoder_self"].weights), atol=1e-6)
+    np.testing.assert_allclose(
+        at.at_head(subject, 0, 1).attention, records["cross"].weights[0, 1, 2], atol=1e-6
+    )
+    assert subject.baseline_token == "pad [PAD]" and set(subject.refused) == set(at.ROWS)
+    own = at.subject_of(adapter, text)  # the model's greedy output, its last token that is not special
+    written = adapter.generated(adapter.encode(text).ids)[0, 1:].tolist()
+    words = [i for i in written if i not in adapter.tokenizer.all_special_ids]
+    assert own.target == adapter.labels(words[-1:] or written[-1:])[0]
+    for call, words in (
+        (lambda: at.subject_of(adapter, text, target, 9), "--target-position 9 is out of range"),
+        (lambda: at.subject_of(adapter, text, "  "), "the output is empty"),
+    ):
+        with pytest.raises(at.AttributionError, match=words) as err:
+            call()
+        assert support.one_line(str(err.value))
 
 
 # -- faithfulness ----------------------------------------------------------------------------------
@@ -407,7 +456,9 @@ def test_the_pages_figures_at_128_tokens_stay_under_half_a_megabyte():
         attribution_heatmap(scores, tokens, at.SIGNED),
         attribution_heatmap({"occlusion": scores["occlusion"]}, tokens, at.SIGNED),
         lines(np.arange(129), {m: rng.normal(size=129) for m in at.METHODS}, "removed", "log p"),
-        matrix_heatmap(rng.uniform(-1, 1, (8, 8)), "method", "method", x=list(at.METHODS), y=list(at.METHODS)),
+        matrix_heatmap(
+            rng.uniform(-1, 1, (8, 8)), "method", "method", x=list(at.METHODS), y=list(at.METHODS)
+        ),
     ]
     size = sum(len(pio.to_json(f, validate=False)) for f in figures)
     assert size < 500_000, size

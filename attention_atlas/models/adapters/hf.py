@@ -276,10 +276,7 @@ class HFAdapter:
             labels = tgt.ids.to(self.device)
             decoder_ids = self.model.prepare_decoder_input_ids_from_labels(labels=labels)
         else:
-            with torch.no_grad():
-                decoder_ids = self.model.generate(
-                    ids, max_new_tokens=min(64, self.max_tokens - 1), do_sample=False
-                )
+            decoder_ids = self.generated(ids)
         specials = set(self.tokenizer.all_special_ids)
         dec_ids = decoder_ids[0].tolist()
         dec = self._encoded(
@@ -298,6 +295,11 @@ class HFAdapter:
         }
         output = None if target else self.tokenizer.decode(decoder_ids[0], skip_special_tokens=True)
         return RunResult(records=records, output=output, notices=src.notices)
+
+    @torch.no_grad()
+    def generated(self, ids: torch.Tensor) -> torch.Tensor:
+        """A seq2seq model's greedy output for the source ``ids``, its decoder start token first."""
+        return self.model.generate(ids, max_new_tokens=min(64, self.max_tokens - 1), do_sample=False)
 
     def _stack(self, attentions, what: str) -> np.ndarray:
         """Tuple of ``[1, heads, query, key]`` per layer -> ``[layers, heads, query, key]``, checked."""

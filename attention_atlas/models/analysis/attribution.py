@@ -8,9 +8,11 @@
 
 The chosen output is one token: a couplet's lower-line character or a translation's French word at
 an output position (forced by the user, else the model's own output; default the last position
-written, a translation's ``<eos>`` not counted), our couplet Transformer's output character, or a
-causal LM's next token after the text (its argmax, or the first token of a forced ``target_text``;
-with ``target_position`` K the text's own token K after the tokens before it). ``f`` is the
+written, a translation's ``<eos>`` not counted), our couplet Transformer's output character, a Hugging
+Face encoder-decoder's output token (an uploaded BART's; forced or its greedy output, default the last
+that is not a special token), or a causal LM's next token after the text (its argmax, or the first token
+of a forced ``target_text``; with ``target_position`` K the text's own token K after the tokens before
+it). ``f`` is the
 log-probability of that token, a function of ``e``, the input embeddings: what the model's input
 embedding layer returns for the input tokens (position embeddings and any scaling after that layer
 untouched). A seq2seq model's input is its source; the decoder reads the target as before.
@@ -19,11 +21,11 @@ Methods, each a score per input token (``METHODS``):
 
 - ``attention``: the attention the model used for that output: an RNN's attention row at that step;
   a Transformer's last layer, heads averaged, at the output's query row (the cross attention of our
-  couplet Transformer, the self-attention of a causal LM at its last position), or any layer and
-  head's row there (``at_head``);
+  couplet Transformer or an encoder-decoder, the self-attention of a causal LM at its last position), or
+  any layer and head's row there (``at_head``);
 - ``rollout``: ``viz_core.stats.rollout`` of a causal LM's self-attention, its last row; for our
-  couplet Transformer the cross row above times the rollout of the encoder's self-attention (what
-  each encoder state holds of each input character). An RNN has no layers of attention to roll out:
+  couplet Transformer and an encoder-decoder the cross row above times the rollout of the encoder's
+  self-attention (what each encoder state holds of each input character). An RNN has no layers of attention to roll out:
   refused;
 - ``saliency`` ``‖∂f/∂eᵢ‖₂``, ``input_x_gradient`` ``eᵢ · ∂f/∂eᵢ`` (both from one backward, Captum's
   ``Saliency`` gradient), ``integrated_gradients`` (Captum's,
@@ -500,6 +502,96 @@ def seq2seq_subject(
     )
 
 
+# -- Hugging Face encoder-decoders (an uploaded BART, T5, Marian...) ---------------------------------
+
+
+def hf_seq2seq_subject(
+    adapter, text: str, target_text: str | None = None, target_position: int | None = None
+) -> Subject:
+    """The subject of a Hugging Face encoder-decoder (an ``HFAdapter`` of the seq2seq family): ``text``
+    is the source; the output token at ``target_position`` of ``target_text`` (forced, its tokens as the
+    tokenizer writes them, specials included; else the model's greedy output), default the last one
+    that is not a special token. The source embeddings are swapped in at the encoder's lookup."""
+    from attention_atlas.viz_core.stats import rollout
+
+    if target_text is not None and not target_text.strip():
+        raise AttributionError(later("the output is empty: there is no output token to explain"))
+    model, src = adapter.model, adapter.encode(text)
+    ids = src.ids.to(adapter.device)
+    notices = list(src.notices)
+    if target_text is None:
+        written = adapter.generated(ids)
+        decoder_in, labels = written[:, :-1], written[:, 1:]
+    else:
+        line = adapter.encode(target_text)
+        notices += line.notices
+        labels = line.ids.to(adapter.device)
+        decoder_in = model.prepare_decoder_input_ids_from_labels(labels=labels)
+    outputs = labels.shape[1]
+    specials = set(adapter.tokenizer.all_special_ids)
+    if target_position is None:
+        words = [p for p, i in enumerate(labels[0].tolist()) if i not in specials]
+        target_position = words[-1] if words else outputs - 1
+    if not 0 <= target_position < outputs:
+        raise AttributionError(
+            f"--target-position {target_position} is out of range: the output has positions 0..{outputs - 1}"
+        )
+    gold, n = int(labels[0, target_position]), ids.shape[1]
+    table = model.get_encoder().get_input_embeddings()
+
+    def run(embedded: torch.Tensor | None, attentions: bool = False):
+        b = 1 if embedded is None else embedded.shape[0]
+        swap = nullcontext() if embedded is None else swapped_output(table, embedded)
+        with swap:
+            return model(
+                input_ids=ids.expand(b, n),
+                decoder_input_ids=decoder_in.expand(b, -1),
+                output_attentions=attentions,
+                use_cache=False,
+            )
+
+    def forward(embedded: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(run(embedded).logits[:, target_position].float(), -1)[:, gold]
+
+    base_id, base_name = baseline_id(adapter.tokenizer) or (0, NO_BASELINE)
+    with torch.no_grad():
+        e = table(ids)[0].detach()
+        base = table(torch.tensor([[base_id]], device=ids.device))[0, 0].detach()
+        out = run(None, attentions=True)
+    refused = dict.fromkeys(
+        ROWS,
+        later(
+            "{model} is a seq2seq model: value norms and contributions are read here from a causal LM's"
+            " self-attention only",
+            model=adapter.model_id,
+        ),
+    )
+    if base_name == NO_BASELINE:
+        why = later(
+            "{model}'s tokenizer has no pad, unknown or end-of-text token to make a baseline input of",
+            model=adapter.model_id,
+        )
+        refused.update(integrated_gradients=why, occlusion=why)
+    heads = torch.cat([a.float().cpu() for a in out.cross_attentions])[:, :, target_position].numpy()
+    encoder = torch.cat([a.float().cpu() for a in out.encoder_attentions]).numpy()
+    attention = heads[-1].mean(0)
+    return Subject(
+        adapter.model_id,
+        list(src.tokens),
+        adapter.labels([gold])[0],
+        e,
+        base,
+        base_name,
+        forward,
+        attention.astype(np.float32),
+        (attention @ rollout(encoder)).astype(np.float32),
+        refused,
+        batch=16,
+        notices=notices,
+        heads=heads.astype(np.float32),
+    )
+
+
 # -- causal LMs --------------------------------------------------------------------------------------
 
 
@@ -578,7 +670,8 @@ def _rows(adapter, text: str, ids: torch.Tensor, weights) -> tuple[dict, dict]:
         refused["value_norms"] = weights
     elif not vn.supports(adapter):
         refused["value_norms"] = later(
-            "{model}: value vectors are read from BERT- and Llama-style self-attention only", model=adapter.model_id
+            "{model}: value vectors are read from BERT- and Llama-style self-attention only",
+            model=adapter.model_id,
         )
     else:  # a causal model's value vectors at the first n tokens are those of the first n alone
         rows["value_norms"] = lambda: vn.weighted(weights, vn.value_norms(adapter, text)[:, :, :n])[-1].mean(
@@ -627,7 +720,8 @@ def lm_subject(
     refused: dict[str, str] = {}
     if baseline is None:
         why = later(
-            "{model}'s tokenizer has no pad, unknown or end-of-text token to make a baseline input of", model=model_id
+            "{model}'s tokenizer has no pad, unknown or end-of-text token to make a baseline input of",
+            model=model_id,
         )
         refused.update(integrated_gradients=why, occlusion=why)
         baseline = (0, NO_BASELINE)
@@ -653,7 +747,10 @@ def lm_subject(
     attention = rolled = heads = None
     refused.update(
         dict.fromkeys(
-            ROWS, later("{model}: value norms and contributions are read through a registry adapter", model=model_id)
+            ROWS,
+            later(
+                "{model}: value norms and contributions are read through a registry adapter", model=model_id
+            ),
         )
     )
     if isinstance(weights, str):
@@ -735,12 +832,35 @@ def occlude_cached(
 # -- from an adapter ---------------------------------------------------------------------------------
 
 
+def refusal(adapter):
+    """Why attribution cannot serve ``adapter``, in one line (a ``later`` message), or None where it can:
+    a seq2seq adapter of ours, a causal LM or a Hugging Face encoder-decoder."""
+    from attention_atlas.models.adapters.base import Seq2SeqAdapter
+
+    family = getattr(adapter, "family", None)
+    if isinstance(adapter, Seq2SeqAdapter) or (
+        family in ("causal", "seq2seq") and isinstance(getattr(adapter, "model", None), torch.nn.Module)
+    ):
+        return None
+    if family == "encoder":
+        return later("{model} is an encoder: it writes no output token to explain", model=adapter.model_id)
+    return later(
+        "{model} is a {family} model: attribution serves couplet, translation and causal language models",
+        model=adapter.model_id,
+        family=family or "other",
+    )
+
+
 def subject_of(
     adapter, text: str, target_text: str | None = None, target_position: int | None = None
 ) -> Subject:
-    """The subject of any model with an output: a seq2seq adapter of ours or a causal LM."""
+    """The subject of any model with an output: a seq2seq adapter of ours, a causal LM or a Hugging Face
+    encoder-decoder; any other refused in one line (``refusal``)."""
     from attention_atlas.models.adapters.base import Seq2SeqAdapter
 
+    why = refusal(adapter)
+    if why is not None:
+        raise AttributionError(why)
     if isinstance(adapter, Seq2SeqAdapter):
         source = adapter.prepare(text, adapter.source_name)
         line = None if target_text is None else adapter.prepare(target_text, adapter.target_name)
@@ -750,20 +870,8 @@ def subject_of(
         )
         said = [*source.notices, *(line.notices if line else []), *adapter.notices(source, line)]
         return replace(found, notices=said)
-    family = getattr(adapter, "family", None)
-    if family == "causal" and isinstance(getattr(adapter, "model", None), torch.nn.Module):
-        return causal_subject(adapter, text, target_text, target_position)
-    if family == "encoder":
-        raise AttributionError(
-            later("{model} is an encoder: it writes no output token to explain", model=adapter.model_id)
-        )
-    raise AttributionError(
-        later(
-            "{model} is a {family} model: attribution serves couplet, translation and causal language models",
-            model=adapter.model_id,
-            family=family or "other",
-        )
-    )
+    subject = causal_subject if adapter.family == "causal" else hf_seq2seq_subject
+    return subject(adapter, text, target_text, target_position)
 
 
 # -- comparing methods -------------------------------------------------------------------------------
