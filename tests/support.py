@@ -407,6 +407,20 @@ def click_tile(page, layer: int, head: int, heads: int = 12, chart=None) -> None
     page.mouse.up()
 
 
+LINES = "root => [...root.querySelectorAll('.atlas-line-view line')].map(l => [+l.dataset.head, +l.dataset.q, +l.dataset.k])"
+
+
+def assert_lines(root, weights: np.ndarray, layer: int, heads) -> None:
+    """The line view in ``root`` (a Playwright locator of one view) draws exactly the links of
+    ``layer``'s ``heads`` at or above 0.01 in ``weights`` ``[layers, heads, query, key]``. A saved
+    file's weights are 16-bit (``viz_core.wire``): a weight within 1e-4 of 0.01 may fall either side."""
+    drawn = {tuple(x) for x in root.evaluate(LINES)}
+    above = {h: np.nonzero(weights[layer, h] >= 0.01) for h in heads}
+    want = {(h, int(q), int(k)) for h, (qs, ks) in above.items() for q, k in zip(qs, ks, strict=True)}
+    off = {(h, q, k) for h, q, k in drawn ^ want if abs(weights[layer, h, q, k] - 0.01) > 1e-4}
+    assert drawn and not off, f"layer {layer}, heads {list(heads)}: {len(off)} lines differ ({sorted(off)[:5]}…)"
+
+
 # -- fuzzing: hostile text for every text path (tests/*/test_fuzz*.py) ------------------------------
 
 # Pieces a fuzzer would rarely find alone: bidi controls, zero-width and joiners, control

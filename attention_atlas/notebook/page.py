@@ -32,8 +32,8 @@ import plotly.io as pio
 from attention_atlas.i18n import _, language
 from attention_atlas.notebook.assets import driver, plotly_js, scripts
 from attention_atlas.viz_core.figures import PLOTLY_CONFIG, dividers, head_title, head_view
-from attention_atlas.viz_core.layout import SEPARATOR, fit_axes, planned_width
-from attention_atlas.viz_core.line_view import line_data
+from attention_atlas.viz_core.layout import SEPARATOR, VIEW_CHROME, fit_axes, planned_width
+from attention_atlas.viz_core.line_view import THRESHOLD, head_colours, line_data
 from attention_atlas.viz_core.model_view import model_view
 from attention_atlas.viz_core.record import AttentionRecord
 from attention_atlas.viz_core.tokens import as_plotly_text
@@ -70,6 +70,10 @@ class Section:
     labels: tuple[list[int], list[int]] | None = None  # the layers' and heads' own numbers (a subset)
     sentence_b: int | None = None  # BertViz's sentence_b_start: the head view divides A from B there
     verbatim: bool = False  # tokens shown as the record has them (BertViz's calls), not cleaned as the app does
+    # BertViz's head view: a layer selector and a colour box per head over the lines of every head,
+    # ``line_heads`` the ones switched on; the lines follow the layer a tile or an arrow key opens
+    every_head: bool = False
+    row: bool = False  # the model view shows the open layer's row of tiles only (``head_view(layer=…)``)
 
     def data(self, live: bool = False) -> dict:
         """What ``page.js`` draws. ``live``: the live widget's, without any head's weights: its head
@@ -83,6 +87,8 @@ class Section:
             fig = model_view(record)
             if self.labels:
                 self._relabel(fig, heads)
+            if self.row:
+                _one_row(fig, self.layer, record.n_layers)
             out["model"] = {"figure": _figure(fig), "grid": [record.n_layers, record.n_heads], "heads": heads}
             if heads is None and not live:
                 size = record.weights.size * 2 / 1e6
@@ -104,9 +110,29 @@ class Section:
                 "label": _("Filter"),
             }
         if self.line_heads:
-            out["line"] = line_data(self.record, self.layer, self.line_heads)
-            if self.verbatim:
-                out["line"].update(queries=self.record.query_tokens, keys=self.record.key_tokens)
+            out["line"] = self.lines(self.layer)
+        if self.line_heads and self.every_head:
+            layers = self.labels[0] if self.labels else range(record.n_layers)
+            out["select"] = {
+                "label": _("layer"),
+                "layers": [str(n) for n in layers],
+                "layer": self.layer,
+                "on": self.line_heads,
+                "threshold": THRESHOLD,  # the page draws another layer's links from the heads it carries
+                "row": self.row,
+            }
+        return out
+
+    def lines(self, layer: int) -> dict:
+        """The line view of ``layer`` (an index into the record): ``line_heads``, or every head in
+        its own colour for the head view's boxes (``every_head``); tokens as the page shows them."""
+        record = self.record
+        if self.every_head:
+            out = line_data(record, layer, list(range(record.n_heads)), colours=head_colours(record.n_heads))
+        else:
+            out = line_data(record, layer, self.line_heads)
+        if self.verbatim:
+            out.update(queries=record.query_tokens, keys=record.key_tokens)
         return out
 
     def head_data(self, layer: int, head: int, rid: str) -> dict:
@@ -136,6 +162,14 @@ class Section:
         )
         if heads:
             heads["titles"] = [head_title(layer, h) for layer in layers for h in head_ids]
+
+
+def _one_row(fig, layer: int, layers: int) -> None:
+    """The model view's tiles of ``layer`` alone, a row as tall as one of the grid's (``page.js``
+    moves the range to another layer's row when the head view opens one)."""
+    tq = fig.layout.meta["tile"][0]
+    fig.update_yaxes(range=[layer * (tq + 1) + tq - 0.5, layer * (tq + 1) - 0.5])
+    fig.update_layout(height=round(VIEW_CHROME + (fig.layout.height - VIEW_CHROME) / layers))
 
 
 def _tokens_as_given(fig, queries: list[str], keys: list[str]) -> None:

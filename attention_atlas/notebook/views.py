@@ -154,10 +154,13 @@ def head_view(
     display_mode=None,
     stacked=False,
 ):
-    """BertViz's head view: ``layer``'s ``heads`` as lines (hover a token for its own), above them
-    the first head's matrix and every head's tile (click one, or step with the arrow keys).
-    ``layer`` and ``heads`` are the model's numbers, one of ``include_layers`` where it is given.
-    The encoder–decoder keywords: one attention at a time behind a selector (``stacked=True``: all)."""
+    """BertViz's head view: a layer selector, a colour box per head (a click switches its lines on
+    or off, a double-click shows it alone) and the lines of the heads switched on (``heads``, else
+    all; hover a token for its own). Below, the tiles (every layer's, or ``layer``'s row where it
+    is given) and the first head's matrix: a tile or an arrow key opens another, and the lines
+    follow its layer. ``layer`` and ``heads`` are the model's numbers, one of ``include_layers``
+    where it is given. The encoder–decoder keywords: one attention at a time behind a selector
+    (``stacked=True``: all)."""
     cross = (encoder_attention, decoder_attention, cross_attention, encoder_tokens, decoder_tokens)
     mode = mode_of(display_mode)
     pairs = _records(attention, tokens, cross, prettify_tokens)
@@ -229,13 +232,17 @@ def build(
         open_layer = first if layer is None else among(layer, layers, record.n_layers, "layer")[0]
         picked = among(heads, head_ids, record.n_heads, "heads")
         n = max(len(shown.query_tokens), len(shown.key_tokens))
-        lines = picked[: len(COLOURS)] if name != "model" and n <= MAX_TOKENS else []
+        heads_drawn = picked if name == "head" else picked[: len(COLOURS)]  # the head view: a box per head
+        lines = heads_drawn if name != "model" and n <= MAX_TOKENS else []
         if name == "line" and not lines:
             raise NotebookError(
                 f"the line view draws up to {MAX_TOKENS} tokens; this input has {n}: use the model view"
             )
         model = name != "line"
-        sections.append(Section(shown, title, open_layer, picked[0], model, lines, labels, sentence_b_start, verbatim))
+        section = Section(shown, title, open_layer, picked[0], model, lines, labels, sentence_b_start)
+        section.verbatim, section.every_head = verbatim, name == "head"  # BertViz's: a box per head
+        section.row = section.every_head and layer is not None and len(layers) > 1  # layer= said: its row
+        sections.append(section)
     return View(sections, f"{name} view", lang)
 
 

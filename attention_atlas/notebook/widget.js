@@ -1,7 +1,7 @@
 // The live widget's front end (anywidget): page.js's atlasSections precedes this text in one ES
 // module (widget.py joins them). The view carries the tiles, then asks for the head it opens
 // with; a tile click or an arrow key asks the kernel for that head, and the kernel sends its
-// figure back; a box drawn on a long-input overview asks for the tokens under it at full
+// figure back; a layer the head view opens asks for that layer's lines; a box drawn on a long-input overview asks for the tokens under it at full
 // resolution.
 // Plotly.js comes from the kernel too, once per page: the first widget asks, the others wait.
 
@@ -55,11 +55,16 @@ function render({ model, el }) {
   const suffix = `-v${++views}`;
   for (const section of spec.sections) if (section.group) section.group += suffix;
   const draws = [];
+  const lineDraws = [];
   const windows = [];
   const hooks = {
     pick: (section, value) => model.send({ pick: { section, layer: value.layer, head: value.head } }),
     head: (section, draw) => {
       draws[section] = draw;
+    },
+    layer: (section, layer) => model.send({ lines: { section, layer } }),
+    lines: (section, draw) => {
+      lineDraws[section] = draw;
     },
     zoom: (section, x, y) => model.send({ zoom: { section, x, y } }),
     window: (section, element) => {
@@ -69,6 +74,7 @@ function render({ model, el }) {
   const reply = (msg) => {
     const head = msg?.head;
     if (head && draws[head.section]) draws[head.section]({ figure: head.figure, shown: head.shown });
+    if (msg?.lines && lineDraws[msg.lines.section]) lineDraws[msg.lines.section](msg.lines);
     if (msg?.window && windows[msg.window.section]) drawWindow(windows[msg.window.section], msg.window, spec);
     if (msg?.error) showError(el, msg.error);
   };

@@ -4,7 +4,9 @@ The widget carries what the first screen shows: the model view's tiles, which he
 (``page.Section.data(live=True)``), the line view, the long-input figures. The front end asks for
 that first head as soon as it has the tiles, and for another at each tile click or arrow key:
 ``{"pick": {section, layer, head}}``; the kernel answers with that head's figure, so the weights
-of every head never travel and the tiles paint without waiting for the head. On a long-input
+of every head never travel and the tiles paint without waiting for the head. The head view's
+lines of another layer (its selector, a tile, an arrow key) are asked for the same way,
+``{"lines": {section, layer}}``, and come back as that layer's line data. On a long-input
 view, a box drawn on the overview sends ``{"zoom": {section, x, y}}``; the kernel answers with
 the window of tokens under it at full resolution, from the captured queries and keys.
 Plotly.js (4.8 MB) goes once per page, when the first widget asks for it
@@ -58,13 +60,15 @@ class LiveView(anywidget.AnyWidget):
             self.send({"plotly": plotly_js()})
         elif isinstance(content.get("pick"), dict):
             self.send(self.head(content["pick"]))
+        elif isinstance(content.get("lines"), dict):
+            self.send(self.lines(content["lines"]))
         elif isinstance(content.get("zoom"), dict):
             self.send(self.window(content["zoom"]))
 
     def head(self, pick: dict) -> dict:
         """The reply to a pick: ``{"head": {section, figure, shown}}``, or ``{"error": why}``."""
         section, layer, head = (pick.get(k) for k in ("section", "layer", "head"))
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (section, layer, head)):
+        if not _whole(section, layer, head):
             return {"error": f"a head is picked by three whole numbers, not {pick!r}"}
         if section not in self._ids:  # out of range, or plain figures (the long-input view)
             return {"error": f"this view has no model view {section}"}
@@ -73,6 +77,19 @@ class LiveView(anywidget.AnyWidget):
         if not (0 <= layer < record.n_layers and 0 <= head < record.n_heads):
             return {"error": f"layer {layer}, head {head} is outside this view's {record.n_layers} × {record.n_heads} heads"}
         return {"head": {"section": section, **target.head_data(layer, head, self._ids[section])}}
+
+    def lines(self, ask: dict) -> dict:
+        """The reply to a layer the head view opens, ``{section, layer}``: that layer's lines,
+        ``{"lines": {section, layer, data}}`` (``page.Section.lines``), or ``{"error": why}``."""
+        section, layer = ask.get("section"), ask.get("layer")
+        if not _whole(section, layer):
+            return {"error": f"a layer's lines are asked for by two whole numbers, not {ask!r}"}
+        target = self._sections[section] if 0 <= section < len(self._sections) else None
+        if not getattr(target, "line_heads", None):
+            return {"error": f"this view has no line view {section}"}
+        if not 0 <= layer < target.record.n_layers:
+            return {"error": f"layer {layer} is outside this view's {target.record.n_layers} layers"}
+        return {"lines": {"section": section, "layer": layer, "data": target.lines(layer)}}
 
     def window(self, box: dict) -> dict:
         """The reply to a box drawn on a long-input overview, ``{section, x: [a, b], y: [c, d]}`` in
@@ -87,6 +104,11 @@ class LiveView(anywidget.AnyWidget):
             return {"window": {"section": section, **target.zoom(xs, ys)}}
         except ValueError as err:
             return {"error": str(err)}
+
+
+def _whole(*values) -> bool:
+    """Whether every one of ``values`` is an int (not a bool): a message's section, layer, head."""
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
 def _span(value) -> bool:

@@ -1,5 +1,5 @@
 // BertViz's line view: queries on the left, keys on the right, a line per weight whose opacity
-// is the weight, one colour per head. Hovering a token shows only its own lines. Every token
+// is the weight (times data.opacity, where given), one colour per head. Hovering a token shows only its own lines. Every token
 // is set as text (textContent), never parsed as HTML.
 const SVG = "http://www.w3.org/2000/svg";
 const FONT = 14; // px of the token labels, unless the data says (projector mode: 20)
@@ -44,20 +44,20 @@ function draw(parent, data) {
   parent.replaceChildren();
   const font = data.font || FONT;
   ROW = Math.round((22 * font) / FONT);
-  TOP = 2 * ROW;
+  TOP = data.legend === false ? 0 : 2 * ROW; // the notebook's head view has its own boxes above
   const width = Math.max(320, Math.min(parent.clientWidth || 700, 900));
   const rows = Math.max(data.queries.length, data.keys.length);
   const svg = el("svg", { width, height: TOP + (rows + 1) * ROW, class: "atlas-line-view", role: "img" }, parent);
   svg.style.fontFamily = "Noto Sans CJK SC, Source Han Sans SC, Arial, sans-serif";
   svg.style.fontSize = `${font}px`;
   const left = width * 0.3, right = width * 0.7;
-  legend(svg, data.heads);
+  if (data.legend !== false) legend(svg, data.heads);
   const links = el("g", { class: "atlas-links" }, svg);
   for (const { head, colour, links: pairs } of data.heads) {
     for (const [q, k, w] of pairs) {
       el("line", {
         x1: left + 6, y1: TOP + (q + 1) * ROW - 5, x2: right - 6, y2: TOP + (k + 1) * ROW - 5,
-        stroke: colour, "stroke-width": 2, "stroke-opacity": w, "data-q": q, "data-k": k, "data-head": head,
+        stroke: colour, "stroke-width": 2, "stroke-opacity": w * (data.opacity ?? 1), "data-q": q, "data-k": k, "data-head": head,
       }, links);
     }
   }

@@ -92,6 +92,8 @@ async function drawModelView(Plotly, box, data, setStateValue) {
   }
   group.heads = data.heads;
   group.grid = data.grid;
+  // what the notebook's head view draws another layer's lines from (none: the kernel sends them)
+  group.rows = data.heads ? (layer, head) => headRows(group, layer, head) : null;
   box.group = group;
   // A state value, not a trigger: a trigger rides on one rerun request only, and one that a timed
   // fragment rerun (the long-input mode polls while it computes) replaced was lost with it.
@@ -134,14 +136,21 @@ function highlightTile(Plotly, box, group, layer, head) {
   Plotly.relayout(box.div, { shapes: [frame] });
 }
 
+function headRows(group, layer, head) {
+  // One head's [query][key] weights from those the page carries (rows are views, not copies).
+  const [, perLayer, q, k] = group.heads.shape;
+  const i = layer * perLayer + head;
+  return Array.from({ length: q }, (_, r) => group.weights.subarray((i * q + r) * k, (i * q + r + 1) * k));
+}
+
 function showHead(Plotly, box, group, layer, head) {
   // Redraw from the weights already here: same matrix, colour range and title as Python's figure.
   const heads = group.heads;
   if (!heads || !box.single || !box.shown?.startsWith(`${heads.id}|`)) return; // ask Python instead
-  const [layers, perLayer, q, k] = heads.shape;
+  const [layers, perLayer] = heads.shape;
   if (layer >= layers || head >= perLayer) return;
   const i = layer * perLayer + head;
-  const z = Array.from({ length: q }, (_, r) => group.weights.subarray((i * q + r) * k, (i * q + r + 1) * k));
+  const z = headRows(group, layer, head);
   box.shown = `${heads.id}|${layer}|${head}`;
   group.highlight?.(layer, head);
   Plotly.update(box.div, { z: [z], zmax: [heads.zmax[i]] }, { "title.text": heads.titles[i] });

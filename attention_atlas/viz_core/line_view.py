@@ -7,6 +7,8 @@ colour per head, and isolates a token's links on hover. Links under ``THRESHOLD`
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from attention_atlas.i18n import _
@@ -17,6 +19,31 @@ THRESHOLD = 0.01  # a weight below this draws nothing visible
 MAX_TOKENS = 256  # more rows than this do not fit a page as two columns
 # Okabe–Ito, colour-blind safe: one colour per overlaid head, in the order the heads are picked.
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+# Those of them that read on a white page and on a black one alike (no black, no yellow).
+BOTH_THEMES = COLOURS[:6]
+
+
+def head_colours(n: int) -> list[str]:
+    """A colour for each of ``n`` heads, all different, each readable on a light and a dark page:
+    Okabe–Ito's for up to six, else hues spread evenly round OKLCH's circle at one perceived
+    lightness (neighbouring heads a step lighter and darker, so that 12 or 32 stay apart)."""
+    if n <= len(BOTH_THEMES):
+        return list(BOTH_THEMES[:n])
+    return [_oklch(0.6 if i % 2 else 0.7, 0.14, 250 + 360 * i / n) for i in range(n)]
+
+
+def _oklch(lightness: float, chroma: float, hue: float) -> str:
+    """``#rrggbb`` of an OKLCH colour (Björn Ottosson's matrices), each channel clipped to sRGB."""
+    a, b = chroma * math.cos(math.radians(hue)), chroma * math.sin(math.radians(hue))
+    lms = np.array([lightness + 0.3963377774 * a + 0.2158037573 * b,
+                    lightness - 0.1055613458 * a - 0.0638541728 * b,
+                    lightness - 0.0894841775 * a - 1.2914855480 * b]) ** 3  # fmt: skip
+    rgb = np.array([[4.0767416621, -3.3077115913, 0.2309699292],
+                    [-1.2684380046, 2.6097574011, -0.3413193965],
+                    [-0.0041960863, -0.7034186147, 1.7076147010]]) @ lms  # fmt: skip
+    rgb = np.clip(rgb, 0, 1)
+    srgb = np.where(rgb <= 0.0031308, 12.92 * rgb, 1.055 * rgb ** (1 / 2.4) - 0.055)
+    return "#" + "".join(f"{round(255 * c):02x}" for c in srgb)
 
 
 def head_links(weights: np.ndarray, threshold: float = THRESHOLD) -> list[list[float]]:
@@ -25,8 +52,16 @@ def head_links(weights: np.ndarray, threshold: float = THRESHOLD) -> list[list[f
     return [[int(i), int(j), round(float(weights[i, j]), 4)] for i, j in zip(q, k, strict=True)]
 
 
-def line_data(record: AttentionRecord, layer: int, heads: list[int], threshold: float = THRESHOLD) -> dict:
-    """What the line view draws: both token columns and each picked head's links and colour."""
+def line_data(
+    record: AttentionRecord,
+    layer: int,
+    heads: list[int],
+    threshold: float = THRESHOLD,
+    colours: list[str] | None = None,
+) -> dict:
+    """What the line view draws: both token columns and each picked head's links and colour:
+    ``colours[h]`` for head ``h`` where given (a head keeps its colour whichever are drawn),
+    else ``COLOURS`` in the order the heads are picked."""
     n_q, n_k = len(record.query_tokens), len(record.key_tokens)
     if max(n_q, n_k) > MAX_TOKENS:
         raise ValueError(
@@ -47,7 +82,7 @@ def line_data(record: AttentionRecord, layer: int, heads: list[int], threshold: 
             {
                 "head": h,
                 "label": _("head {h}", h=h),  # the legend's, in the language in force
-                "colour": COLOURS[i % len(COLOURS)],
+                "colour": colours[h] if colours else COLOURS[i % len(COLOURS)],
                 "links": head_links(record.head(layer, h), threshold),
             }
             for i, h in enumerate(picked)

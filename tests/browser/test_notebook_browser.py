@@ -1,6 +1,8 @@
 """A notebook view's saved file in chromium, offline (issue 25): opened from a file:// path with every
 request that is not that file aborted, it draws the model view, a tile click opens its head, the
-arrow keys step, and the line view isolates a hovered token's lines. No request leaves the page."""
+arrow keys step, and the line view isolates a hovered token's lines. No request leaves the page.
+The head view is BertViz's (issue 41 item 5): a layer selector, a colour box per head that switches
+its lines, and lines that follow the layer a tile or an arrow key opens."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import torch
 
 from attention_atlas.notebook import head_view, show
 from harness.browser import hover_tile
-from tests.support import minilm_loaded
+from tests.support import assert_lines, click_tile, minilm_loaded
 
 pytestmark = pytest.mark.browser
 
@@ -29,7 +31,8 @@ def files(tmp_path_factory):
     where = tmp_path_factory.mktemp("notebook")
     model = show(sdpa, tokenizer, TEXT).save(where / "model.html")
     head = head_view(attentions, tokens, layer=2, heads=[0, 3]).save(where / "head.html")
-    return {"model": model, "head": head, "weights": torch.cat(attentions).numpy()}
+    grid = head_view(attentions, tokens).save(where / "grid.html")
+    return {"model": model, "head": head, "grid": grid, "weights": torch.cat(attentions).numpy()}
 
 
 def offline(page) -> list[str]:
@@ -92,6 +95,80 @@ def test_the_saved_head_view_isolates_a_hovered_tokens_lines(new_page, files):
         )
         assert 0 < len(visible) < total and set(visible) == {"2"}
         assert tried == []
+
+
+TILES_AT_LAYER_4 = """() => { const d = document.querySelector('.atlas-model-view .js-plotly-plot');
+  const tq = d.layout.meta.tile[0]; return d.layout.yaxis.range[1] === 4 * (tq + 1) - 0.5; }"""
+
+
+def pressed(page) -> list[int]:
+    boxes = page.locator(".atlas-head-box")
+    return [
+        int(b.get_attribute("data-head")) for b in boxes.all() if b.get_attribute("aria-pressed") == "true"
+    ]
+
+
+def test_the_saved_head_views_layer_selector_and_colour_boxes_redraw_its_lines(new_page, files):
+    """``head_view(…, layer=2, heads=[0, 3])``: layer 2's row of tiles, a selector of the six layers,
+    a box of its own colour for each of the 12 heads with 0 and 3 on; a click switches a head's lines,
+    a double-click leaves that head alone, and another layer redraws the lines, the row and the matrix."""
+    weights = files["weights"]
+    with new_page(1280, 720) as page:
+        tried, errors = offline(page), []
+        page.on("pageerror", lambda err: errors.append(str(err)))
+        page.goto(files["head"].as_uri())
+        page.wait_for_selector(".atlas-head-view .js-plotly-plot", timeout=30_000)
+        select = page.locator("select.atlas-layer-select")
+        assert select.input_value() == "2"
+        assert select.locator("option").all_text_contents() == [str(layer) for layer in range(6)]
+        boxes = page.locator(".atlas-head-box")
+        colours = page.evaluate(
+            "[...document.querySelectorAll('.atlas-head-box')].map(b => b.style.borderColor)"
+        )
+        assert boxes.count() == 12 and len(set(colours)) == 12
+        assert pressed(page) == [0, 3]
+        view = page.locator(".atlas-notebook")
+        assert_lines(view, weights, 2, [0, 3])
+        boxes.nth(5).click()
+        assert pressed(page) == [0, 3, 5]
+        assert_lines(view, weights, 2, [0, 3, 5])
+        boxes.nth(0).click()
+        assert_lines(view, weights, 2, [3, 5])
+        boxes.nth(3).dblclick()
+        assert pressed(page) == [3]
+        assert_lines(view, weights, 2, [3])
+        select.select_option("4")
+        assert_lines(view, weights, 4, [3])
+        page.wait_for_function(
+            "document.querySelector('.atlas-head-view .gtitle').textContent === 'layer 4, head 0'"
+        )
+        page.wait_for_function(TILES_AT_LAYER_4)
+        assert tried == [] and errors == []
+
+
+def test_the_head_views_lines_follow_the_layer_a_tile_or_an_arrow_key_opens(new_page, files):
+    """``head_view(attention, tokens)``: layer 0 with every head on, over every layer's tiles; a tile
+    of layer 3 takes the selector and the lines to layer 3, ↓ in the matrix to layer 4."""
+    weights = files["weights"]
+    with new_page(1400, 1000) as page:
+        offline(page)
+        page.goto(files["grid"].as_uri())
+        page.wait_for_selector(".atlas-model-view .js-plotly-plot .scatterlayer .point", timeout=30_000)
+        page.wait_for_selector(".atlas-head-view .js-plotly-plot", timeout=30_000)
+        select = page.locator("select.atlas-layer-select")
+        assert select.input_value() == "0" and pressed(page) == list(range(12))
+        view = page.locator(".atlas-notebook")
+        assert_lines(view, weights, 0, range(12))
+        click_tile(page, 3, 5, chart=page.locator(".atlas-model-view .js-plotly-plot"))
+        page.wait_for_function(
+            "document.querySelector('.atlas-head-view .gtitle').textContent === 'layer 3, head 5'"
+        )
+        assert select.input_value() == "3"
+        assert_lines(view, weights, 3, range(12))
+        page.locator(".atlas-head-view .js-plotly-plot").click()
+        page.keyboard.press("ArrowDown")
+        assert select.input_value() == "4"
+        assert_lines(view, weights, 4, range(12))
 
 
 def test_two_views_on_one_page_each_open_their_own_heads(new_page, files, tmp_path):

@@ -1,7 +1,8 @@
 """The example notebook in a real JupyterLab, in chromium, offline (issue 25): JupyterLab on
 loopback runs every cell of ``examples/atlas_in_a_notebook.ipynb``; each view is a live widget
 that draws; a tile click and an arrow key open heads the kernel sends, equal to the model's own
-``outputs.attentions``; and no request leaves the machine."""
+``outputs.attentions``; the head view's layer selector brings that layer's lines from the kernel;
+and no request leaves the machine."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 from harness.jupyter import jupyterlab, loopback_only, run_notebook
-from tests.support import SHOTS, click_tile, minilm_loaded
+from tests.support import SHOTS, assert_lines, click_tile, minilm_loaded
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -117,6 +118,12 @@ def test_the_example_runs_in_jupyterlab_offline_and_its_widgets_answer(chromium,
         page.keyboard.press("ArrowDown")
         wait_for_head(page, "layer 2, head 5", picks)
         np.testing.assert_allclose(drawn_z(page, 0), weights[2, 5], rtol=2**-10, atol=1e-6)
+        head = widgets.nth(1)  # head_view(outputs.attentions, tokens, layer=2, heads=[0, 3])
+        assert_lines(head, weights, 2, [0, 3])
+        head.locator("select.atlas-layer-select").select_option("4")  # layer 4's lines come from the kernel
+        lines = head.locator(".atlas-line-view-box").element_handle()
+        page.wait_for_function("box => box.style.opacity === ''", arg=lines, timeout=90_000)
+        assert_lines(head, weights, 4, [0, 3])
         assert tried == [] and errors == []
 
 

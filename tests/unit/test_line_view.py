@@ -3,7 +3,14 @@
 import numpy as np
 import pytest
 
-from attention_atlas.viz_core.line_view import COLOURS, MAX_TOKENS, THRESHOLD, head_links, line_data
+from attention_atlas.viz_core.line_view import (
+    COLOURS,
+    MAX_TOKENS,
+    THRESHOLD,
+    head_colours,
+    head_links,
+    line_data,
+)
 from attention_atlas.viz_core.record import AttentionRecord
 
 
@@ -40,3 +47,28 @@ def test_out_of_range_heads_are_dropped_and_bad_layers_or_sizes_refused():
         line_data(record(), 5, [0])
     with pytest.raises(ValueError, match=f"up to {MAX_TOKENS} tokens"):
         line_data(record(n=MAX_TOKENS + 1, layers=1, heads=1), 0, [0])
+
+
+def luminance(colour: str) -> float:
+    """WCAG's relative luminance of ``#rrggbb``."""
+    c = np.array([int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+    c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(c @ [0.2126, 0.7152, 0.0722])
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 7, 12, 16, 32])
+def test_every_head_gets_its_own_colour_readable_on_a_light_and_a_dark_page(n):
+    """The head view's boxes: every head of the model a colour (BertViz's ten cycle past ten heads),
+    none of them black or yellow: each at least 2:1 against white and against black."""
+    colours = head_colours(n)
+    assert len(colours) == n == len(set(colours))
+    for colour in colours:
+        y = luminance(colour)
+        assert (1.05 / (y + 0.05) >= 2) and ((y + 0.05) / 0.05 >= 2), colour
+    assert head_colours(6) == list(COLOURS[:6])  # Okabe–Ito's where they suffice
+
+
+def test_colours_given_by_head_stay_with_their_head():
+    colours = head_colours(3)
+    data = line_data(record(), 0, [2, 0], colours=colours)
+    assert [h["colour"] for h in data["heads"]] == [colours[2], colours[0]]

@@ -107,9 +107,10 @@ def test_include_layers_and_heads_pick_those_and_keep_their_numbers(minilm):
 def test_head_and_line_views_carry_the_layer_and_heads_asked_for(minilm):
     html = head_view(minilm["attentions"], minilm["tokens"], layer=2, heads=[3, 5], html_action="return")
     section = carried(html.data)[0]
-    assert [h["head"] for h in section["line"]["heads"]] == [3, 5]
+    assert [h["head"] for h in section["line"]["heads"]] == list(range(12))  # a colour box each
+    assert section["select"]["on"] == [3, 5] and section["select"]["layer"] == 2
     weights = stacked(minilm["attentions"])[2, 3]
-    links = section["line"]["heads"][0]["links"]
+    links = section["line"]["heads"][3]["links"]
     assert links and all(abs(w - weights[q, k]) < 1e-4 for q, k, w in links)
     assert section["head"]["shown"].endswith("|2|3")
     only = carried(line_view(minilm["attentions"], minilm["tokens"], layer=1, heads=0).to_html())[0]

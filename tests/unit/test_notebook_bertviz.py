@@ -197,7 +197,7 @@ def test_layer_with_include_layers_is_the_models_own_number():
     assert "%{text}" in tiles["hovertemplate"] and "customdata[0]" not in tiles["hovertemplate"]
     assert section["model"]["heads"]["titles"] == ["layer 4, head 0", "layer 4, head 1", "layer 5, head 0", "layer 5, head 1"]
     line = head_view(ATT, TOKENS, include_layers=[4, 5], layer=4, heads=[1], html_action="return")
-    links = spec_of(line.data)["sections"][0]["line"]["heads"][0]["links"]
+    links = spec_of(line.data)["sections"][0]["line"]["heads"][1]["links"]  # head 1 (a box per head)
     assert links and all(abs(w - ATT[4, 1, q, k]) < 1e-4 for q, k, w in links)  # layer 4's, not 5's
     with pytest.raises(NotebookError) as caught:
         head_view(ATT, TOKENS, include_layers=[4, 5], layer=1)
@@ -255,3 +255,74 @@ def test_bertvizs_calls_open_at_layer_0():
     assert model_view(ATT, TOKENS).sections[0].layer == 0
     assert head_view(ATT, TOKENS).sections[0].layer == 0
     assert head_view(ATT, TOKENS, layer=4).sections[0].layer == 4
+
+
+# -- 5. the head view: BertViz's layer selector, a colour box per head, the lines of every head -----
+
+TWELVE = rows(4, 12, len(TOKENS), len(TOKENS), seed=1)  # 4 layers × 12 heads, as BERT's
+
+
+def first(html) -> dict:
+    """The first section's data of what ``html_action="return"`` gave."""
+    return spec_of(html.data)["sections"][0]
+
+
+def lines_of(section: dict) -> dict[int, set]:
+    """Each head's links in a section's line view, ``head → {(query, key)}``."""
+    return {h["head"]: {(q, k) for q, k, _ in h["links"]} for h in section["line"]["heads"]}
+
+
+def links_above(weights: np.ndarray) -> set:
+    q, k = np.nonzero(weights >= 0.01)
+    return set(zip(q.tolist(), k.tolist(), strict=True))
+
+
+def test_the_head_view_draws_that_layers_head_view_with_every_head_and_the_asked_ones_on():
+    """``head_view(…, layer=2, heads=[0, 3])``: layer 2's lines of every head (a box each, each its
+    own colour), heads 0 and 3 switched on, the tiles of layer 2 alone, head 0's matrix."""
+    section = first(head_view(TWELVE, TOKENS, layer=2, heads=[0, 3], html_action="return"))
+    assert section["select"] == {
+        "label": "layer", "layers": ["0", "1", "2", "3"], "layer": 2, "on": [0, 3], "threshold": 0.01, "row": True,
+    }  # fmt: skip
+    assert lines_of(section) == {h: links_above(TWELVE[2, h]) for h in range(12)}
+    assert len({h["colour"] for h in section["line"]["heads"]}) == 12
+    tiles = json.loads(section["model"]["figure"])
+    tq = tiles["layout"]["meta"]["tile"][0]
+    assert tiles["layout"]["yaxis"]["range"] == [2 * (tq + 1) + tq - 0.5, 2 * (tq + 1) - 0.5]  # layer 2's row
+    whole = json.loads(first(head_view(TWELVE, TOKENS, html_action="return"))["model"]["figure"])
+    assert tiles["layout"]["height"] < whole["layout"]["height"] / 2
+    assert head_figure(section)["layout"]["title"]["text"] == "layer 2, head 0"
+
+
+def test_without_layer_the_head_view_opens_layer_0_with_every_head_on_over_the_whole_grid():
+    section = first(head_view(TWELVE, TOKENS, html_action="return"))
+    assert section["select"]["layer"] == 0 and section["select"]["on"] == list(range(12))
+    assert not section["select"]["row"]
+    assert lines_of(section) == {h: links_above(TWELVE[0, h]) for h in range(12)}
+    assert first(model_view(TWELVE, TOKENS, html_action="return")).get("select") is None
+
+
+def test_the_head_views_layers_are_the_models_own_numbers_under_include_layers():
+    section = first(head_view(ATT, TOKENS, include_layers=[3, 5], layer=5, html_action="return"))
+    assert section["select"]["layers"] == ["3", "5"] and section["select"]["layer"] == 1
+    assert lines_of(section) == {h: links_above(ATT[5, h]) for h in range(2)}
+
+
+def test_the_widget_sends_the_lines_of_a_layer_the_head_view_opens():
+    """The live head view carries its opening layer's lines; another layer's come from the kernel."""
+    view = head_view(TWELVE, TOKENS, layer=2, heads=[0, 3])
+    widget = view.widget()
+    sent: list[dict] = []
+    widget.send = lambda content, buffers=None: sent.append(content)
+    widget._answer(widget, {"lines": {"section": 0, "layer": 3}}, [])
+    reply = sent[-1]["lines"]
+    assert (reply["section"], reply["layer"]) == (0, 3)
+    assert lines_of({"line": reply["data"]}) == {h: links_above(TWELVE[3, h]) for h in range(12)}
+    assert reply["data"]["queries"] == view.record.query_tokens  # as BertViz's prettify_tokens cleans them
+    for bad, says in [
+        ({"section": 0, "layer": 4}, "outside this view's 4 layers"),
+        ({"section": 1, "layer": 0}, "no line view 1"),
+        ({"section": 0, "layer": "1"}, "two whole numbers"),
+    ]:
+        widget._answer(widget, {"lines": bad}, [])
+        assert says in sent[-1]["error"] and "\n" not in sent[-1]["error"]
