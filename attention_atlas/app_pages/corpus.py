@@ -55,6 +55,7 @@ kind = (
 options = Options(kind=kind)
 c3.caption(plain(corpus.summary()))
 cv.stores_box(K)
+cv.dropped_notice()  # what the disk limit deleted for this session's background run
 if not corpus.texts:
     st.info(_("This file holds no text: every line or cell is empty."))
     st.stop()

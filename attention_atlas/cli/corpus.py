@@ -44,8 +44,9 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     report = _progress_printer()
     try:
         store = run_corpus(
-            args.model, corpus, options, folder=args.store_dir, progress=report, ray_address=address
-        )
+            args.model, corpus, options, folder=args.store_dir, progress=report, ray_address=address,
+            dropped=_say_dropped,
+        )  # fmt: skip
     except (KeyboardInterrupt, Cancelled):
         print("\nstopped; the same command continues where this run stopped", file=sys.stderr)
         raise KeyboardInterrupt from None
@@ -73,7 +74,8 @@ def _read_corpus(args: argparse.Namespace):
 
 
 def _ray_address(args: argparse.Namespace) -> str | None:
-    """``--ray`` or ``$ATLAS_RAY_ADDRESS`` (None: this process), checked that Ray is installed."""
+    """``--ray`` or ``$ATLAS_RAY_ADDRESS`` (None: this process), checked that Ray is installed and
+    that a cluster answers there (a stopped one is one line within a few seconds, not a hang)."""
     import os
 
     address = args.ray or os.environ.get("ATLAS_RAY_ADDRESS") or None
@@ -82,7 +84,23 @@ def _ray_address(args: argparse.Namespace) -> str | None:
 
         if importlib.util.find_spec("ray") is None:
             raise CliError("corpus --ray needs Ray: pip install 'ray[data]==2.60.0'")
+        from attention_atlas.models.corpus.ray_run import Unreachable, check
+
+        try:
+            check(address)
+        except Unreachable as err:
+            raise CliError(f"corpus --ray: {err}") from None
     return address
+
+
+def _say_dropped(gone) -> None:
+    """One notice per store the disk limit deleted (``ATLAS_CORPUS_STORES_MAX_MB``)."""
+    for d in gone:
+        print(
+            f"notice: deleted the least recently used store {d.name} ({d.bytes / 2**20:,.1f} MB): the stores "
+            f"passed {round(d.limit / 2**20, 2):,g} MB (ATLAS_CORPUS_STORES_MAX_MB)",
+            file=sys.stderr,
+        )
 
 
 def _report_store(store, out: str | None) -> None:

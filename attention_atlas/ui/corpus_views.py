@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -20,7 +21,14 @@ from attention_atlas.i18n import N_, _, ngettext
 from attention_atlas.models.corpus import inputs, queries
 from attention_atlas.models.corpus.extract import Options
 from attention_atlas.models.corpus.run import Cancelled, Progress, finished, path_for, run_corpus
-from attention_atlas.models.corpus.store import Store, StoreError, cached_stores, remove_store, store_folder
+from attention_atlas.models.corpus.store import (
+    Dropped,
+    Store,
+    StoreError,
+    cached_stores,
+    remove_store,
+    store_folder,
+)
 from attention_atlas.serve.jobs import FAILED, Job
 from attention_atlas.ui import cached
 from attention_atlas.ui.url_state import rerun_page
@@ -127,13 +135,18 @@ def starting() -> str:
 
 
 def fill(model_id: str, corpus: inputs.Corpus, options: Options, **how) -> None:
-    """``run_corpus`` here or on Ray (``ray_address``), its store closed; a missing Ray or a Ray
-    failure (a lost worker, an unreachable cluster) is one line (``RuntimeError``)."""
+    """``run_corpus`` here or on Ray (``ray_address``), its store closed; a missing Ray, a cluster
+    that does not answer (checked before the model loads: a few seconds, not a hang) or a Ray failure
+    (a lost worker) is one line (``RuntimeError``, ``ConnectionError``)."""
     address = ray_address()
     if address and importlib.util.find_spec("ray") is None:
         raise RuntimeError(
             _("ATLAS_RAY_ADDRESS is set, but Ray is not installed: pip install 'ray[data]==2.60.0'")
         )
+    if address:
+        from attention_atlas.models.corpus.ray_run import check
+
+        check(address)
     adapter = cached.adapter(model_id)
     try:
         run_corpus(model_id, corpus, options, adapter=adapter, ray_address=address, **how).close()
@@ -161,12 +174,44 @@ def run(model_id: str, corpus: inputs.Corpus, options: Options, key: str) -> boo
         bar.progress(p.done / max(p.total, 1), text=p.line() + on_ray())
 
     try:
-        fill(model_id, corpus, options, progress=report)
+        fill(model_id, corpus, options, progress=report, dropped=said_dropped)
     except Cancelled:
         return False
     bar.empty()
     cancel.empty()
     return True
+
+
+def said_dropped(gone: list[Dropped]) -> None:
+    """One line for the stores the disk limit deleted (``store.trim_stores``), in this page run."""
+    from attention_atlas.ui.uploads import size_text
+
+    for reader in READERS:  # nothing read from a deleted store is served again
+        reader.clear()
+    names = ", ".join(f"{d.name} ({size_text(d.bytes)})" for d in gone)
+    limit = size_text(gone[0].limit)
+    st.info(
+        ngettext(
+            "The corpus stores passed {limit} (ATLAS_CORPUS_STORES_MAX_MB), so the least recently used "
+            "one was deleted: {names}.",
+            "The corpus stores passed {limit} (ATLAS_CORPUS_STORES_MAX_MB), so the {n} least recently "
+            "used were deleted: {names}.",
+            len(gone),
+            n=len(gone),
+            limit=limit,
+            names=plain(names),
+        )
+    )
+
+
+def dropped_notice() -> None:
+    """The line of ``said_dropped`` for what this session's background run deleted, once."""
+    run = st.session_state.get(RUN_KEY)
+    gone = []
+    while run is not None and run.dropped:
+        gone.append(run.dropped.popleft())  # the run's thread appends: a deque is safe for both
+    if gone:
+        said_dropped(gone)
 
 
 @dataclass
@@ -178,6 +223,7 @@ class CorpusRun:
     watch: SessionWatch  # the visitor is still there (the page beats at each poll)
     job: Job | None = None
     progress: Progress | None = None
+    dropped: deque = field(default_factory=deque)  # stores the disk limit deleted, not yet said
 
     @property
     def error(self) -> str | None:
@@ -199,7 +245,8 @@ def start(model_id: str, corpus: inputs.Corpus, options: Options) -> CorpusRun:
             run.progress = p
 
         try:
-            fill(model_id, corpus, options, progress=keep, should_stop=run.job.cancelled)
+            stop, said = run.job.cancelled, run.dropped.extend
+            fill(model_id, corpus, options, progress=keep, should_stop=stop, dropped=said)
         except Cancelled:
             return None  # the job sees its stop and ends STOPPED; the store keeps every finished batch
         return "complete"

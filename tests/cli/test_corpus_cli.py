@@ -97,3 +97,39 @@ def test_malformed_tables_and_missing_columns_are_named(tmp_path, name, data, co
 
 def test_out_must_be_parquet(tmp_path):
     assert ".parquet" in refused(tmp_path, "--sample", "english:5", "--out", tmp_path / "x.csv")
+
+
+def test_a_stopped_ray_cluster_is_one_line_within_seconds(tmp_path):
+    """--ray at a loopback port where nothing listens: one line before any model loads, in seconds
+    (ray.init waited over two minutes there); the same from ATLAS_RAY_ADDRESS."""
+    import time
+
+    pytest.importorskip("ray")
+    from tests.unit.test_corpus_limits import closed_port
+
+    address = f"127.0.0.1:{closed_port()}"
+    began = time.monotonic()
+    message = refused(tmp_path, "--sample", "english:5", "--ray", address)
+    assert message.startswith(f"error: corpus --ray: no Ray cluster answers at {address} (Connection")
+    assert "no Ray cluster answers" in refused(tmp_path, "--sample", "english:5", ATLAS_RAY_ADDRESS=address)
+    assert time.monotonic() - began < 60  # two fresh interpreters
+
+
+def test_the_stores_disk_limit_deletes_the_least_recently_used_store_and_says_so(tmp_path):
+    from tests.unit.test_corpus_limits import make_store
+
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    old, size = make_store(folder, "minilm-0123456789abcdef", 200, 0)
+    run = cli("corpus", "--model", "minilm", "--sample", "english:5", "--store-dir", folder,
+              env=env(tmp_path, ATLAS_CORPUS_STORES_MAX_MB="0.5"))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    said = [line for line in run.stderr.splitlines() if "ATLAS_CORPUS_STORES_MAX_MB" in line]
+    assert said == [
+        f"notice: deleted the least recently used store {old.name} ({size / 2**20:,.1f} MB): the stores passed 0.5 MB "
+        "(ATLAS_CORPUS_STORES_MAX_MB)"
+    ]
+    assert not old.exists() and len(list(folder.glob("minilm-*.duckdb"))) == 1
+    # a complete store is read whatever the setting; a run to make is refused (before the model loads)
+    bad = refused(tmp_path, "--sample", "english:6", "--store-dir", folder, ATLAS_CORPUS_STORES_MAX_MB="-1")
+    assert bad == "error: ATLAS_CORPUS_STORES_MAX_MB must be a number of megabytes above 0, not '-1'"

@@ -1,6 +1,7 @@
 """cli.py corpus --ray: a local Ray (2 CPUs) with a pool of actors gives the rows of the local run,
 whether the actors run the driver's traced graph (a Hugging Face model on the CPU) or load the model;
-and a Ray that a run's thread started outlives that thread."""
+a Ray that a run's thread started outlives that thread; and a running cluster's own address passes
+the check that refuses a stopped one (``ray_run.check``)."""
 
 import threading
 import time
@@ -87,8 +88,11 @@ def test_ray_rows_equal_the_local_rows_and_a_ray_started_by_a_run_thread_outlive
             assert len(graphs) == 1 and graphs[0]  # the actors ran minilm's traced graph
             same_rows(store, expected)
 
-    def loaded_run():
-        with scaled("loaded") as store:
+    def loaded_run():  # by the running cluster's address: it passes the check
+        gcs = ray.get_runtime_context().gcs_address
+        ray_run.check(gcs)
+        loaded = run_corpus("minilm", corpus, options, folder=tmp_path / "loaded", ray_address=gcs)
+        with loaded as store:
             assert store.complete
             same_rows(store, expected)
 

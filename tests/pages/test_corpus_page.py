@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support import PACKAGE, page_runner
+from attention_atlas.ui.plain_text import WORD_JOINER
+from tests.support import PACKAGE, one_line, page_runner
 
 run = page_runner("app_pages/corpus.py", timeout=300)
 
@@ -200,3 +201,87 @@ def test_the_page_in_chinese():
     assert at.query_params["x"] == "special_share" and at.query_params["tab"] == "Distributions"
     titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text") for c in at.get("plotly_chart")]
     assert "第 0 层第 0 个头，共 100 篇文本" in titles
+
+
+def test_a_stopped_ray_cluster_is_one_line_not_a_hang(tmp_path, monkeypatch):
+    """ATLAS_RAY_ADDRESS at a port where nothing listens: the first visit's run says so in one line,
+    in seconds (ray.init itself waited over two minutes there), and loads no model."""
+    from tests.unit.test_corpus_limits import closed_port
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))  # no store yet: the visit runs one
+    address = f"127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("ATLAS_RAY_ADDRESS", address)
+    began = time.monotonic()
+    at = run()
+    took = time.monotonic() - began
+    assert [e.value.replace(WORD_JOINER, "") for e in at.error] == [
+        f"minilm cannot run this corpus: no Ray cluster answers at {address} (Connection refused): "
+        "start it (ray start --head) or point ATLAS_RAY_ADDRESS or --ray at a running one"
+    ]
+    assert not at.get("plotly_chart") and took < 60, f"{took:.1f} s"
+
+
+@pytest.mark.slow
+def test_the_stores_disk_limit_deletes_the_least_recently_used_store_and_says_so(tmp_path, monkeypatch):
+    """An old store and the first visit's new one exceed ATLAS_CORPUS_STORES_MAX_MB: the old one is
+    deleted, the page says which and why in one line, and shows the new store's results."""
+    from tests.unit.test_corpus_limits import make_store
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "corpus"
+    folder.mkdir(parents=True)
+    old, old_size = make_store(folder, "minilm-0123456789abcdef", 200, time.time() - 3600)
+    monkeypatch.setenv("ATLAS_CORPUS_STORES_MAX_MB", str((old_size + 1000) / 2**20))
+    at = run()
+    notices = [i.value for i in at.info if "ATLAS_CORPUS_STORES_MAX_MB" in i.value]
+    assert len(notices) == 1 and one_line(notices[0]), notices
+    assert "so the least recently used one was deleted: minilm-0123456789abcdef.duckdb (" in notices[0]
+    assert not old.exists() and any("100 texts × 6 layers × 12 heads" in c.value for c in at.caption)
+    monkeypatch.setenv("ATLAS_CORPUS_STORES_MAX_MB", "abc")
+    at.radio(key="corpus_n").set_value(1_000)
+    at = run(at)
+    assert not [i for i in at.info if "ATLAS_CORPUS_STORES_MAX_MB" in i.value]  # said once
+    at.button(key="corpus_run").click()
+    at = run(at)
+    deadline = time.monotonic() + 60
+    while not at.error:  # the background run refuses the setting before it loads anything
+        assert time.monotonic() < deadline, "the background run did not end"
+        time.sleep(0.2)
+        at = run(at)
+    assert [e.value.replace(WORD_JOINER, "") for e in at.error] == [
+        "minilm cannot run this corpus: StoreError: ATLAS_CORPUS_STORES_MAX_MB must be a number of "
+        "megabytes above 0, not 'abc'"
+    ]
+
+
+@pytest.mark.slow
+def test_a_background_run_says_which_stores_the_disk_limit_deleted_once(tmp_path, monkeypatch):
+    """The run's thread deletes them (before it starts); the page says so at its next full run (in a
+    browser, once the run ends: its progress is a fragment), once."""
+    from tests.unit.test_corpus_limits import make_store
+
+    monkeypatch.setenv("ATLAS_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "corpus"
+    folder.mkdir(parents=True)
+    now = time.time()
+    old = [make_store(folder, f"minilm-{i:016x}", 200, now - 3600 + i)[0] for i in range(2)]
+    monkeypatch.setenv("ATLAS_CORPUS_STORES_MAX_MB", "0.5")  # less than any store: every old one goes
+    at = AppTest.from_file(PACKAGE / "app_pages/corpus.py", default_timeout=300)
+    at.query_params["n"] = "1000"  # waits for a click: nothing runs, nothing is deleted yet
+    at = run(at)
+    assert all(p.exists() for p in old) and not stores_notices(at)
+    at.button(key="corpus_run").click()
+    at = run(at)
+    notices, deadline = stores_notices(at), time.monotonic() + 240
+    while not any("1,000 texts × 6 layers × 12 heads" in c.value for c in at.caption):
+        assert time.monotonic() < deadline, "the background run did not finish"
+        time.sleep(1)
+        at = run(at)
+        notices += stores_notices(at)
+    assert len(notices) == 1 and "so the 2 least recently used were deleted: " in notices[0], notices
+    assert notices[0].index(old[0].name) < notices[0].index(old[1].name)  # the older first
+    assert not any(p.exists() for p in old)
+
+
+def stores_notices(at) -> list[str]:
+    return [i.value for i in at.info if "ATLAS_CORPUS_STORES_MAX_MB" in i.value]

@@ -1,8 +1,8 @@
 """The corpus run's batches on Ray Data: a pool of actors that each load the model once.
 
 Only ``models.corpus.run`` imports this, and only when an address is given (``--ray ADDRESS``
-or ``ATLAS_RAY_ADDRESS``), and it imports Ray only when it runs, so nothing else ever imports
-Ray. The driver plans the batches exactly as a local run does and writes what comes back to the
+or ``ATLAS_RAY_ADDRESS``) (the Corpus page and ``atlas corpus`` call its ``check`` too), and it
+imports Ray only when it runs, so nothing else ever imports Ray. The driver plans the batches exactly as a local run does and writes what comes back to the
 same DuckDB store. For a Hugging Face model of up to 50 M parameters on the CPU the driver also
 tokenizes each batch and traces the model's attention to a TorchScript graph, used only if it
 gives the model's weights bit for bit on this corpus's texts (``traced``): the actors run that
@@ -13,7 +13,9 @@ runs the same extractor. The rows are the same.
 
 ``auto`` (or ``local``) joins a Ray already running on this machine, else starts one;
 another address (``ray://head:10001``, ``head:6379``) joins that cluster, whose nodes must
-have the project installed (README: Corpus). ``ATLAS_RAY_WORKERS`` caps the actors (default:
+have the project installed (README: Corpus). Such an address is checked first (``check``): a
+cluster that is stopped or out of reach is one line within ``PROBE_SECONDS``, where ``ray.init``
+waited over two minutes on a closed port. ``ATLAS_RAY_WORKERS`` caps the actors (default:
 one per CPU the cluster has).
 """
 
@@ -22,10 +24,14 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import socket
 import threading
 import time
 import warnings
 from dataclasses import asdict
+from urllib.parse import urlsplit
+
+from attention_atlas.i18n import later
 
 # A graph saves each actor importing transformers (~3 CPU-s); tracing and checking it costs the
 # driver 0.6 CPU-s for minilm (22 M parameters) but 5.9 for SmolLM2 (135 M, and 540 MB through
@@ -63,6 +69,83 @@ class _Worker:
             for job in batch["job"]
         ]
         return {"result": pa.array(out, type=pa.binary())}  # Arrow bytes: nothing pickled twice
+
+
+PROBE_SECONDS = 3.0  # a stopped cluster refuses at once; a machine that is gone gets this long
+
+
+class Unreachable(ConnectionError):
+    """No Ray cluster answers at the address given: said in one line before any model loads."""
+
+
+def check(address: str, seconds: float = PROBE_SECONDS) -> None:
+    """Refuse ``address`` in one line, within ``seconds``, when no Ray answers there: its GCS port
+    (``head:6379``) or its Ray Client port (``ray://head:10001``) must take a TCP connection and
+    answer HTTP/2's preface as a gRPC server does (the dashboard's port 8265, say, does not).
+    ``auto`` and ``local`` are not checked (a Ray is started when none runs)."""
+    if address in ("auto", "local"):
+        return
+    host, port = _host_port(address)
+    reason = _probe(host, port, seconds)
+    if reason is not None:
+        raise Unreachable(
+            later(
+                "no Ray cluster answers at {address} ({reason}): start it (ray start --head) "
+                "or point ATLAS_RAY_ADDRESS or --ray at a running one",
+                address=address,
+                reason=reason,
+            )
+        )
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """``head:6379`` or ``ray://head[:10001]`` as (host, port), else one line."""
+    client = address.startswith("ray://")
+    try:
+        parts = urlsplit("//" + address.removeprefix("ray://"))
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number, or out of range
+        host = port = None
+    if not host or (port is None and not client):
+        raise Unreachable(
+            later("{address} is not a Ray address: give auto, HOST:PORT or ray://HOST:PORT", address=address)
+        )
+    return host, port or 10001
+
+
+# HTTP/2's client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS, its client server)
+# answers with a SETTINGS frame of its own (type 4, the frame header's fourth byte)
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _probe(host: str, port: int, seconds: float) -> str | None:
+    """Why ``host:port`` did not answer as a gRPC server within ``seconds`` (the name's lookup
+    included, in a thread of its own so that nothing outlasts the bound), or None once it did."""
+    said: list = []
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=seconds) as conn:
+                conn.sendall(PREFACE)
+                said.append(None if _settings(conn) else later("it answers, but not as Ray does"))
+        except OSError as err:
+            said.append(err.strerror or str(err) or type(err).__name__)
+
+    thread = threading.Thread(target=attempt, name="atlas-ray-probe", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return said[0] if said else later("no answer in {seconds:g} s", seconds=seconds)
+
+
+def _settings(conn: socket.socket) -> bool:
+    """Whether the first frame the server sends is HTTP/2's SETTINGS."""
+    head = b""
+    while len(head) < 9:
+        part = conn.recv(9 - len(head))
+        if not part:
+            return False
+        head += part
+    return head[3] == 4
 
 
 _OWNER_LOCK = threading.Lock()

@@ -4,7 +4,9 @@
 already holds, and writes the rest batch by batch, calling ``progress`` after each and
 stopping cleanly when ``should_stop()`` turns true (a cancelled run, like a crashed one,
 continues where it stopped the next time). With ``ray_address`` the batches run on a Ray
-cluster (``models.corpus.ray_run``); Ray is imported there only.
+cluster (``models.corpus.ray_run``, its address checked before the model loads); Ray is imported
+there only. Before the run and after it completes, the least recently used other stores are
+deleted while the stores exceed their disk limit (``store.trim_stores``), each said to ``dropped``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from attention_atlas.i18n import _
 from attention_atlas.models.corpus.extract import Options, extractor, plan
 from attention_atlas.models.corpus.inputs import Corpus
-from attention_atlas.models.corpus.store import Store, filling, store_path
+from attention_atlas.models.corpus.store import Dropped, Store, filling, store_path, trim_stores
 
 
 class Cancelled(Exception):
@@ -97,6 +99,7 @@ def run_corpus(
     progress: Callable[[Progress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     ray_address: str | None = None,
+    dropped: Callable[[list[Dropped]], None] | None = None,
 ) -> Store:
     """The open, complete store of ``model_id`` over ``corpus`` (computed now where missing)."""
     options = options or Options()
@@ -106,6 +109,11 @@ def run_corpus(
         if store.complete:
             return store
         store.close()
+    if ray_address:
+        from attention_atlas.models.corpus.ray_run import check
+
+        check(ray_address)
+    _trim(path, dropped)
     if adapter is None:
         from attention_atlas.models.registry import load
 
@@ -118,10 +126,18 @@ def run_corpus(
         try:
             if not store.complete:  # another run may have finished it while this one waited
                 _fill(store, ex, corpus, options, progress, should_stop, ray_address, model_id)
+            _trim(path, dropped)
         except BaseException:
             store.close()
             raise
     return store
+
+
+def _trim(path, dropped: Callable[[list[Dropped]], None] | None) -> None:
+    """The stores beside ``path`` kept under their disk limit, ``path`` itself never deleted."""
+    gone = trim_stores(keep=[path], folder=path.parent)
+    if gone and dropped:
+        dropped(gone)
 
 
 def _shape(adapter, ex) -> tuple[int, int]:

@@ -4,7 +4,8 @@ The file lives in the cache folder (``$ATLAS_CACHE/corpus/``, default
 ``~/.cache/attention-atlas/corpus/``) under a name made from its key, so the same corpus with
 the same model and options finds the same file: a finished one is read at once, an unfinished
 one (cancelled, crashed) is continued. Each batch is written in one transaction with the
-texts it covers, so a cut-off run leaves whole texts or none.
+texts it covers, so a cut-off run leaves whole texts or none. The stores together stay under
+``ATLAS_CORPUS_STORES_MAX_MB`` (``trim_stores``): past it, the least recently used are deleted.
 
 Tables::
 
@@ -24,6 +25,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -32,10 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_atlas.i18n import later
 from attention_atlas.models.corpus.stats import STAT_COLUMNS
 from attention_atlas.paths import cache_dir
 
 MEMORY_LIMIT = "256MB"  # DuckDB's own buffers: the run's memory stays flat however long the corpus
+MB = 2**20
+STORES_MAX_MB = 4096  # every store together, by default (ATLAS_CORPUS_STORES_MAX_MB)
 
 
 def _table(columns: dict[str, np.ndarray]):
@@ -114,8 +119,17 @@ def _files(path: Path) -> list[Path]:
 def cached_stores(folder: Path | None = None) -> list[Cached]:
     """Every store in ``folder`` (default: the cache's), the last used first."""
     root = folder or store_folder()
-    found = [_describe(p) for p in root.glob("*.duckdb")] if root.is_dir() else []
+    found = [c for c in map(_described, root.glob("*.duckdb") if root.is_dir() else []) if c]
     return sorted(found, key=lambda c: c.used, reverse=True)
+
+
+def _described(path: Path) -> Cached | None:
+    """``_describe``, or None for a store deleted meanwhile (the disk limit, in another thread)."""
+    try:
+        found = _describe(path)
+    except FileNotFoundError:
+        return None
+    return found if path.is_file() else None
 
 
 def _describe(path: Path) -> Cached:
@@ -147,6 +161,70 @@ def used_now(path: Path) -> None:
     """Mark a store as just used (its time stamp): the list shows the last used first."""
     with contextlib.suppress(OSError):
         os.utime(path)
+
+
+# -- the disk limit ----------------------------------------------------------------------------------
+
+
+def stores_max_bytes() -> int:
+    """The stores' disk limit: ``ATLAS_CORPUS_STORES_MAX_MB`` megabytes (default ``STORES_MAX_MB``);
+    anything but a number above 0 is refused in one line."""
+    env = os.environ.get("ATLAS_CORPUS_STORES_MAX_MB", "").strip()
+    if not env:
+        return STORES_MAX_MB * MB
+    try:
+        mb = float(env)
+    except ValueError:
+        mb = math.nan
+    if not (math.isfinite(mb) and mb > 0):
+        raise StoreError(
+            later(
+                "ATLAS_CORPUS_STORES_MAX_MB must be a number of megabytes above 0, not {value}",
+                value=repr(env),
+            )
+        )
+    return int(mb * MB)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A store ``trim_stores`` deleted, and the limit it was deleted for."""
+
+    name: str
+    bytes: int
+    limit: int
+
+
+def _by_age(folder: Path) -> list[tuple[Path, int]]:
+    """Every store in ``folder`` with its size on disk, the least recently used first."""
+    found = []
+    for path in folder.glob("*.duckdb") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):  # gone meanwhile (another session's trim, a delete)
+            found.append((path.stat().st_mtime, path, sum(p.stat().st_size for p in _files(path))))
+    return [(path, size) for _, path, size in sorted(found, key=lambda f: f[0])]
+
+
+def trim_stores(keep=(), folder: Path | None = None, limit: int | None = None) -> list[Dropped]:
+    """Delete the least recently used stores while all of them together exceed ``limit`` (default
+    ``stores_max_bytes``), never one in ``keep`` (the store a page reads or a run fills) nor one a
+    run is filling (its lock held); the stores deleted, the oldest first."""
+    limit = stores_max_bytes() if limit is None else limit
+    stores = _by_age(folder or store_folder())
+    total, kept = sum(size for _, size in stores), {Path(p).resolve() for p in keep}
+    dropped = []
+    for path, size in stores:
+        if total <= limit:
+            break
+        if path.resolve() in kept:
+            continue
+        try:
+            freed = remove_store(path)
+        except (StoreError, OSError):  # a run is filling it: it stays
+            continue
+        total -= size
+        if freed:
+            dropped.append(Dropped(path.name, freed, limit))
+    return dropped
 
 
 def _schema(top_k: int, cross: bool) -> list[str]:
