@@ -39,8 +39,15 @@ check: setup-dev
 	$(BIN)/ruff check .
 	$(PYTEST) tests/unit tests/pages -m "not slow and not browser and not fuzz" -q
 
-setup: $(VENV)/.runtime
-setup-dev: $(VENV)/.dev
+# JupyterLab's settings default the package changes (saving widget state in notebooks): a wheel
+# carries it as data, an editable install does not, so it is put where the venv's JupyterLab reads it.
+LAB_OVERRIDE := $(VENV)/share/jupyter/lab/settings/overrides.d/attention-atlas.json
+
+setup: $(VENV)/.runtime $(LAB_OVERRIDE)
+setup-dev: $(VENV)/.dev $(LAB_OVERRIDE)
+
+$(LAB_OVERRIDE): jupyter-config/lab-settings/attention-atlas.json | $(VENV)/.runtime
+	install -D -m 644 $< $@
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -26,14 +27,14 @@ def free_port() -> int:
 @contextlib.contextmanager
 def jupyterlab(root: Path, timeout: float = 90.0) -> Iterator[str]:
     """JupyterLab serving ``root`` on 127.0.0.1; yields its base URL once it answers. Its output
-    goes to ``root/jupyterlab.log``."""
+    goes to ``root/jupyterlab.log``. Its settings' defaults are the checkout's (``lab_settings``)."""
     port = free_port()
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
         f"--ServerApp.root_dir={root}", "--IdentityProvider.token=", "--ServerApp.password=",
         "--ServerApp.disable_check_xsrf=True", "--LabApp.expose_app_in_browser=True",
         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly", "--allow-root",
+        "--LabApp.extension_manager=readonly", "--allow-root", f"--LabApp.app_settings_dir={lab_settings(root)}",
     ]  # fmt: skip
     env = {
         **os.environ,
@@ -53,6 +54,17 @@ def jupyterlab(root: Path, timeout: float = 90.0) -> Iterator[str]:
             server.wait(15)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def lab_settings(root: Path) -> Path:
+    """An app settings folder under ``root`` holding the overrides the package installs
+    (``jupyter-config/lab-settings``: a wheel puts them in ``share/jupyter/lab/settings/overrides.d``),
+    as the kernels run the checkout's package rather than the installed one."""
+    folder = root / ".jupyter" / "lab-settings"
+    (folder / "overrides.d").mkdir(parents=True, exist_ok=True)
+    for source in (CHECKOUT / "jupyter-config" / "lab-settings").glob("*.json"):
+        shutil.copy(source, folder / "overrides.d" / source.name)
+    return folder
 
 
 def pythonpath(*first: Path | str) -> str:

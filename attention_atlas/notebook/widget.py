@@ -9,8 +9,13 @@ lines of another layer (its selector, a tile, an arrow key) are asked for the sa
 ``{"lines": {section, layer}}``, and come back as that layer's line data. On a long-input
 view, a box drawn on the overview sends ``{"zoom": {section, x, y}}``; the kernel answers with
 the window of tokens under it at full resolution, from the captured queries and keys.
-Plotly.js (4.8 MB) goes once per page, when the first widget asks for it
-(``{"need": "plotly"}``): a notebook of ten views loads it once.
+Plotly.js (4.8 MB, 1.5 MB gzipped) is one model every view of a kernel refers to
+(``PlotlyScript``): it travels once, and a notebook of ten views loads it once.
+
+A notebook saved with its widget state (JupyterLab's "Save Widget State Automatically", which the
+package turns on by default: jupyter-config/lab-settings/) shows its views when reopened before anything
+runs: the state holds each view's tiles, line view and scripts, Plotly.js once, and the head each
+model view showed last (the front end keeps it in the model's ``drawn``, which only the page sets).
 The front end is ``page.js`` and ``widget.js`` joined into one ES module; both mount the app's
 own ``ui/live_heads.js`` and ``ui/line_view.js``.
 
@@ -27,7 +32,26 @@ import anywidget
 import traitlets
 
 from attention_atlas.i18n import language
-from attention_atlas.notebook.assets import esm, plotly_js, scripts
+from attention_atlas.notebook.assets import esm, plotly_gz, scripts
+
+
+class PlotlyScript(anywidget.AnyWidget):
+    """Plotly.js gzipped, a model that every live view of the kernel refers to and none displays.
+    An anywidget, not a bare ``ipywidgets.Widget``: JupyterLab saves a bare model's bytes as ``{}``
+    (its state is copied through JSON), anywidget's model keeps them (``structuredClone``)."""
+
+    _esm = "export default {};"
+    source = traitlets.Bytes().tag(sync=True)
+
+
+_plotly: list[PlotlyScript] = []
+
+
+def plotly_model() -> PlotlyScript:
+    """The kernel's one ``PlotlyScript``, made again if it was closed (``Widget.close_all``)."""
+    if not _plotly or _plotly[0].comm is None:
+        _plotly[:] = [PlotlyScript(source=plotly_gz())]
+    return _plotly[0]
 
 
 class LiveView(anywidget.AnyWidget):
@@ -36,6 +60,7 @@ class LiveView(anywidget.AnyWidget):
     _esm = esm()
     spec = traitlets.Dict().tag(sync=True)
     scripts = traitlets.Dict().tag(sync=True)
+    plotly = anywidget.WidgetTrait().tag(sync=True)
 
     def __init__(self, sections: list, lang: str = "en", palette: dict | None = None, choose: dict | None = None, **kwargs):
         """``sections``: ``page.Section``s (and ``page.Figures``); ``lang``: their titles' language;
@@ -43,7 +68,7 @@ class LiveView(anywidget.AnyWidget):
         with language(lang):
             data = [s.data(live=True) for s in sections]
             spec = {"sections": data, "palette": palette, "choose": choose}  # choose: ``page.chooser``'s
-        super().__init__(spec=spec, scripts=scripts(), **kwargs)
+        super().__init__(spec=spec, scripts=scripts(), plotly=plotly_model(), **kwargs)
         self._sections, self._lang = sections, lang
         # the record id each model view's head keys carry (``shown``), by section
         self._ids = {i: d["head"]["id"] for i, d in enumerate(data) if "head" in d}
@@ -56,9 +81,7 @@ class LiveView(anywidget.AnyWidget):
             self._reply(content)
 
     def _reply(self, content: dict) -> None:
-        if content.get("need") == "plotly":
-            self.send({"plotly": plotly_js()})
-        elif isinstance(content.get("pick"), dict):
+        if isinstance(content.get("pick"), dict):
             self.send(self.head(content["pick"]))
         elif isinstance(content.get("lines"), dict):
             self.send(self.lines(content["lines"]))

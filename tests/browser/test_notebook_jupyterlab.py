@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -162,3 +163,128 @@ def test_a_box_on_the_long_view_widget_opens_its_tokens_at_full_resolution(chrom
         assert title.text_content().startswith("layer 1, head 2: queries ")
         assert "every token" in title.text_content()
         assert tried == [] and errors == []
+
+
+# -- a notebook saved with its views, reopened before anything runs (issue 41, item 10) -------------
+
+SAVED = "saved_views.ipynb"
+SAVED_CELLS = [
+    """import numpy as np
+from attention_atlas.notebook import head_view, model_view
+scores = np.random.default_rng(0).normal(size=(2, 3, 6, 6))
+weights = (np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)).astype(np.float32)
+tokens = ["the", "cat", "sat", "on", "the", "mat"]
+model_view(weights, tokens)""",
+    "head_view(weights, tokens, layer=1, heads=[0, 2])",
+]
+# What each view has drawn: its charts, the title of its head view, its line view's lines, and
+# whether a widget said it could not be displayed.
+DRAWN = """() => {
+  const node = window.jupyterapp.shell.currentWidget.node;
+  const views = [...node.querySelectorAll('.atlas-widget')].map((w) => ({
+    charts: w.querySelectorAll('.js-plotly-plot').length,
+    tiles: w.querySelectorAll('.atlas-model-view .scatterlayer .point').length,
+    head: w.querySelector('.atlas-head-view .gtitle')?.textContent ?? null,
+    lines: w.querySelectorAll('.atlas-line-view-box svg line, .atlas-line-view-box svg path').length,
+  }));
+  return {views, failed: /Error displaying widget|Loading widget/.test(node.textContent)};
+}"""
+# The widgets the kernel holds: none, when every view on the page came from the saved state.
+IN_KERNEL = (
+    "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+    ".requestCommInfo({target_name: 'jupyter.widget'}).then(r => Object.keys(r.content.comms).length)"
+)
+KERNEL = "!!window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel"
+EVERY_HEAD = "[...document.querySelectorAll('.atlas-widget .atlas-head-view .gtitle')].length === 2"
+
+
+def saved_notebook(root: Path) -> None:
+    import nbformat
+
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cells = [nbformat.v4.new_code_cell(source) for source in SAVED_CELLS]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": kernel}), root / SAVED)
+
+
+def save_and_shut_down(page) -> None:
+    """Save the open notebook (JupyterLab writes the widget state into it), then shut its kernel down."""
+    page.evaluate(
+        "async () => { const app = window.jupyterapp; await app.commands.execute('docmanager:save');"
+        " await app.shell.currentWidget.sessionContext.shutdown(); }"
+    )
+
+
+def reopen(page, url: str, kernel: bool) -> None:
+    """Open the saved notebook on a fresh page: with the kernel JupyterLab starts for it (nothing
+    runs), or with none (as "No Kernel" in its kernel picker: the notebook factory told not to start one)."""
+    page.goto(f"{url}/lab?reset")
+    page.wait_for_function("window.jupyterapp?.started !== undefined", timeout=60_000)
+    page.evaluate(
+        "async ({path, kernel}) => { const app = window.jupyterapp; await app.started; await app.restored;"
+        " if (!kernel) app.docRegistry.getWidgetFactory('Notebook')._preferKernel = false;"
+        " await app.commands.execute('docmanager:open', {path}); }",
+        {"path": SAVED, "kernel": kernel},
+    )
+
+
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def models_saved(root: Path) -> int:
+    """How many widget models the saved notebook holds."""
+    metadata = json.loads((root / SAVED).read_text(encoding="utf-8"))["metadata"]
+    state = metadata.get("widgets", {}).get(STATE, {})
+    return len(state.get("state", {}))
+
+
+def exported_views_carry_their_state(path: Path) -> None:
+    """nbconvert's HTML of the saved notebook: each view's output names a model whose state (its
+    spec, the head it showed, Plotly.js by reference) is in the page, for the widgets' HTML manager
+    (which nbconvert's page loads from a CDN) to draw."""
+    from nbconvert import HTMLExporter
+
+    html, _ = HTMLExporter().from_filename(str(path))
+
+    def scripts(mime: str) -> list[str]:
+        return re.findall(f'<script type="{re.escape(mime)}">(.*?)</script>', html, re.S)
+
+    state, outputs = json.loads(scripts(STATE)[0])["state"], scripts("application/vnd.jupyter.widget-view+json")
+    assert len(outputs) == len(SAVED_CELLS)
+    for output in outputs:
+        view = state[json.loads(output)["model_id"]]["state"]
+        assert view["spec"]["sections"] and view["drawn"]
+        assert view["plotly"].removeprefix("anywidget:") in state
+
+
+def test_a_saved_notebook_shows_its_views_when_reopened_before_anything_runs(chromium, lab):
+    """Run, save, shut the kernel down; reopened (JupyterLab starts a kernel, nothing runs) the
+    views draw as they were, and still after that reopened notebook is saved again (an autosave
+    would: restoring marks it changed). With no kernel at all JupyterLab draws no widget."""
+    url, root = lab
+    saved_notebook(root)
+    with lab_page(chromium, url) as (page, tried, errors):
+        run_notebook(page, url, SAVED)
+        page.wait_for_function(EVERY_HEAD, timeout=120_000)
+        drawn = page.evaluate(DRAWN)
+        save_and_shut_down(page)
+    assert drawn["views"][0]["tiles"] == 2 * 3 and drawn["views"][1]["lines"] > 0, drawn
+    assert not drawn["failed"]
+    assert models_saved(root) >= 3  # two views and Plotly.js (and their layouts)
+    exported_views_carry_their_state(root / SAVED)
+    for shot in ("reopened", "saved_again"):
+        with lab_page(chromium, url) as (page, tried_again, errors_again):
+            reopen(page, url, kernel=True)
+            page.wait_for_function(EVERY_HEAD, timeout=60_000)
+            page.screenshot(path=str(SHOTS / f"jupyterlab_{shot}.png"))
+            assert page.evaluate(DRAWN) == drawn, shot
+            assert page.evaluate(IN_KERNEL) == 0
+            save_and_shut_down(page)
+            assert tried_again == [] and errors_again == []
+        assert models_saved(root) >= 3, shot
+    with lab_page(chromium, url) as (page, _, _):
+        # jupyterlab_widgets 3.0.17 keeps one widget manager per kernel (plugin.ts:
+        # getWidgetManagerOwner reads session.kernel.id): with none, every widget stays "Loading widget..."
+        reopen(page, url, kernel=False)
+        page.wait_for_timeout(10_000)
+        assert page.evaluate(KERNEL) is False and page.evaluate(DRAWN) == {"views": [], "failed": True}
+    assert tried == [] and errors == []

@@ -10,6 +10,7 @@ no tag in it points at the network. Bad input is one line. Nothing is mocked.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import re
 from html.parser import HTMLParser
@@ -20,6 +21,7 @@ import torch
 
 from attention_atlas.models.adapters.minilm import model_folder
 from attention_atlas.notebook import NotebookError, View, head_view, line_view, model_view, show
+from attention_atlas.notebook.assets import plotly_js
 from attention_atlas.viz_core.derive import ViewOptions
 from tests.support import minilm_loaded, z_of
 
@@ -428,9 +430,10 @@ def test_the_widget_carries_the_tiles_and_sends_each_picked_head_as_the_model_co
         assert fig["layout"]["title"]["text"] == f"layer {layer}, head {head}"
         assert reply["shown"].endswith(f"|{layer}|{head}") and reply["section"] == 0
         np.testing.assert_allclose(z_of(fig["data"][0]), weights[layer, head], rtol=2**-10, atol=1e-6)
-    widget._answer(widget, {"need": "plotly"}, [])
-    assert sent[-1]["plotly"].startswith("/**") and len(sent[-1]["plotly"]) > 1e6  # Plotly.js, on request
+    plotly = gzip.decompress(widget.plotly.source).decode()  # Plotly.js, a model of its own, gzipped
+    assert plotly == plotly_js() and len(widget.plotly.source) < len(plotly) / 3
     assert view.widget() is widget  # made once
+    assert model_view(minilm["attentions"], minilm["tokens"]).widget().plotly is widget.plotly  # one a kernel
 
 
 def test_a_subset_widget_titles_heads_by_the_models_own_numbers(minilm):
