@@ -297,6 +297,20 @@ HIGH_CONTRAST = "Cividis"  # sequential, readable with every common colour-visio
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
 
+def _taller_for_rows(fig: go.Figure, size: int, width: int, most: float = 3.0) -> None:
+    """A figure whose rows would lose labels at the projector's ``size`` grows taller instead, up to
+    ``most`` times its height: a page scrolls down, never sideways, so every row keeps its label
+    (a 17-word sentence stacked at full width showed every other word)."""
+    start = fig.layout.height
+    while start and fig.layout.height < most * start:
+        if all(
+            a.labelled == len(a.names) for a in _axes(fig.layout.to_plotly_json(), "y") if a.names and a.shown
+        ):
+            return
+        fig.update_layout(height=int(fig.layout.height * 1.15) + 1)
+        fit_axes(fig, largest=size, width=width, smallest=size)
+
+
 def planned_width(fig: go.Figure) -> int:
     """The width ``fit_axes`` planned ``fig``'s ticks for (``PLOT_WIDTH`` if it never ran)."""
     return getattr(fig, "_planned_width", PLOT_WIDTH)
@@ -360,8 +374,8 @@ def high_contrast(fig: go.Figure) -> go.Figure:
 
 def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) -> go.Figure:
     """A copy of ``fig`` for the back of a classroom: every text at least ``PROJECTOR_FONT`` px, token
-    ticks ``PROJECTOR_FONT`` (``PROJECTOR_CJK`` with Chinese characters) and thinned where they do
-    not fit, thicker gaps between heatmap cells and lines, and ``high_contrast`` colours if asked.
+    ticks ``PROJECTOR_FONT`` (``PROJECTOR_CJK`` with Chinese characters), rows given their height (the
+    figure grows) and columns thinned where they do not fit the width, thicker gaps between heatmap cells and lines, and ``high_contrast`` colours if asked.
     Ticks are planned for ``width`` px, by default ``PROJECTOR_WIDTH`` of the figure's own plan: a
     projector is often driven at 150 %, where the same chart gets about as many CSS pixels as at 100 %
     only because projector mode collapses the sidebar."""
@@ -373,6 +387,7 @@ def projector(fig: go.Figure, width: int | None = None, contrast: bool = False) 
         fig.update_layout(title_font_size=PROJECTOR_TITLE)
     if axes:
         fit_axes(fig, largest=size, width=width, smallest=size)
+        _taller_for_rows(fig, size, width)
     for trace in fig.data:
         if trace.type == "heatmap":
             for gap, cells in (("xgap", trace.x), ("ygap", trace.y)):

@@ -87,6 +87,18 @@ def test_an_18_character_line_has_room_at_full_width_but_not_in_half_a_row():
     assert every_label_shown(build(820)) and not every_label_shown(build(column_width(2)))
 
 
+def test_a_stacked_sentence_on_a_projector_keeps_a_label_on_every_row():
+    """A translation's eight French words (rows) over SENTENCE_17 (columns) at full width, the figure
+    as short as its rows ask: at the projector's 20 px, under the turned English words, every other
+    row would be labelled in that height, so the figure grows taller instead."""
+    french = ["le", "vieux", "frère", "est", "allé", "au", "marché", "."]
+    fig = heatmap(np.ones((len(french), len(SENTENCE_17))), french, SENTENCE_17, width=820, title="a model")
+    shown = projector(fig)
+    assert shown.layout.yaxis.tickfont.size >= 20
+    assert list(shown.layout.yaxis.ticktext) == french
+    assert shown.layout.height > fig.layout.height
+
+
 # -- item 9: the toolbar, the legend and the panels' tick marks -------------------------------------
 
 TOOLBAR = 30  # px: Plotly's toolbar strip at a chart's top right, as drawn in chromium (25.6 px tall)
