@@ -92,6 +92,9 @@ _CONTROLS = (
 # A slider's value sits in a box as narrow as its thumb: it stays on one line ("32", not "3" over "2").
 _SLIDER_VALUES = '[data-testid="stSliderThumbValue"], [data-testid="stSliderTickBar"]'
 _MAIN = '[data-testid="stMain"]'
+# A table (st.dataframe) draws its cells on a canvas, which no font size reaches: it is zoomed instead,
+# its 14 px text to 20 px (the grid maps the pointer through the scale it measures on itself).
+TABLE_ZOOM = 20 / 14
 _PROJECTOR_CSS = f"""<style>
 {_MAIN} [data-testid="stCaptionContainer"] {{ display: none; }}
 [data-testid="stMainBlockContainer"] {{ padding-top: 2rem; }}
@@ -103,6 +106,7 @@ _PROJECTOR_CSS = f"""<style>
 {_MAIN} [data-testid="stColumn"] {{ min-width: min(11rem, 100%); }}
 {_MAIN} input[role="combobox"] {{ field-sizing: content; }}
 {_MAIN} [data-testid="stColumn"]:has(input[role="combobox"]) {{ min-width: min-content; }}
+{_MAIN} [data-testid="stDataFrame"] {{ zoom: {TABLE_ZOOM:.3f}; max-width: 100%; }}
 </style>"""
 
 

@@ -4,7 +4,7 @@ does), fits its width: neither the document nor Streamlit's own scrolling main a
 sideways, the sidebar is collapsed, no button, tab, label or select box cuts its text, every
 character of the default couplet is labelled in each Couplets chart, and on the pages whose figures
 all pass through ``ui.widgets.chart`` every figure text is drawn at 20 px or more (Chinese ticks
-24 px). Screenshots go to /tmp/atlas-projector/ (the visible screen; the whole page too with
+24 px), and every table's text is zoomed to 20 px. Screenshots go to /tmp/atlas-projector/ (the visible screen; the whole page too with
 ``ATLAS_FULL_SHOTS=1``)."""
 
 import base64
@@ -61,6 +61,9 @@ WRAPPED = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([da
     + '[data-testid="stSliderTickBar"] > *)')]
   .filter(e => e.textContent.trim() && e.getBoundingClientRect().height > 2 * parseFloat(getComputedStyle(e).fontSize))
   .map(e => e.textContent.trim())"""
+# The zoom of every table (st.dataframe draws its cells on a canvas: its 14 px text is zoomed to 20 px).
+TABLE_ZOOMS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
+  .map(t => parseFloat(getComputedStyle(t).zoom))"""
 SIDEBAR_WIDTH = """() => document.querySelector('[data-testid="stSidebar"]').getBoundingClientRect().width"""
 X_TICKS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot =>
     [...plot.querySelectorAll('.xtick text')].map(t => t.textContent))"""
@@ -215,6 +218,10 @@ def check_projected(page, path: str, chinese: bool) -> None:
     assert page.evaluate(SIDEBAR_WIDTH) == 0  # collapsed: the page gets the whole width
     assert page.evaluate(CUT) == []
     assert page.evaluate(WRAPPED) == []
+    zooms = page.evaluate(TABLE_ZOOMS)
+    assert all(z * 14 >= 19.9 for z in zooms), zooms
+    if path == "attribution":  # its faithfulness table is on the first screen
+        assert zooms
     if path == "couplets":  # 两个黄鹂鸣翠柳 in each chart along x, none thinned away
         assert all(ticks == list("两个黄鹂鸣翠柳") for ticks in page.evaluate(X_TICKS))
     if path in CHARTED:
