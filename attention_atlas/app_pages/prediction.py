@@ -15,7 +15,7 @@ from attention_atlas.ui.widgets import intro, text_box
 
 K = lens_views.K
 TEXT_LIMIT = 4_000  # characters: SmolLM2 reads about 512 tokens of them (the adapter's limit)
-DEFAULT = "The capital of France is"
+DEFAULT = "The sun rises in the east and sets in the"  # " west" climbs from rank 2,286 (block 20) to the top (block 27)
 
 st.title("🔬 " + _("Inside a prediction"))
 intro(

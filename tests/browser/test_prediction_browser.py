@@ -1,5 +1,5 @@
 """The "Inside a prediction" page in chromium. Logit lens: its grid is drawn without an exception box,
-the top-right cell reads ' Paris', hovering it lists the top 10 tokens with their probabilities, and a
+the top-right cell reads ' west', hovering it lists the top 10 tokens with their probabilities, and a
 click on a cell follows its position;
 a longer text's grid fills in under a progress bar (screenshots at 1400 × 900). Generate: three new
 tokens of SmolLM2's continuation and the attention of the last one, drawn. Contributions: the routes
@@ -29,19 +29,19 @@ def test_the_grid_is_drawn_and_its_hover_lists_the_top_tokens(app_url, new_page)
         page.wait_for_selector(IDLE, timeout=180_000)
         assert page.locator(EXCEPTION_BOX).count() == 0
         grid = page.locator(".js-plotly-plot").first
-        assert grid.locator(".heatmaplayer text", has_text="Paris").count() == 1  # the cell at the top right
+        assert grid.locator(".heatmaplayer text", has_text="west").count() == 1  # the cell at the top right
         box = grid.locator(".nsewdrag").first.bounding_box()
         # the top-right cell: the last position, after the last block
         page.mouse.move(box["x"] + box["width"] * 0.9, box["y"] + 5)
         hover = page.locator(".hoverlayer .hovertext").first
         hover.wait_for(timeout=10_000)
         text = hover.text_content()
-        assert "after block 29" in text and "4 · is" in text and "' Paris' 0." in text
+        assert "after block 29" in text and "9 · the" in text and "' west' 0." in text
         assert text.count("0.") >= 10  # ten probabilities
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=SHOTS / "prediction.png", full_page=True)
         # A click on a cell of the first position follows that position below (it showed the last).
-        assert page.locator(".gtitle", has_text="position 4 · is").count() == 1
+        assert page.locator(".gtitle", has_text="position 9 · the").count() == 1
         page.mouse.click(box["x"] + box["width"] * 0.1, box["y"] + 5)  # the top row: on screen
         page.locator(".gtitle", has_text="position 0 · The").wait_for(timeout=60_000)
         assert page.url.endswith("pos=0")  # the link follows the position clicked
@@ -85,7 +85,7 @@ def test_generate_continues_the_text_and_draws_what_a_new_token_looked_at(app_ur
         settled(page)
         assert page.get_by_text("3 new tokens").count() == 1
         said = page.get_by_text("The continuation").locator("xpath=following::*[@data-testid='stCode'][1]")
-        assert "Paris" in said.text_content()  # greedy: the logit lens's top token comes first
+        assert "west" in said.text_content()  # greedy: the logit lens's top token comes first
         assert page.get_by_text("What produced").count() == 1
         titles = page.locator(".js-plotly-plot .gtitle").all_text_contents()
         assert "every layer, heads averaged" in titles and "layer 29, each head" in titles, titles

@@ -13,7 +13,7 @@ from tests.support import PACKAGE, chart, page_runner, values, z_of
 
 PAGE = "app_pages/prediction.py"
 run = page_runner(PAGE, 300)
-TEXT = "The capital of France is"
+TEXT = "The sun rises in the east and sets in the"  # the page's first text
 
 
 

@@ -18,6 +18,7 @@ from tests.support import PACKAGE, hf_folder, page_runner
 
 PAGE = "app_pages/prediction.py"
 run = page_runner(PAGE, 300)
+DEFAULT = "The sun rises in the east and sets in the"  # the page's first text
 K = "lens_"
 
 
@@ -58,40 +59,40 @@ def first_load():
 
 def test_first_load_draws_the_grid_whose_top_row_is_the_models_own_prediction(first_load, smollm2):
     at = first_load
-    assert at.text_input(key=K + "text").value == "The capital of France is"
+    assert at.text_input(key=K + "text").value == DEFAULT
     grid = chart(at, K + "grid")
     trace = grid["data"][0]
     z = values(trace["z"])
-    assert z.shape == (smollm2.n_layers, 5)  # 30 blocks × 5 tokens (SmolLM2 adds no bos)
-    own = own_probs(smollm2, "The capital of France is")
+    assert z.shape == (smollm2.n_layers, 10)  # 30 blocks × 10 tokens (SmolLM2 adds no bos)
+    own = own_probs(smollm2, DEFAULT)
     top = own.max(-1)
     assert np.allclose(z[-1], top.values.numpy(), rtol=2e-3)
-    assert trace["text"][-1][-1] == smollm2.tokenizer.decode([int(top.indices[-1])]) == " Paris"
+    assert trace["text"][-1][-1] == smollm2.tokenizer.decode([int(top.indices[-1])]) == " west"
     last = grid["data"][1]["customdata"][-1]  # the cells' hover: the clickable layer's last point
-    assert last[0] == "4 · is"
+    assert last[0] == "9 · the"
     hover = last[1].split("<br>")
-    assert len(hover) == 10 and hover[0].startswith("' Paris' ")
-    assert grid["layout"]["xaxis"]["ticktext"][-1] == "is"
+    assert len(hover) == 10 and hover[0].startswith("' west' ")
+    assert grid["layout"]["xaxis"]["ticktext"][-1] == "the"
 
 
 def test_the_followed_prediction_climbs_to_rank_one_in_the_last_block(first_load, smollm2):
     fig = chart(first_load, K + "follow")
     probs, ranks = values(fig["data"][0]["y"]), values(fig["data"][1]["y"])
-    own = own_probs(smollm2, "The capital of France is")[-1]
-    paris = smollm2.tokenizer(" Paris", add_special_tokens=False)["input_ids"][0]
-    assert np.isclose(probs[-1], own[paris].item(), rtol=2e-3) and ranks[-1] == 1
+    own = own_probs(smollm2, DEFAULT)[-1]
+    west = smollm2.tokenizer(" west", add_special_tokens=False)["input_ids"][0]
+    assert np.isclose(probs[-1], own[west].item(), rtol=2e-3) and ranks[-1] == 1
     assert ranks[0] > ranks[-1]  # it climbs through the blocks
-    assert "' Paris'" in fig["layout"]["title"]["text"]
+    assert "' west'" in fig["layout"]["title"]["text"]
 
 
 def test_following_a_typed_token_at_another_position_and_the_link_keeps_both(first_load, smollm2):
     at = first_load
-    at.slider(key=K + "pos").set_value(2)  # "of"
+    at.slider(key=K + "pos").set_value(2)  # "rises"
     at.text_input(key=K + "follow").set_value(" France")
     at = run(at)
     assert at.query_params["pos"] == "2" and at.query_params["follow"] == " France"
     fig = chart(at, K + "follow")
-    own = own_probs(smollm2, "The capital of France is")[2]
+    own = own_probs(smollm2, DEFAULT)[2]
     france = smollm2.tokenizer(" France", add_special_tokens=False)["input_ids"][0]
     probs, ranks = values(fig["data"][0]["y"]), values(fig["data"][1]["y"])
     assert np.isclose(probs[-1], own[france].item(), rtol=2e-3)
@@ -106,10 +107,10 @@ def test_following_a_typed_token_at_another_position_and_the_link_keeps_both(fir
 
 @pytest.mark.slow  # three page runs of SmolLM2's lens: 3.8 s here
 def test_a_new_prompt_starts_at_its_last_position():
-    """Issue 40, item 5: the position stayed where the old prompt had it (4 of the default after an
+    """Issue 40, item 5: the position stayed where the old prompt had it (the default's last after an
     11-token prompt; 2 of a 3-token prompt after it grew to 21): a new prompt is followed at its end."""
     at = run()
-    assert at.slider(key=K + "pos").value == 4  # the default's last token, "is"
+    assert at.slider(key=K + "pos").value == 9  # the default's last token, "the"
     at.text_input(key=K + "text").set_value("The capital of France is Paris and the capital of Italy is")
     at = run(at)
     pos = at.slider(key=K + "pos")
@@ -217,13 +218,13 @@ def test_the_page_speaks_chinese():
     assert at.title[0].value == "🔬 预测的内部"
     assert [t.label for t in at.tabs] == ["Logit lens", "生成", "贡献", "激活修补"]
     grid = chart(at, K + "grid")
-    assert grid["layout"]["title"]["text"] == "每个块之后的首位词元，位置 0–4"
+    assert grid["layout"]["title"]["text"] == "每个块之后的首位词元，位置 0–9"
     assert grid["layout"]["yaxis"]["title"]["text"] == "块之后"
     assert "第 %{y} 块之后" in grid["data"][1]["hovertemplate"]
     follow = chart(at, K + "follow")
     assert (
-        follow["data"][0]["name"] == "概率" and follow["layout"]["title"]["text"] == "' Paris' 在位置 4 · is"
+        follow["data"][0]["name"] == "概率" and follow["layout"]["title"]["text"] == "' west' 在位置 9 · the"
     )
-    assert any(c.value.startswith("5 个词元 × 30 个块；") for c in at.caption)
+    assert any(c.value.startswith("10 个词元 × 30 个块；") for c in at.caption)
     assert at.text_input(key=K + "follow").label.startswith("要追踪的词元")
     assert "**logit lens**（逻辑透镜）" in at.markdown[0].value
