@@ -107,6 +107,7 @@ _PROJECTOR_CSS = f"""<style>
 {_MAIN} input[role="combobox"] {{ field-sizing: content; }}
 {_MAIN} [data-testid="stColumn"]:has(input[role="combobox"]) {{ min-width: min-content; }}
 {_MAIN} [data-testid="stDataFrame"] {{ zoom: {TABLE_ZOOM:.3f}; max-width: 100%; }}
+{_MAIN} [data-testid="stDataFrameResizable"] {{ width: 100% !important; }}
 </style>"""
 
 

@@ -29,10 +29,10 @@ def test_the_grid_is_drawn_and_its_hover_lists_the_top_tokens(app_url, new_page)
         page.wait_for_selector(IDLE, timeout=180_000)
         assert page.locator(EXCEPTION_BOX).count() == 0
         grid = page.locator(".js-plotly-plot").first
-        assert grid.locator(".heatmaplayer text", has_text="west").count() == 1  # the cell at the top right
+        assert grid.locator(".heatmaplayer text", has_text="west").count() >= 1  # the top right and below it
         box = grid.locator(".nsewdrag").first.bounding_box()
         # the top-right cell: the last position, after the last block
-        page.mouse.move(box["x"] + box["width"] * 0.9, box["y"] + 5)
+        page.mouse.move(box["x"] + box["width"] * 0.95, box["y"] + 5)
         hover = page.locator(".hoverlayer .hovertext").first
         hover.wait_for(timeout=10_000)
         text = hover.text_content()
@@ -42,7 +42,7 @@ def test_the_grid_is_drawn_and_its_hover_lists_the_top_tokens(app_url, new_page)
         page.screenshot(path=SHOTS / "prediction.png", full_page=True)
         # A click on a cell of the first position follows that position below (it showed the last).
         assert page.locator(".gtitle", has_text="position 9 · the").count() == 1
-        page.mouse.click(box["x"] + box["width"] * 0.1, box["y"] + 5)  # the top row: on screen
+        page.mouse.click(box["x"] + box["width"] * 0.05, box["y"] + 5)  # the top row: on screen
         page.locator(".gtitle", has_text="position 0 · The").wait_for(timeout=60_000)
         assert page.url.endswith("pos=0")  # the link follows the position clicked
         assert page.locator(EXCEPTION_BOX).count() == 0

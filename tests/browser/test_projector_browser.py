@@ -61,9 +61,10 @@ WRAPPED = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([da
     + '[data-testid="stSliderTickBar"] > *)')]
   .filter(e => e.textContent.trim() && e.getBoundingClientRect().height > 2 * parseFloat(getComputedStyle(e).fontSize))
   .map(e => e.textContent.trim())"""
-# The zoom of every table (st.dataframe draws its cells on a canvas: its 14 px text is zoomed to 20 px).
+# The scale every table is drawn at, as the grid itself measures it (st.dataframe draws its cells on a
+# canvas: its 14 px text is zoomed to 20 px).
 TABLE_ZOOMS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
-  .map(t => parseFloat(getComputedStyle(t).zoom))"""
+  .map(t => t.getBoundingClientRect().width / t.offsetWidth)"""
 SIDEBAR_WIDTH = """() => document.querySelector('[data-testid="stSidebar"]').getBoundingClientRect().width"""
 X_TICKS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot =>
     [...plot.querySelectorAll('.xtick text')].map(t => t.textContent))"""
