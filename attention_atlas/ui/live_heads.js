@@ -38,8 +38,18 @@ function chartBox(parent, notes) {
     const div = document.createElement("div");
     parent.append(note, div);
     parent.__atlas = { div, note };
+    // Plotly fits a chart to its box when it draws, and again only when the window resizes: a box
+    // that narrows with the window unchanged (projector mode's sidebar opened) is refitted here.
+    new ResizeObserver(() => refit(div)).observe(div);
   }
   return parent.__atlas;
+}
+
+function refit(div) {
+  const width = div.clientWidth;
+  if (!div._fullLayout || !width || width === div.__atlasWidth) return;
+  div.__atlasWidth = width;
+  window.__atlasPlotly?.then((Plotly) => Plotly.Plots.resize(div));
 }
 
 function unpack16(b64) {

@@ -278,3 +278,29 @@ def test_the_long_input_head_views_controls_are_whole_at_150_percent_with_the_si
         assert page.get_by_text("√ colours").is_visible()
         assert page.evaluate(CUT) == []
         shoot(page, "long-input-zoom150-sidebar", "zoom150")
+
+
+# Every chart's right edge, and the main area's content's (issue 40 item 4: the live views kept their width)
+RIGHT_EDGES = """() => [Math.round(document.querySelector('[data-testid="stMainBlockContainer"]').getBoundingClientRect().right),
+    [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map(p => Math.round(p.getBoundingClientRect().right))]"""
+
+
+def test_the_live_views_refit_when_the_sidebar_is_opened_in_projector_mode(app_url, new_page):
+    """Transformer heads in projector mode starts with the sidebar collapsed; opened, it narrows the
+    main area, and the live model and head views narrow with it (they kept their width and shifted
+    right by the sidebar's, heads 10–11 and the colour bar off the screen)."""
+    from tests.browser.test_links_browser import open_sidebar
+
+    with new_page(*SCREENS["1280x720"][0].values()) as page:
+        page.goto(f"{app_url}/transformer?present=1", timeout=120_000)
+        settle(page, plots=True)
+        right, charts = page.evaluate(RIGHT_EDGES)
+        assert len(charts) >= 2 and max(charts) <= right + 1, (right, charts)
+        open_sidebar(page)
+        # the sidebar slides in: wait until the charts are inside the narrowed main area, nothing scrolling sideways
+        page.wait_for_function(
+            f"() => ({RIGHT_EDGES})()[1].every(r => r <= ({RIGHT_EDGES})()[0] + 1) && ({OVERFLOW})().length === 0",
+            timeout=15_000,
+        )
+        assert page.evaluate(SIDEBAR_WIDTH) > 200
+        shoot(page, "transformer-1280x720-sidebar", "1280x720")
