@@ -14,7 +14,7 @@ next shows ``model_view(outputs.attentions, tokens)``; that second cell is measu
   on their way); the view cell runs three times, each with its own output, and the medians count;
 - **a click**: a tile clicked to its head drawn (a message to the kernel, the head's figure back).
 
-Plotly.js (4.8 MB) goes to the page once, at the first widget (a warm-up cell here), and is
+Plotly.js (1.5 MB gzipped, a model every view refers to) goes to the page once, at the first widget (a warm-up cell here), and is
 reported apart. BertViz's bytes are its own HTML for the same ``outputs.attentions`` and tokens
 (its ``model_view(..., html_action="return")``; past 150 MB run on layer 0 and multiplied, as in
 ``bench_notebook``), computed by ``bench_notebook.bertviz`` when bertviz is installed in ``--bertviz``.
