@@ -64,7 +64,7 @@ WRAPPED = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([da
 # The scale every table is drawn at, as the grid itself measures it (st.dataframe draws its cells on a
 # canvas: its 14 px text is zoomed to 20 px).
 TABLE_ZOOMS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
-  .map(t => t.getBoundingClientRect().width / t.offsetWidth)"""
+  .filter(t => t.offsetWidth).map(t => t.getBoundingClientRect().width / t.offsetWidth)"""  # shown: not in a closed tab
 SIDEBAR_WIDTH = """() => document.querySelector('[data-testid="stSidebar"]').getBoundingClientRect().width"""
 X_TICKS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(plot =>
     [...plot.querySelectorAll('.xtick text')].map(t => t.textContent))"""
