@@ -135,8 +135,7 @@ def _described(path: Path) -> Cached | None:
 def _describe(path: Path) -> Cached:
     size, used = sum(p.stat().st_size for p in _files(path)), path.stat().st_mtime
     try:
-        with Store.open(path) as store:
-            meta, counts = store.meta, store.counts()
+        meta, counts = _read(path)
     except Exception as err:  # busy, not a store, another DuckDB version: listed, to be deleted
         model = path.stem.rsplit("-", 1)[0]
         return Cached(path, model, "?", 0, 0, size, used, str(err).splitlines()[0][:200])
@@ -246,6 +245,21 @@ def _schema(top_k: int, cross: bool) -> list[str]:
         f"CREATE TABLE links(text_id BIGINT, pos SMALLINT, layer TINYINT, head TINYINT, {links})",
         "CREATE TABLE failed(text_id BIGINT, error VARCHAR)",
     ]
+
+
+def _read(path: Path) -> tuple[dict, dict]:
+    """A store's meta and counts, read without writing: DuckDB makes a missing file it opens to write,
+    so a listing that opened a store the disk limit had just deleted in another thread made it
+    again, empty, and the next trim deleted and reported it a second time. A store this process
+    is filling is open to write already, and is read with that connection's configuration."""
+    import duckdb
+
+    try:
+        store = Store.open(path, read_only=True)
+    except duckdb.ConnectionException:  # open to write in this process: a run fills it, it stays
+        store = Store.open(path)
+    with store:
+        return store.meta, store.counts()
 
 
 def connect(path: Path, read_only: bool = False):
