@@ -142,3 +142,11 @@ def hover_tile(page, layer: int, head: int, heads: int, chart=None) -> None:
         except PlaywrightTimeout:
             continue
     raise AssertionError(f"Plotly's hover never named layer {layer}, head {head} under the mouse")
+
+
+def open_sidebar(page) -> None:
+    """Projector mode starts with the sidebar collapsed: open it as a visitor does (»)."""
+    expand = page.locator('[data-testid="stExpandSidebarButton"]')
+    if expand.count() and expand.is_visible():
+        expand.click()
+    page.locator('[data-testid="stSidebarNav"]').wait_for(state="visible", timeout=30_000)

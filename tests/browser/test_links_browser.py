@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, wait_still
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, open_sidebar, wait_still
 
 pytestmark = pytest.mark.browser
 IDLE = '[data-test-script-state="notRunning"]'
@@ -88,14 +88,6 @@ def test_a_lesson_link_on_home_opens_its_page_in_the_lessons_state(fresh, app_ur
     assert query(fresh) == {"n": "12", "mask": "local window", "window": "2", "relbias": "1"}
     assert selected(fresh, "mask") == "local window" and slider_value(fresh, "local window") == "2"
     assert fresh.get_by_role("switch", name="add a relative position bias").is_checked()
-
-
-def open_sidebar(page) -> None:
-    """Projector mode starts with the sidebar collapsed: open it as a visitor does (»)."""
-    expand = page.locator('[data-testid="stExpandSidebarButton"]')
-    if expand.count() and expand.is_visible():
-        expand.click()
-    page.locator('[data-testid="stSidebarNav"]').wait_for(state="visible", timeout=30_000)
 
 
 def test_projector_mode_stays_on_when_moving_to_another_page(fresh, app_url):

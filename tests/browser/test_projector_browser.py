@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, wait_still
+from harness.browser import EXCEPTION_BOX, PLOT_DRAWN, open_sidebar, wait_still
 
 pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/atlas-projector")
@@ -289,8 +289,6 @@ def test_the_live_views_refit_when_the_sidebar_is_opened_in_projector_mode(app_u
     """Transformer heads in projector mode starts with the sidebar collapsed; opened, it narrows the
     main area, and the live model and head views narrow with it (they kept their width and shifted
     right by the sidebar's, heads 10–11 and the colour bar off the screen)."""
-    from tests.browser.test_links_browser import open_sidebar
-
     with new_page(*SCREENS["1280x720"][0].values()) as page:
         page.goto(f"{app_url}/transformer?present=1", timeout=120_000)
         settle(page, plots=True)
